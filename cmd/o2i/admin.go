@@ -1,0 +1,307 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/o2i-service/o2i/internal/apikey"
+	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/internal/reqlog"
+	"github.com/o2i-service/o2i/internal/store"
+)
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// adminFlags is a flag set with --database-url, parsed from args.
+type adminFlags struct {
+	*flag.FlagSet
+	dbURL *string
+}
+
+func newAdminFlags(name string, cfg Config, stderr io.Writer) adminFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return adminFlags{FlagSet: fs, dbURL: fs.String("database-url", cfg.DatabaseURL, "PostgreSQL URL (default O2I_DATABASE_URL)")}
+}
+
+func (f adminFlags) open(ctx context.Context) (*pgxpool.Pool, error) {
+	return store.Open(ctx, *f.dbURL, 4)
+}
+
+func (f adminFlags) parse(args []string) error {
+	if err := f.Parse(args); err != nil {
+		return errUsage
+	}
+	if f.NArg() > 0 {
+		fmt.Fprintf(f.Output(), "unexpected arguments: %v\n", f.Args())
+		return errUsage
+	}
+	return nil
+}
+
+func (f adminFlags) isSet(name string) bool {
+	set := false
+	f.Visit(func(fl *flag.Flag) {
+		if fl.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+func migrateCmd(ctx context.Context, cfg Config, args []string, stdout io.Writer) error {
+	f := newAdminFlags("migrate", cfg, stdout)
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	pool, err := f.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	applied, err := store.Migrate(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if applied == nil {
+		applied = []string{}
+	}
+	return printJSON(stdout, map[string]any{"applied": applied})
+}
+
+func projectCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, "usage: o2i project create|set|show ...\n")
+		return errUsage
+	}
+	f := newAdminFlags("project "+args[0], cfg, stderr)
+	switch args[0] {
+	case "create":
+		name := f.String("name", "", "project name (required)")
+		testMode := f.Bool("test-mode", true, "test mode: documents are test documents")
+		accounting := f.String("accounting", project.Accrual, "accrual or cash")
+		if err := f.parse(args[1:]); err != nil {
+			return err
+		}
+		pool, err := f.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		p, err := project.Create(ctx, pool, *name, *testMode, *accounting)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, p.Masked())
+	case "show":
+		id := f.String("project", "", "project id (required)")
+		if err := f.parse(args[1:]); err != nil {
+			return err
+		}
+		pool, err := f.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		p, err := project.Get(ctx, pool, *id)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, p.Masked())
+	case "set":
+		return projectSet(ctx, f, args[1:], stdout)
+	}
+	fmt.Fprintf(stderr, "unknown project command %q\n", args[0])
+	return errUsage
+}
+
+// settingFlags maps each `project set` string flag to its setting.
+var settingFlags = []struct {
+	name  string
+	field func(*project.Settings) *string
+}{
+	{"seller-name", func(s *project.Settings) *string { return &s.SellerName }},
+	{"seller-street", func(s *project.Settings) *string { return &s.SellerStreet }},
+	{"seller-postal-code", func(s *project.Settings) *string { return &s.SellerPostalCode }},
+	{"seller-city", func(s *project.Settings) *string { return &s.SellerCity }},
+	{"seller-country", func(s *project.Settings) *string { return &s.SellerCountry }},
+	{"seller-vat-id", func(s *project.Settings) *string { return &s.SellerVATID }},
+	{"seller-tax-number", func(s *project.Settings) *string { return &s.SellerTaxNumber }},
+	{"seller-iban", func(s *project.Settings) *string { return &s.SellerIBAN }},
+	{"seller-bic", func(s *project.Settings) *string { return &s.SellerBIC }},
+	{"contact-name", func(s *project.Settings) *string { return &s.ContactName }},
+	{"contact-phone", func(s *project.Settings) *string { return &s.ContactPhone }},
+	{"contact-email", func(s *project.Settings) *string { return &s.ContactEmail }},
+	{"stripe-webhook-secret", func(s *project.Settings) *string { return &s.StripeWebhookSecret }},
+	{"stripe-api-key", func(s *project.Settings) *string { return &s.StripeAPIKey }},
+}
+
+func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writer) error {
+	id := f.String("project", "", "project id (required)")
+	name := f.String("name", "", "project name")
+	testMode := f.Bool("test-mode", true, "test mode")
+	accounting := f.String("accounting", "", "accrual or cash")
+	gateways := f.String("invoice-first-gateways", "", "comma-separated invoice-first payment gateways (exact spelling)")
+	oss := f.Bool("oss-registered", false, "registered for the one-stop shop (destination-country VAT for EU consumers)")
+	rps := f.Int("rate-limit", 0, "requests per second per key")
+	burst := f.Int("rate-burst", 0, "burst per key")
+	values := map[string]*string{}
+	for _, s := range settingFlags {
+		values[s.name] = f.String(s.name, "", "setting "+s.name+" (empty clears it)")
+	}
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	var u project.Update
+	if f.isSet("name") {
+		u.Name = name
+	}
+	if f.isSet("test-mode") {
+		u.TestMode = testMode
+	}
+	if f.isSet("accounting") {
+		u.Accounting = accounting
+	}
+	if f.isSet("rate-limit") {
+		u.RateLimitRPS = rps
+	}
+	if f.isSet("rate-burst") {
+		u.RateLimitBurst = burst
+	}
+	u.Settings = func(s *project.Settings) {
+		for _, sf := range settingFlags {
+			if f.isSet(sf.name) {
+				*sf.field(s) = strings.TrimSpace(*values[sf.name])
+			}
+		}
+		if f.isSet("invoice-first-gateways") {
+			s.InvoiceFirstGateways = nil
+			for _, g := range strings.Split(*gateways, ",") {
+				if g = strings.TrimSpace(g); g != "" {
+					s.InvoiceFirstGateways = append(s.InvoiceFirstGateways, g)
+				}
+			}
+		}
+		if f.isSet("oss-registered") {
+			s.OSSRegistered = *oss
+		}
+	}
+	pool, err := f.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	p, err := project.Apply(ctx, pool, *id, u)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, p.Masked())
+}
+
+func keyCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, "usage: o2i key create|list|revoke ...\n")
+		return errUsage
+	}
+	f := newAdminFlags("key "+args[0], cfg, stderr)
+	switch args[0] {
+	case "create":
+		id := f.String("project", "", "project id (required)")
+		scopes := f.String("scopes", "", "comma-separated scopes: orders:write,invoices:read")
+		expires := f.String("expires", "never", "30d, 90d, 365d or never")
+		name := f.String("name", "", "a name for the key")
+		format := f.String("format", "current", "key format: current, or legacy-test / legacy-live for integrations that need the older prefixes")
+		if err := f.parse(args[1:]); err != nil {
+			return err
+		}
+		sc, err := apikey.ParseScopes(*scopes)
+		if err != nil {
+			return err
+		}
+		life, err := apikey.ParseExpiry(*expires)
+		if err != nil {
+			return err
+		}
+		prefix := map[string]string{"current": apikey.Prefix, "legacy-test": apikey.LegacyTest, "legacy-live": apikey.LegacyLive}[*format]
+		if prefix == "" {
+			return fmt.Errorf("--format must be current, legacy-test or legacy-live")
+		}
+		pool, err := f.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		c, err := apikey.Create(ctx, pool, *id, sc, life, *name, prefix)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, c)
+	case "list":
+		id := f.String("project", "", "project id (required)")
+		if err := f.parse(args[1:]); err != nil {
+			return err
+		}
+		pool, err := f.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		keys, err := apikey.List(ctx, pool, *id, time.Now())
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, keys)
+	case "revoke":
+		id := f.String("key-id", "", "key id (required)")
+		if err := f.parse(args[1:]); err != nil {
+			return err
+		}
+		pool, err := f.open(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		k, err := apikey.Revoke(ctx, pool, *id)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, k)
+	}
+	fmt.Fprintf(stderr, "unknown key command %q\n", args[0])
+	return errUsage
+}
+
+func requestsCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io.Writer) error {
+	if len(args) < 2 || args[0] != "show" {
+		fmt.Fprint(stderr, "usage: o2i requests show REQUEST_ID\n")
+		return errUsage
+	}
+	f := newAdminFlags("requests show", cfg, stderr)
+	id := args[1]
+	if err := f.parse(args[2:]); err != nil {
+		return err
+	}
+	pool, err := f.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	r, err := reqlog.Show(ctx, pool, id)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, r)
+}
+

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the service configuration. Every value comes from an O2I_*
+// environment variable; the defaults are the addresses of the local stack.
+type Config struct {
+	HTTPAddr        string
+	DatabaseURL     string
+	DBMaxConns      int
+	RedisURL        string
+	KafkaBrokers    []string
+	S3Endpoint      string
+	S3AccessKey     string
+	S3SecretKey     string
+	S3UseTLS        bool
+	S3Bucket        string
+	ShutdownTimeout time.Duration
+	MaxInFlight     int
+	LogLevel        string
+}
+
+// envVar documents one variable; the README's configuration table lists the same.
+type envVar struct {
+	Name, Default, Means string
+	secret               bool
+}
+
+var envVars = []envVar{
+	{"O2I_HTTP_ADDR", "127.0.0.1:8080", "address the API listens on", false},
+	{"O2I_DATABASE_URL", "postgres://o2i:o2i@127.0.0.1:55432/o2i?sslmode=disable", "PostgreSQL connection URL", true},
+	{"O2I_DB_MAX_CONNS", "32", "PostgreSQL pool size per process", false},
+	{"O2I_REDIS_URL", "redis://127.0.0.1:56379/0", "Redis URL (read models, rate limits)", true},
+	{"O2I_KAFKA_BROKERS", "127.0.0.1:59092", "comma-separated Kafka bootstrap brokers", false},
+	{"O2I_S3_ENDPOINT", "127.0.0.1:59000", "S3/MinIO endpoint host:port (archive)", false},
+	{"O2I_S3_ACCESS_KEY", "o2i-dev", "S3 access key", false},
+	{"O2I_S3_SECRET_KEY", "o2i-dev-secret", "S3 secret key", true},
+	{"O2I_S3_USE_TLS", "false", "use https for S3", false},
+	{"O2I_S3_BUCKET", "o2i-archive", "archive bucket (object lock, COMPLIANCE retention)", false},
+	{"O2I_SHUTDOWN_TIMEOUT", "20s", "how long in-flight work may take on shutdown", false},
+	{"O2I_MAX_IN_FLIGHT", "2048", "concurrent requests per API process before 503 with Retry-After", false},
+	{"O2I_LOG_LEVEL", "info", "debug, info, warn or error", false},
+}
+
+func loadConfig(getenv func(string) string) (Config, error) {
+	v := func(name string) string {
+		if s := getenv(name); s != "" {
+			return s
+		}
+		for _, e := range envVars {
+			if e.Name == name {
+				return e.Default
+			}
+		}
+		return ""
+	}
+	var c Config
+	var err error
+	c.HTTPAddr = v("O2I_HTTP_ADDR")
+	c.DatabaseURL = v("O2I_DATABASE_URL")
+	if c.DBMaxConns, err = strconv.Atoi(v("O2I_DB_MAX_CONNS")); err != nil || c.DBMaxConns <= 0 {
+		return c, fmt.Errorf("O2I_DB_MAX_CONNS must be a positive integer, got %q", v("O2I_DB_MAX_CONNS"))
+	}
+	c.RedisURL = v("O2I_REDIS_URL")
+	for _, b := range strings.Split(v("O2I_KAFKA_BROKERS"), ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			c.KafkaBrokers = append(c.KafkaBrokers, b)
+		}
+	}
+	if len(c.KafkaBrokers) == 0 {
+		return c, fmt.Errorf("O2I_KAFKA_BROKERS is empty")
+	}
+	c.S3Endpoint = v("O2I_S3_ENDPOINT")
+	c.S3AccessKey = v("O2I_S3_ACCESS_KEY")
+	c.S3SecretKey = v("O2I_S3_SECRET_KEY")
+	if c.S3UseTLS, err = strconv.ParseBool(v("O2I_S3_USE_TLS")); err != nil {
+		return c, fmt.Errorf("O2I_S3_USE_TLS must be true or false, got %q", v("O2I_S3_USE_TLS"))
+	}
+	c.S3Bucket = v("O2I_S3_BUCKET")
+	if c.ShutdownTimeout, err = time.ParseDuration(v("O2I_SHUTDOWN_TIMEOUT")); err != nil {
+		return c, fmt.Errorf("O2I_SHUTDOWN_TIMEOUT: %w", err)
+	}
+	if c.MaxInFlight, err = strconv.Atoi(v("O2I_MAX_IN_FLIGHT")); err != nil || c.MaxInFlight <= 0 {
+		return c, fmt.Errorf("O2I_MAX_IN_FLIGHT must be a positive integer, got %q", v("O2I_MAX_IN_FLIGHT"))
+	}
+	c.LogLevel = v("O2I_LOG_LEVEL")
+	return c, nil
+}

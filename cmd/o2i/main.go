@@ -1,0 +1,99 @@
+// Command o2i is the Order-to-Invoice service: one binary whose `serve`
+// command runs the roles (api, relay, projector, invoicer) and whose other
+// commands migrate the database and administer projects, keys and requests.
+// Admin commands print JSON on stdout.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+)
+
+const usage = `o2i — the Order-to-Invoice service
+
+Usage:
+  o2i serve [--roles api,relay,projector,invoicer]
+  o2i migrate
+  o2i openapi                                   print the OpenAPI 3.1 document
+  o2i project create --name NAME [--test-mode=true|false] [--accounting accrual|cash]
+  o2i project set --project ID [--test-mode=..] [--accounting ..] [--seller-* ..] [--contact-* ..] ...
+  o2i project show --project ID
+  o2i key create --project ID --scopes orders:write,invoices:read [--expires 30d|90d|365d|never] [--name N]
+  o2i key list --project ID
+  o2i key revoke --key-id ID
+  o2i requests show REQUEST_ID
+
+Every command reads its configuration from O2I_* environment variables;
+admin commands also accept --database-url.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "o2i:", err)
+		if e := apperr.As(err); e != nil && e.Kind != apperr.Internal {
+			os.Exit(1)
+		}
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+// run is the whole program; tests call it with their own arguments and environment.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	setupLogging(cfg.LogLevel, stderr)
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, cfg, args[1:], stderr)
+	case "migrate":
+		return migrateCmd(ctx, cfg, args[1:], stdout)
+	case "openapi":
+		doc, err := openAPIDocument()
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(append(doc, '\n'))
+		return err
+	case "project":
+		return projectCmd(ctx, cfg, args[1:], stdout, stderr)
+	case "key":
+		return keyCmd(ctx, cfg, args[1:], stdout, stderr)
+	case "requests":
+		return requestsCmd(ctx, cfg, args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
+	return errUsage
+}
+
+func setupLogging(level string, w io.Writer) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	slog.SetDefault(slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})))
+}

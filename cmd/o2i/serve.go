@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/o2i-service/o2i/internal/apikey"
+	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/ratelimit"
+	"github.com/o2i-service/o2i/internal/reqlog"
+)
+
+// Roles a process can run; `serve` runs all of them unless told otherwise.
+var allRoles = []string{"api", "relay", "projector", "invoicer"}
+
+// listening is called with the bound address once the API listens (tests use port 0).
+var listening = func(addr string) {}
+
+func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rolesFlag := fs.String("roles", strings.Join(allRoles, ","), "comma-separated roles to run: "+strings.Join(allRoles, ","))
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	var roles []string
+	for _, r := range strings.Split(*rolesFlag, ",") {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			continue
+		}
+		if !slices.Contains(allRoles, r) {
+			return fmt.Errorf("unknown role %q (known: %s)", r, strings.Join(allRoles, ","))
+		}
+		roles = append(roles, r)
+	}
+	if len(roles) == 0 {
+		return fmt.Errorf("--roles is empty")
+	}
+
+	d, err := connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	// Workers stop when workCtx ends; the API drains first so that accepted
+	// requests' effects are still relayed and projected.
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	var wg sync.WaitGroup
+	errc := make(chan error, len(roles)+1)
+	start := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(workCtx); err != nil && workCtx.Err() == nil {
+				errc <- fmt.Errorf("role %s: %w", name, err)
+			}
+		}()
+	}
+	w := newWiring(d, reg)
+	for _, role := range roles {
+		if role == "api" {
+			continue
+		}
+		f := w.worker(role)
+		if f == nil {
+			slog.Info("role has no work in this version yet", "role", role)
+			continue
+		}
+		start(role, f)
+	}
+	slog.Info("serving", "roles", roles)
+
+	if !slices.Contains(roles, "api") {
+		select {
+		case <-ctx.Done():
+		case err = <-errc:
+		}
+		stopWork()
+		wg.Wait()
+		return err
+	}
+
+	auth := apikey.NewAuthenticator(d.pool)
+	rlog := reqlog.New(d.pool, 65536)
+	var bg sync.WaitGroup
+	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	bg.Add(2)
+	go func() { defer bg.Done(); auth.Run(bgCtx, 5*time.Second) }()
+	go func() { defer bg.Done(); rlog.Run(bgCtx) }()
+
+	srv := &httpx.Server{
+		Routes:      w.routes(&health{d: d}),
+		Auth:        auth,
+		Limiter:     ratelimit.New(d.redis),
+		Recorder:    rlog,
+		Registry:    reg,
+		MaxInFlight: cfg.MaxInFlight,
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		stopWork()
+		stopBG()
+		return fmt.Errorf("listen on %s (O2I_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+	}
+	slog.Info("api listening", "addr", ln.Addr().String())
+	listening(ln.Addr().String())
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	slog.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if serr := hs.Shutdown(sctx); serr != nil {
+		slog.Warn("http shutdown", "err", serr)
+	}
+	stopBG()
+	bg.Wait()
+	stopWork()
+	wg.Wait()
+	return err
+}

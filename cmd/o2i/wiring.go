@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/query"
+)
+
+// wiring builds the command and query sides and the background roles from
+// the dependencies. With a zero deps it still yields the route table, for the
+// OpenAPI document.
+type wiring struct {
+	d        *deps
+	reg      prometheus.Registerer
+	commands *command.Service
+	queries  *query.Service
+}
+
+func newWiring(d *deps, reg prometheus.Registerer) *wiring {
+	return &wiring{
+		d:        d,
+		reg:      reg,
+		commands: command.New(d.pool),
+		queries:  query.New(d.pool, d.redis),
+	}
+}
+
+// apiRoutes are the versioned endpoints of both sides.
+func (w *wiring) apiRoutes() []httpx.Route {
+	return append(w.commands.Routes(), w.queries.Routes()...)
+}
+
+// routes is the whole table the router mounts: system and API endpoints.
+func (w *wiring) routes(h *health) []httpx.Route {
+	var all []httpx.Route
+	var once sync.Once
+	get := func() []httpx.Route { return all }
+	reg, _ := w.reg.(*prometheus.Registry)
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	once.Do(func() {
+		all = append(systemRoutes(h, reg, get), w.apiRoutes()...)
+	})
+	return all
+}
+
+// worker returns the loop of a background role, or nil when the role has no work yet.
+func (w *wiring) worker(role string) func(context.Context) error {
+	switch role {
+	}
+	return nil
+}
+
+// openAPIDocument renders the document from the route table without connecting anywhere.
+func openAPIDocument() ([]byte, error) {
+	w := newWiring(&deps{}, nil)
+	return httpx.OpenAPI(w.routes(&health{}))
+}

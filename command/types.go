@@ -1,0 +1,127 @@
+package command
+
+// The request and response bodies of the write endpoints, as the OpenAPI
+// document describes them. Decoding and validation (with exact JSON paths)
+// happen in the handlers, not through these tags.
+
+// Address is a billing or shipping address.
+type Address struct {
+	CountryCode           string  `json:"country_code" required:"true" pattern:"^[A-Z]{2}$" description:"ISO 3166-1 alpha-2 country code; needed for VAT determination"`
+	Name                  *string `json:"name,omitempty"`
+	CompanyName           *string `json:"company_name,omitempty"`
+	VATID                 *string `json:"vat_id,omitempty"`
+	Street                *string `json:"street,omitempty"`
+	AdditionalAddressLine *string `json:"additional_address_line,omitempty"`
+	PostalCode            *string `json:"postal_code,omitempty"`
+	City                  *string `json:"city,omitempty"`
+	LeitwegID             *string `json:"leitweg_id,omitempty" pattern:"^[0-9]{2,12}(-[0-9A-Z]{1,30})?-[0-9]{2}$" description:"Routing ID of public-sector buyers (Leitweg-ID) with valid ISO/IEC 7064 MOD 97-10 check digits; a valid value makes the invoice XRechnung 3.0"`
+}
+
+// Item is one order line.
+type Item struct {
+	Name             string   `json:"name" required:"true" minLength:"1"`
+	Quantity         float64  `json:"quantity" required:"true" exclusiveMinimum:"0" description:"greater than 0; an exact decimal"`
+	UnitNetCents     *int64   `json:"unitNetCents,omitempty" description:"unit net price in cents; at least one of unitNetCents and unitGrossCents"`
+	UnitGrossCents   *int64   `json:"unitGrossCents,omitempty" description:"unit gross price in cents; at least one of unitNetCents and unitGrossCents"`
+	SKU              *string  `json:"sku,omitempty"`
+	TaxRate          *float64 `json:"taxRate,omitempty" minimum:"0" description:"percent (nineteen percent is 19); null: the product's default, else the standard rate"`
+	GiftCard         bool     `json:"giftCard,omitempty" description:"a multi-purpose voucher sale (no VAT); invoiced on a separate document"`
+	DiscountNetCents *int64   `json:"discountNetCents,omitempty" minimum:"0" description:"net discount of the line (EN 16931 BG-27); the unit price stays undiscounted"`
+	ProductID        string   `json:"productId,omitempty" description:"stable article id from the caller's system"`
+}
+
+// ServicePeriod is the period a time-based service covers.
+type ServicePeriod struct {
+	StartDate string `json:"start_date" required:"true" format:"date"`
+	EndDate   string `json:"end_date" required:"true" format:"date" description:"not before start_date"`
+}
+
+// CreditRedemption is store credit used to pay part of an order.
+type CreditRedemption struct {
+	Type        string `json:"type" required:"true" enum:"referral_credit"`
+	AmountCents int64  `json:"amountCents" required:"true" minimum:"1"`
+	ExternalRef string `json:"externalRef" required:"true" minLength:"1"`
+}
+
+// OrderInput is the body of POST /v1/orders.
+type OrderInput struct {
+	IdempotencyKey     string             `header:"Idempotency-Key" json:"-" required:"true" maxLength:"200" minLength:"1" description:"deduplicates deliveries; kept at least 24 hours"`
+	OrderNo            string             `json:"orderNo" required:"true" minLength:"1" description:"the caller's order number; unique within the project permanently"`
+	BillingAddress     Address            `json:"billingAddress" required:"true"`
+	Items              []Item             `json:"items" required:"true" minItems:"1"`
+	ShippingAddress    *Address           `json:"shippingAddress,omitempty"`
+	PaymentRef         *string            `json:"paymentRef,omitempty" description:"payment-provider reference; unique per project"`
+	PaymentGateway     *string            `json:"paymentGateway,omitempty"`
+	FinancialStatus    *string            `json:"financialStatus,omitempty"`
+	Email              *string            `json:"email,omitempty" format:"email"`
+	Currency           string             `json:"currency,omitempty" pattern:"^[A-Z]{3}$" default:"EUR"`
+	RequiresShipping   bool               `json:"requiresShipping,omitempty" default:"false"`
+	ServicePeriod      *ServicePeriod     `json:"service_period,omitempty"`
+	ShippingGrossCents *int64             `json:"shippingGrossCents,omitempty" minimum:"0"`
+	ShippingNetCents   *int64             `json:"shippingNetCents,omitempty" minimum:"0"`
+	ShippingTaxRate    *float64           `json:"shippingTaxRate,omitempty" minimum:"0"`
+	CreditRedemptions  []CreditRedemption `json:"creditRedemptions,omitempty"`
+	GrossTotalCents    *int64             `json:"grossTotalCents,omitempty" minimum:"0" description:"required when creditRedemptions is sent"`
+}
+
+// OrderResult is the data of POST /v1/orders.
+type OrderResult struct {
+	ID      string `json:"id" required:"true" format:"uuid" description:"internal order id (not an invoice id)"`
+	OrderNo string `json:"orderNo" required:"true"`
+	Status  string `json:"status" required:"true" enum:"created,invoiced"`
+}
+
+// FulfillmentInput is the body of POST /v1/fulfillments.
+type FulfillmentInput struct {
+	IdempotencyKey string  `header:"Idempotency-Key" json:"-" required:"true" maxLength:"200" minLength:"1"`
+	OrderNo        string  `json:"orderNo" required:"true" minLength:"1"`
+	Status         string  `json:"status,omitempty" enum:"unfulfilled,partial,fulfilled"`
+	ShippedAt      *string `json:"shippedAt,omitempty" format:"date-time"`
+	TrackingNumber *string `json:"trackingNumber,omitempty"`
+}
+
+// FulfillmentResult is the data of POST /v1/fulfillments: what was recorded.
+type FulfillmentResult struct {
+	OrderNo           string  `json:"orderNo" required:"true"`
+	FulfillmentStatus string  `json:"fulfillmentStatus" required:"true" enum:"unfulfilled,partial,fulfilled"`
+	ShippedAt         *string `json:"shippedAt" required:"true" format:"date-time" description:"the date of supply for goods; null unless fulfilled"`
+}
+
+// CreditTransaction is one store-credit movement.
+type CreditTransaction struct {
+	ID          string `json:"id" required:"true" minLength:"1" description:"caller's unique id; makes repeats harmless"`
+	Type        string `json:"type" required:"true" enum:"earn,redeem,reverse,payout,expire"`
+	Email       string `json:"email" required:"true" format:"email"`
+	AmountCents int64  `json:"amount_cents" required:"true"`
+	OccurredAt  string `json:"occurred_at" required:"true" format:"date-time"`
+	OrderRef    string `json:"order_ref,omitempty"`
+}
+
+// CreditTransactionsInput is the body of POST /v1/credit-transactions.
+type CreditTransactionsInput struct {
+	Transactions []CreditTransaction `json:"transactions" required:"true" minItems:"1" maxItems:"500"`
+}
+
+// CreditTransactionsResult counts what a call did.
+type CreditTransactionsResult struct {
+	Accepted   int `json:"accepted" required:"true"`
+	Duplicates int `json:"duplicates" required:"true"`
+	Applied    int `json:"applied" required:"true"`
+}
+
+// CreditBalance is a customer's balance as the caller sees it.
+type CreditBalance struct {
+	Email        string `json:"email" required:"true" format:"email"`
+	BalanceCents int64  `json:"balance_cents" required:"true"`
+}
+
+// CreditBalancesInput is the body of PUT /v1/credit-balances.
+type CreditBalancesInput struct {
+	Balances []CreditBalance `json:"balances" required:"true"`
+}
+
+// CreditBalancesResult says how many balances were compared and how many differ.
+type CreditBalancesResult struct {
+	Compared    int `json:"compared" required:"true"`
+	Mismatches  int `json:"mismatches" required:"true" description:"balances that differ from the transaction history; each creates a task"`
+}

@@ -1,0 +1,151 @@
+package apikey
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/httpx"
+)
+
+// CacheTTL is how long an authenticator trusts what it read about a key: a
+// revocation or a project's new rate limit takes effect within this time.
+const CacheTTL = 5 * time.Second
+
+// Authenticator resolves bearer keys against the database, caching each key
+// for CacheTTL and recording last use in batches off the request path.
+type Authenticator struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]cached // by hex of the key hash
+	used  map[string]time.Time
+}
+
+type cached struct {
+	hash      []byte
+	p         httpx.Principal
+	expiresAt *time.Time
+	revoked   bool
+	unknown   bool
+	fetched   time.Time
+}
+
+// NewAuthenticator returns an authenticator over pool.
+func NewAuthenticator(pool *pgxpool.Pool) *Authenticator {
+	return &Authenticator{pool: pool, now: time.Now, cache: map[string]cached{}, used: map[string]time.Time{}}
+}
+
+func unauthorized(msg string) error {
+	return apperr.New(apperr.Unauthenticated, "unauthorized", "%s", msg)
+}
+
+// Authenticate implements httpx.Authenticator.
+func (a *Authenticator) Authenticate(ctx context.Context, token string) (httpx.Principal, error) {
+	if !wellFormed(token) {
+		return httpx.Principal{}, unauthorized("malformed API key")
+	}
+	h := Hash(token)
+	k := string(h)
+	now := a.now()
+	a.mu.Lock()
+	c, ok := a.cache[k]
+	a.mu.Unlock()
+	if !ok || now.Sub(c.fetched) > CacheTTL {
+		var err error
+		c, err = a.load(ctx, h)
+		if err != nil {
+			return httpx.Principal{}, err
+		}
+		c.fetched = now
+		a.mu.Lock()
+		if len(a.cache) > 100_000 { // bound memory against floods of random keys
+			clear(a.cache)
+		}
+		a.cache[k] = c
+		a.mu.Unlock()
+	}
+	switch {
+	case c.unknown || !equalHash(c.hash, h):
+		return httpx.Principal{}, unauthorized("unknown API key")
+	case c.revoked:
+		return httpx.Principal{}, unauthorized("API key revoked")
+	case c.expiresAt != nil && !now.Before(*c.expiresAt):
+		return httpx.Principal{}, unauthorized("API key expired")
+	}
+	a.mu.Lock()
+	a.used[c.p.KeyID] = now
+	a.mu.Unlock()
+	return c.p, nil
+}
+
+func (a *Authenticator) load(ctx context.Context, h []byte) (cached, error) {
+	c := cached{hash: h}
+	var revokedAt *time.Time
+	var scopes []string
+	err := a.pool.QueryRow(ctx, `SELECT k.id::text, k.project_id::text, k.prefix, k.scopes, k.expires_at, k.revoked_at,
+			p.rate_limit_rps, p.rate_limit_burst
+		FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.key_hash = $1`, h).
+		Scan(&c.p.KeyID, &c.p.ProjectID, &c.p.KeyPrefix, &scopes, &c.expiresAt, &revokedAt, &c.p.RateLimit.Rate, &c.p.RateLimit.Burst)
+	if errors.Is(err, pgx.ErrNoRows) {
+		c.unknown = true
+		return c, nil
+	}
+	if err != nil {
+		return c, err
+	}
+	c.revoked = revokedAt != nil
+	for _, s := range scopes {
+		c.p.Scopes = append(c.p.Scopes, httpx.Scope(s))
+	}
+	return c, nil
+}
+
+// FlushLastUsed writes the collected last-use times in one statement.
+func (a *Authenticator) FlushLastUsed(ctx context.Context) error {
+	a.mu.Lock()
+	used := a.used
+	a.used = map[string]time.Time{}
+	a.mu.Unlock()
+	if len(used) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(used))
+	ats := make([]time.Time, 0, len(used))
+	for id, at := range used {
+		ids = append(ids, id)
+		ats = append(ats, at)
+	}
+	_, err := a.pool.Exec(ctx, `UPDATE api_keys k SET last_used_at = u.at
+		FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, at)
+		WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`, ids, ats)
+	return err
+}
+
+// Run flushes last-use times every interval until ctx ends, then once more.
+func (a *Authenticator) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := a.FlushLastUsed(fctx); err != nil {
+				slog.Warn("api keys: flush last use", "err", err)
+			}
+			cancel()
+			return
+		case <-t.C:
+			if err := a.FlushLastUsed(ctx); err != nil && ctx.Err() == nil {
+				slog.Warn("api keys: flush last use", "err", err)
+			}
+		}
+	}
+}

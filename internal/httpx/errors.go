@@ -1,0 +1,138 @@
+package httpx
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/o2i-service/o2i/internal/apperr"
+)
+
+// ErrorBody is the body of every error response.
+type ErrorBody struct {
+	Error     ErrorDetail `json:"error" required:"true"`
+	RequestID string      `json:"requestId" required:"true"`
+}
+
+// ErrorDetail says what went wrong; Field is the JSON path of the offending value.
+type ErrorDetail struct {
+	Code    string `json:"code" required:"true" description:"snake_case error code"`
+	Message string `json:"message" required:"true"`
+	Field   string `json:"field,omitempty" description:"JSON path of the offending value, for example items[0].quantity or billingAddress.country_code"`
+}
+
+// ErrorCodes lists every error code the service answers with, and its status.
+// The README and the OpenAPI document list the same codes.
+var ErrorCodes = []struct {
+	Code   string
+	Status int
+	Means  string
+}{
+	{"invalid_json", 400, "the body is not valid JSON or a value has the wrong JSON type"},
+	{"invalid_request", 400, "a query parameter or header is malformed"},
+	{"idempotency_key_missing", 400, "the Idempotency-Key header is required"},
+	{"idempotency_key_too_long", 400, "the Idempotency-Key header is longer than 200 characters"},
+	{"unauthorized", 401, "missing, malformed, unknown, expired or revoked API key"},
+	{"forbidden", 403, "the key lacks the endpoint's scope"},
+	{"not_found", 404, "no such route"},
+	{"order_not_found", 404, "no order with that orderNo in the key's project"},
+	{"invoice_not_found", 404, "no invoice with that reference in the key's project"},
+	{"method_not_allowed", 405, "the route exists but not with this method"},
+	{"conflict", 409, "the request conflicts with the current state"},
+	{"payment_ref_conflict", 409, "another order of the project has this paymentRef"},
+	{"idempotency_in_progress", 409, "a request with this Idempotency-Key is still running"},
+	{"order_already_invoiced", 409, "the order is invoiced; its invoice-relevant content cannot change"},
+	{"document_not_archived", 409, "the document is not archived yet, or XML is not applicable"},
+	{"payload_too_large", 413, "the body exceeds the documented limit"},
+	{"unsupported_media_type", 415, "the body must be application/json"},
+	{"validation_failed", 422, "a field value breaks a rule; field names it"},
+	{"idempotency_key_reused", 422, "the Idempotency-Key was used before with a different body"},
+	{"rate_limited", 429, "the key's request rate limit is exceeded; see Retry-After"},
+	{"internal_error", 500, "unexpected server error; retry with backoff"},
+	{"not_implemented", 501, "the endpoint is part of the interface but not available yet"},
+	{"unavailable", 503, "temporarily overloaded or a dependency is down; see Retry-After"},
+}
+
+// Status returns the HTTP status of an error kind.
+func Status(k apperr.Kind) int {
+	switch k {
+	case apperr.Invalid:
+		return http.StatusBadRequest
+	case apperr.Unauthenticated:
+		return http.StatusUnauthorized
+	case apperr.Forbidden:
+		return http.StatusForbidden
+	case apperr.NotFound:
+		return http.StatusNotFound
+	case apperr.MethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case apperr.Conflict:
+		return http.StatusConflict
+	case apperr.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case apperr.UnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	case apperr.Validation:
+		return http.StatusUnprocessableEntity
+	case apperr.RateLimited:
+		return http.StatusTooManyRequests
+	case apperr.Unavailable:
+		return http.StatusServiceUnavailable
+	case apperr.NotImplemented:
+		return http.StatusNotImplemented
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// classify turns any error into an *apperr.Error. Overload signals (pool
+// acquisition timing out, a cancelled context on the server side) become
+// Unavailable with a Retry-After; everything unknown is Internal.
+func classify(ctx context.Context, err error) *apperr.Error {
+	if e := apperr.As(err); e != nil {
+		return e
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "53300", "57P03", "40001", "40P01": // too many connections, cannot connect now, serialization, deadlock
+			return &apperr.Error{Kind: apperr.Unavailable, Code: "unavailable", Message: "temporarily unavailable, retry later", RetryAfter: time.Second, Err: err}
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil || pgconn.Timeout(err) {
+		return &apperr.Error{Kind: apperr.Unavailable, Code: "unavailable", Message: "temporarily overloaded, retry later", RetryAfter: time.Second, Err: err}
+	}
+	return &apperr.Error{Kind: apperr.Internal, Code: "internal_error", Message: "internal error", Err: err}
+}
+
+// WriteError renders err as the error body. Internal errors are logged with
+// their chain; the client sees only "internal error".
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	e := classify(r.Context(), err)
+	status := Status(e.Kind)
+	if e.Kind == apperr.Internal || e.Kind == apperr.Unavailable {
+		slog.ErrorContext(r.Context(), "request failed", "requestId", RequestID(r.Context()),
+			"method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	if e.Kind == apperr.NotFound && e.Code == "" {
+		e.Code = "not_found"
+	}
+	if e.RetryAfter > 0 {
+		secs := int((e.RetryAfter + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	} else if e.Kind == apperr.RateLimited || e.Kind == apperr.Unavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	msg := e.Message
+	if e.Kind == apperr.Internal {
+		msg = "internal error"
+	}
+	WriteJSON(w, r, status, ErrorBody{
+		Error:     ErrorDetail{Code: e.Code, Message: msg, Field: e.Field},
+		RequestID: RequestID(r.Context()),
+	})
+}

@@ -1,0 +1,161 @@
+package httpx
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/swaggest/openapi-go"
+	"github.com/swaggest/openapi-go/openapi31"
+)
+
+// APIVersion is the version of the interface description.
+const APIVersion = "1.0.0"
+
+const apiDescription = `Turns a seller's orders into legally valid German e-invoices (ZUGFeRD, XRechnung 3.0), archives them under GoBD and serves status, metadata, PDF and XML.
+
+All money amounts are integer cents. Every response carries the header X-Request-Id, equal to the body's requestId. Errors have the body {"error":{"code","message","field"},"requestId"}; field is the JSON path of the offending value: object keys joined with dots, array indices in brackets, for example items[0].quantity or billingAddress.country_code.
+
+Request bodies are limited to 1 MiB (413 payload_too_large) and must be application/json (415 unsupported_media_type). Every key has a request rate limit (default 1,000 requests/s with a burst of 2,000, configurable per project); over it the answer is 429 rate_limited with Retry-After. When the service is overloaded it answers 503 with Retry-After instead of holding the request.`
+
+// OpenAPI renders the OpenAPI 3.1 document of routes.
+func OpenAPI(routes []Route) ([]byte, error) {
+	r := openapi31.NewReflector()
+	r.Spec.Info.WithTitle("Order-to-Invoice Service").WithVersion(APIVersion).WithDescription(apiDescription)
+	r.Spec.WithServers(openapi31.Server{URL: "http://127.0.0.1:8080"})
+	r.SpecEns().SetHTTPBearerTokenSecurity("bearer", "API key", "API key of one project: Authorization: Bearer <API key>")
+
+	for _, rt := range routes {
+		oc, err := r.NewOperationContext(rt.Method, rt.Path)
+		if err != nil {
+			return nil, fmt.Errorf("openapi %s %s: %w", rt.Method, rt.Path, err)
+		}
+		oc.SetID(rt.OperationID)
+		oc.SetSummary(rt.Summary)
+		desc := rt.Description
+		if !rt.Public() {
+			desc = strings.TrimSpace(desc + "\n\nRequired scope: `" + string(rt.Scope) + "`.")
+			oc.AddSecurity("bearer")
+		}
+		oc.SetDescription(desc)
+		if rt.Tag != "" {
+			oc.SetTags(rt.Tag)
+		}
+		if rt.Input != nil {
+			oc.AddReqStructure(rt.Input)
+		}
+		for _, resp := range rt.Responses {
+			opts := []openapi.ContentOption{openapi.WithHTTPStatus(resp.Status)}
+			if resp.ContentType != "" {
+				opts = append(opts, openapi.WithContentType(resp.ContentType))
+			}
+			if resp.Description != "" {
+				d := resp.Description
+				opts = append(opts, func(cu *openapi.ContentUnit) { cu.Description = d })
+			}
+			oc.AddRespStructure(resp.Body, opts...)
+		}
+		for _, status := range errorStatuses(rt) {
+			oc.AddRespStructure(ErrorBody{}, openapi.WithHTTPStatus(status))
+		}
+		if err := r.AddOperation(oc); err != nil {
+			return nil, fmt.Errorf("openapi %s %s: %w", rt.Method, rt.Path, err)
+		}
+	}
+	raw, err := json.Marshal(r.Spec)
+	if err != nil {
+		return nil, err
+	}
+	return decorate(raw)
+}
+
+// errorStatuses are the error responses a route can give: its own plus what
+// every authenticated route can answer.
+func errorStatuses(rt Route) []int {
+	set := map[int]bool{}
+	for _, s := range rt.Errors {
+		set[s] = true
+	}
+	if !rt.Public() {
+		set[http.StatusUnauthorized] = true
+		set[http.StatusForbidden] = true
+		set[http.StatusTooManyRequests] = true
+	}
+	set[http.StatusInternalServerError] = true
+	set[http.StatusServiceUnavailable] = true
+	out := make([]int, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// decorate adds what the reflector cannot express from Go types: the
+// X-Request-Id and Retry-After headers, the closed list of error codes and a
+// description on every operation and response.
+func decorate(raw []byte) ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	codes := make([]any, 0, len(ErrorCodes))
+	var codeDesc strings.Builder
+	codeDesc.WriteString("snake_case error code:\n")
+	for _, c := range ErrorCodes {
+		codes = append(codes, c.Code)
+		fmt.Fprintf(&codeDesc, "- `%s` (%d): %s\n", c.Code, c.Status, c.Means)
+	}
+	schemas, _ := get(doc, "components", "schemas").(map[string]any)
+	for _, s := range schemas {
+		props, _ := get(s, "properties").(map[string]any)
+		if code, ok := props["code"].(map[string]any); ok && props["message"] != nil {
+			code["enum"] = codes
+			code["description"] = codeDesc.String()
+		}
+	}
+	paths, _ := doc["paths"].(map[string]any)
+	for _, item := range paths {
+		ops, _ := item.(map[string]any)
+		for _, op := range ops {
+			responses, _ := get(op, "responses").(map[string]any)
+			for status, resp := range responses {
+				rm, _ := resp.(map[string]any)
+				if rm == nil {
+					continue
+				}
+				headers, _ := rm["headers"].(map[string]any)
+				if headers == nil {
+					headers = map[string]any{}
+				}
+				headers["X-Request-Id"] = map[string]any{
+					"description": "Unique id of this request; equal to the body's requestId.",
+					"required":    true,
+					"schema":      map[string]any{"type": "string"},
+				}
+				if status == "429" || status == "503" {
+					headers["Retry-After"] = map[string]any{
+						"description": "Seconds to wait before retrying.",
+						"required":    true,
+						"schema":      map[string]any{"type": "integer", "minimum": 0},
+					}
+				}
+				rm["headers"] = headers
+			}
+		}
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+func get(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}

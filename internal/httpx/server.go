@@ -1,0 +1,265 @@
+package httpx
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+)
+
+// Authenticator resolves a bearer token to its principal. It returns an
+// apperr Unauthenticated error for a missing, malformed, unknown, expired or
+// revoked key.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (Principal, error)
+}
+
+// Limiter decides whether the principal may make one more request now. When
+// it may not, retryAfter says how long to wait.
+type Limiter interface {
+	Allow(ctx context.Context, p Principal) (ok bool, retryAfter time.Duration, err error)
+}
+
+// Entry is what the request log records of one request.
+type Entry struct {
+	RequestID      string
+	ProjectID      string
+	KeyPrefix      string
+	Method         string
+	Path           string
+	Route          string
+	Status         int
+	Duration       time.Duration
+	IdempotencyKey string
+	At             time.Time
+}
+
+// Recorder receives one Entry per request. It must not block.
+type Recorder interface {
+	Record(Entry)
+}
+
+// Server builds the HTTP handler from the route table.
+type Server struct {
+	Routes      []Route
+	Auth        Authenticator
+	Limiter     Limiter  // nil: no rate limit
+	Recorder    Recorder // nil: no request log
+	Registry    prometheus.Registerer
+	MaxInFlight int // requests served at once before answering 503; 0 = 1024
+}
+
+type requestIDKey struct{}
+
+// RequestID returns the id of the request in ctx.
+func RequestID(ctx context.Context) string {
+	s, _ := ctx.Value(requestIDKey{}).(string)
+	return s
+}
+
+// Handler returns the router with every route mounted.
+func (s *Server) Handler() http.Handler {
+	m := newMetrics(s.Registry)
+	inflight := s.MaxInFlight
+	if inflight <= 0 {
+		inflight = 1024
+	}
+	sem := make(chan struct{}, inflight)
+
+	r := chi.NewRouter()
+	r.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			start := time.Now()
+			id := newRequestID()
+			w.Header().Set("X-Request-Id", id)
+			ctx := context.WithValue(req.Context(), requestIDKey{}, id)
+			rec := &statusRecorder{ResponseWriter: w}
+			req = req.WithContext(ctx)
+			defer func() {
+				if v := recover(); v != nil {
+					slog.ErrorContext(ctx, "panic", "requestId", id, "panic", v)
+					if rec.status == 0 {
+						WriteError(rec, req, fmt.Errorf("panic: %v", v))
+					}
+				}
+				route := chi.RouteContext(ctx).RoutePattern()
+				if route == "" {
+					route = "unmatched"
+				}
+				d := time.Since(start)
+				status := rec.Status()
+				m.observe(req.Method, route, status, d)
+				if s.Recorder != nil {
+					p, _ := PrincipalFrom(rec.ctx(ctx))
+					s.Recorder.Record(Entry{
+						RequestID: id, ProjectID: p.ProjectID, KeyPrefix: p.KeyPrefix,
+						Method: req.Method, Path: req.URL.Path, Route: route, Status: status,
+						Duration: d, IdempotencyKey: req.Header.Get("Idempotency-Key"), At: start,
+					})
+				}
+			}()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			default:
+				WriteError(rec, req, &apperr.Error{Kind: apperr.Unavailable, Code: "unavailable",
+					Message: "too many requests in flight, retry later", RetryAfter: time.Second})
+				return
+			}
+			next.ServeHTTP(rec, req)
+		})
+	})
+	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
+		WriteError(w, req, apperr.New(apperr.NotFound, "not_found", "no route %s %s", req.Method, req.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		WriteError(w, req, apperr.New(apperr.MethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", req.Method, req.URL.Path))
+	})
+	for _, rt := range s.Routes {
+		r.Method(rt.Method, rt.Path, s.wrap(rt))
+	}
+	return r
+}
+
+func (s *Server) wrap(rt Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !rt.Public() {
+			p, err := s.authorize(r, rt)
+			if err != nil {
+				WriteError(w, r, err)
+				return
+			}
+			ctx := WithPrincipal(r.Context(), p)
+			if rec, ok := w.(*statusRecorder); ok {
+				rec.principal = &p
+			}
+			r = r.WithContext(ctx)
+		}
+		if err := rt.Handler(w, r); err != nil {
+			WriteError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) authorize(r *http.Request, rt Route) (Principal, error) {
+	h := r.Header.Get("Authorization")
+	scheme, token, found := strings.Cut(h, " ")
+	if h == "" {
+		return Principal{}, apperr.New(apperr.Unauthenticated, "unauthorized", "missing Authorization header; send Authorization: Bearer <API key>")
+	}
+	if !found || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return Principal{}, apperr.New(apperr.Unauthenticated, "unauthorized", "malformed Authorization header; send Authorization: Bearer <API key>")
+	}
+	p, err := s.Auth.Authenticate(r.Context(), strings.TrimSpace(token))
+	if err != nil {
+		return Principal{}, err
+	}
+	if !p.Has(rt.Scope) {
+		return Principal{}, apperr.New(apperr.Forbidden, "forbidden", "this key lacks the scope %s", rt.Scope)
+	}
+	if s.Limiter != nil {
+		ok, wait, err := s.Limiter.Allow(r.Context(), p)
+		if err != nil {
+			// The limiter being down must not take the API down: let the request through.
+			slog.WarnContext(r.Context(), "rate limiter unavailable", "err", err)
+		} else if !ok {
+			return Principal{}, &apperr.Error{Kind: apperr.RateLimited, Code: "rate_limited",
+				Message: fmt.Sprintf("rate limit of %d requests/s (burst %d) exceeded", p.RateLimit.Rate, p.RateLimit.Burst), RetryAfter: wait}
+		}
+	}
+	return p, nil
+}
+
+func newRequestID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status    int
+	principal *Principal
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Status() int {
+	if r.status == 0 {
+		return http.StatusOK
+	}
+	return r.status
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *statusRecorder) ctx(ctx context.Context) context.Context {
+	if r.principal != nil {
+		return WithPrincipal(ctx, *r.principal)
+	}
+	return ctx
+}
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "o2i_http_requests_total", Help: "HTTP requests by method, route and status.",
+		}, []string{"method", "route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "o2i_http_request_duration_seconds", Help: "HTTP request latency by method, route and status.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"method", "route", "status"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.duration)
+	}
+	return m
+}
+
+func (m *metrics) observe(method, route string, status int, d time.Duration) {
+	s := statusText(status)
+	m.requests.WithLabelValues(method, route, s).Inc()
+	m.duration.WithLabelValues(method, route, s).Observe(d.Seconds())
+}
+
+var statusTexts = func() map[int]string {
+	t := make(map[int]string)
+	for c := 100; c < 600; c++ {
+		t[c] = fmt.Sprint(c)
+	}
+	return t
+}()
+
+func statusText(code int) string {
+	if s, ok := statusTexts[code]; ok {
+		return s
+	}
+	return fmt.Sprint(code)
+}

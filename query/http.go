@@ -1,0 +1,74 @@
+// Package query is the read side: order status, invoice lookup and listing,
+// served from the read models (Redis first, PostgreSQL fallback), and the
+// read endpoints. It imports internal packages, never command.
+package query
+
+import (
+	"net/http"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/httpx"
+)
+
+// Service holds what the read use cases need.
+type Service struct {
+	pool  *pgxpool.Pool
+	redis *redis.Client
+}
+
+// New returns the read side.
+func New(pool *pgxpool.Pool, rdb *redis.Client) *Service { return &Service{pool: pool, redis: rdb} }
+
+func notImplemented(w http.ResponseWriter, r *http.Request) error {
+	return apperr.New(apperr.NotImplemented, "not_implemented", "%s %s is not available yet", r.Method, r.URL.Path)
+}
+
+// Routes are the read endpoints.
+func (s *Service) Routes() []httpx.Route {
+	return []httpx.Route{
+		{
+			Method: http.MethodGet, Path: "/v1/orders/{orderNo}", Scope: httpx.ScopeInvoicesRead, Tag: "orders",
+			OperationID: "getOrderStatus", Summary: "Order status with every invoice document of the order",
+			Input: OrderStatusInput{},
+			Responses: []httpx.Response{
+				{Status: 200, Body: httpx.Envelope[OrderStatus]{}},
+				{Status: 304, Description: "unchanged since the ETag sent in If-None-Match"},
+			},
+			Errors: []int{404}, Handler: notImplemented,
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/invoices", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
+			OperationID: "listInvoices", Summary: "List invoices, cursor-paginated, filtered by status, number, orderNo or paymentRef",
+			Input:     ListInvoicesInput{},
+			Responses: []httpx.Response{{Status: 200, Body: InvoicePage{}}},
+			Errors:    []int{422}, Handler: notImplemented,
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/invoices/{reference}", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
+			OperationID: "getInvoice", Summary: "Invoice metadata by UUID, number, order number (newest document) or payment reference",
+			Input: InvoiceInput{},
+			Responses: []httpx.Response{
+				{Status: 200, Body: httpx.Envelope[Invoice]{}},
+				{Status: 304, Description: "unchanged since the ETag sent in If-None-Match"},
+			},
+			Errors: []int{404}, Handler: notImplemented,
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/invoices/{reference}/pdf", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
+			OperationID: "getInvoicePDF", Summary: "The archived PDF (ZUGFeRD PDF/A-3, or the XRechnung reading copy)",
+			Input:     DocumentInput{},
+			Responses: []httpx.Response{{Status: 200, Body: []byte{}, ContentType: "application/pdf"}},
+			Errors:    []int{404, 409}, Handler: notImplemented,
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/invoices/{reference}/xml", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
+			OperationID: "getInvoiceXML", Summary: "The archived EN 16931 XML; 409 when not archived yet or not applicable",
+			Input:     DocumentInput{},
+			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "application/xml"}},
+			Errors:    []int{404, 409}, Handler: notImplemented,
+		},
+	}
+}
