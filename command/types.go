@@ -122,6 +122,6 @@ type CreditBalancesInput struct {
 
 // CreditBalancesResult says how many balances were compared and how many differ.
 type CreditBalancesResult struct {
-	Compared    int `json:"compared" required:"true"`
-	Mismatches  int `json:"mismatches" required:"true" description:"balances that differ from the transaction history; each creates a task"`
+	Compared   int `json:"compared" required:"true"`
+	Mismatches int `json:"mismatches" required:"true" description:"balances that differ from the transaction history; each creates a task"`
 }

@@ -304,4 +304,3 @@ func requestsCmd(ctx context.Context, cfg Config, args []string, stdout, stderr 
 	}
 	return printJSON(stdout, r)
 }
-

@@ -1,0 +1,342 @@
+// Command devstack runs the project-local development and test stack under
+// .dev/: PostgreSQL and Redis from the OS packages, a MinIO server built from
+// source, and an in-process Kafka-protocol broker (kfake). It also seeds a
+// development project and API key through the service's admin CLI.
+//
+// Usage:
+//
+//	devstack up       start every component that is not running, write .dev/env
+//	devstack down     stop every component started by up
+//	devstack status   show what is running
+//	devstack seed     migrate and create the dev project + API key (.dev/credentials.json)
+//	devstack env      print the environment file for the local stack
+//	devstack clean    down, then remove .dev/
+//	devstack kafka    run the Kafka-protocol broker in the foreground (used by up)
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const modulePath = "github.com/o2i-service/o2i"
+
+// config holds the fixed layout of the local stack. Every address here is
+// also a built-in default of the service.
+type config struct {
+	root string // repository root (absolute)
+	dev  string // root/.dev
+
+	httpAddr string
+
+	pgPort   int
+	pgUser   string
+	pgPass   string
+	pgDB     string
+	pgConfig map[string]string
+
+	redisPort int
+
+	minioVersion string
+	minioPort    int
+	consolePort  int
+	s3AccessKey  string
+	s3SecretKey  string
+	s3Bucket     string
+
+	kafkaPort       int
+	kafkaTopics     []string
+	kafkaPartitions int
+}
+
+func newConfig(root string) *config {
+	return &config{
+		root:     root,
+		dev:      filepath.Join(root, ".dev"),
+		httpAddr: "127.0.0.1:8080",
+
+		pgPort: 55432,
+		pgUser: "o2i",
+		pgPass: "o2i",
+		pgDB:   "o2i",
+
+		redisPort: 56379,
+
+		minioVersion: "v0.0.0-20260212201848-7aac2a2c5b7c",
+		minioPort:    59000,
+		consolePort:  59001,
+		s3AccessKey:  "o2i-dev",
+		s3SecretKey:  "o2i-dev-secret",
+		s3Bucket:     "o2i-archive",
+
+		kafkaPort:       59092,
+		kafkaTopics:     []string{"o2i.orders", "o2i.invoices", "o2i.payments"},
+		kafkaPartitions: 6,
+	}
+}
+
+func (c *config) path(elem ...string) string {
+	return filepath.Join(append([]string{c.dev}, elem...)...)
+}
+
+// rel shortens an absolute path below the repository root for messages.
+func (c *config) rel(p string) string {
+	if r, err := filepath.Rel(c.root, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: devstack <command> [flags]
+
+commands:
+  up       start PostgreSQL, Redis, MinIO and the Kafka broker under .dev/ and write .dev/env
+  down     stop everything started by up
+  status   show the state of every component
+  seed     run "o2i migrate" and create the dev project and API key (.dev/credentials.json)
+  env      print the environment of the local stack (the content of .dev/env)
+  clean    down, then remove .dev/
+  kafka    run the Kafka-protocol broker in the foreground (started in the background by up)
+`)
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	if cmd == "-h" || cmd == "--help" || cmd == "help" {
+		usage()
+		return
+	}
+	if err := run(cmd, args); err != nil {
+		fmt.Fprintf(os.Stderr, "devstack %s: %v\n", cmd, err)
+		os.Exit(1)
+	}
+}
+
+func run(cmd string, args []string) error {
+	if cmd == "kafka" {
+		return runKafka(args)
+	}
+	root, err := findRoot()
+	if err != nil {
+		return err
+	}
+	cfg := newConfig(root)
+
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	switch cmd {
+	case "up":
+		timeout := fs.Duration("timeout", 30*time.Minute, "overall time limit (includes the first MinIO build)")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		unlock, err := lockDev(cfg)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		return up(cfg, time.Now().Add(*timeout))
+	case "down":
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		unlock, err := lockDev(cfg)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		return down(cfg)
+	case "clean":
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		unlock, err := lockDev(cfg)
+		if err != nil {
+			return err
+		}
+		err = down(cfg)
+		unlock()
+		if err != nil {
+			return err
+		}
+		return clean(cfg)
+	case "status":
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		return status(cfg)
+	case "env":
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		fmt.Print(renderEnv(envVars(cfg)))
+		return nil
+	case "seed":
+		bin := fs.String("o2i", "bin/o2i", "path of the service binary")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		return seed(cfg, *bin)
+	default:
+		usage()
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}
+
+// findRoot walks up from the working directory to the go.mod of this module.
+func findRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if isModuleRoot(dir) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("not inside the %s repository (no go.mod found); run from the repository root", modulePath)
+		}
+		dir = parent
+	}
+}
+
+func isModuleRoot(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if rest, ok := strings.CutPrefix(line, "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`) == modulePath
+		}
+	}
+	return false
+}
+
+// lockDev serialises up/down/clean runs on the same .dev directory.
+func lockDev(cfg *config) (func(), error) {
+	if err := os.MkdirAll(cfg.dev, 0o755); err != nil {
+		return nil, err
+	}
+	// postgres must be able to traverse .dev when the cluster lives inside it.
+	_ = os.Chmod(cfg.dev, 0o755)
+	f, err := os.OpenFile(cfg.path("devstack.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("another devstack run holds %s: %v", cfg.rel(f.Name()), err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// component is one service of the stack.
+type component struct {
+	name   string
+	ensure func(cfg *config, deadline time.Time) error
+	stop   func(cfg *config) error
+	state  func(cfg *config) string
+}
+
+func components() []component {
+	return []component{
+		{"postgres", ensurePostgres, stopPostgres, statePostgres},
+		{"redis", ensureRedis, stopRedis, stateRedis},
+		{"kafka", ensureKafka, stopKafka, stateKafka},
+		{"minio", ensureMinio, stopMinio, stateMinio},
+	}
+}
+
+func up(cfg *config, deadline time.Time) error {
+	start := time.Now()
+	if err := ensureOSPackages(cfg.path("apt.log")); err != nil {
+		return err
+	}
+	for _, c := range components() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: overall time limit exceeded before start", c.name)
+		}
+		if err := c.ensure(cfg, deadline); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
+	envPath := cfg.path("env")
+	if err := writeFileAtomic(envPath, []byte(renderEnv(envVars(cfg))), 0o644); err != nil {
+		return err
+	}
+	logf("stack is up in %s; environment in %s", time.Since(start).Round(100*time.Millisecond), cfg.rel(envPath))
+	return nil
+}
+
+func down(cfg *config) error {
+	cs := components()
+	var errs []error
+	for i := len(cs) - 1; i >= 0; i-- {
+		if err := cs[i].stop(cfg); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", cs[i].name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func status(cfg *config) error {
+	for _, c := range components() {
+		fmt.Printf("%-9s %s\n", c.name, c.state(cfg))
+	}
+	return nil
+}
+
+func clean(cfg *config) error {
+	if ext, ok := externalPGDir(cfg); ok {
+		if err := os.RemoveAll(ext); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(cfg.dev); err != nil {
+		return err
+	}
+	logf("removed %s", cfg.rel(cfg.dev))
+	return nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "devstack: "+format+"\n", args...)
+}
+
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, perm); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
