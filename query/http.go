@@ -37,14 +37,14 @@ func (s *Service) Routes() []httpx.Route {
 				{Status: 200, Body: httpx.Envelope[OrderStatus]{}},
 				{Status: 304, Description: "unchanged since the ETag sent in If-None-Match"},
 			},
-			Errors: []int{404}, Handler: notImplemented,
+			Errors: []int{404, 501}, Handler: notImplemented,
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/invoices", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
 			OperationID: "listInvoices", Summary: "List invoices, cursor-paginated, filtered by status, number, orderNo or paymentRef",
 			Input:     ListInvoicesInput{},
 			Responses: []httpx.Response{{Status: 200, Body: InvoicePage{}}},
-			Errors:    []int{422}, Handler: notImplemented,
+			Errors:    []int{422, 501}, Handler: notImplemented,
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/invoices/{reference}", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
@@ -54,21 +54,21 @@ func (s *Service) Routes() []httpx.Route {
 				{Status: 200, Body: httpx.Envelope[Invoice]{}},
 				{Status: 304, Description: "unchanged since the ETag sent in If-None-Match"},
 			},
-			Errors: []int{404}, Handler: notImplemented,
+			Errors: []int{404, 501}, Handler: notImplemented,
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/invoices/{reference}/pdf", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
 			OperationID: "getInvoicePDF", Summary: "The archived PDF (ZUGFeRD PDF/A-3, or the XRechnung reading copy)",
 			Input:     DocumentInput{},
 			Responses: []httpx.Response{{Status: 200, Body: []byte{}, ContentType: "application/pdf"}},
-			Errors:    []int{404, 409}, Handler: notImplemented,
+			Errors:    []int{404, 409, 501}, Handler: notImplemented,
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/invoices/{reference}/xml", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
 			OperationID: "getInvoiceXML", Summary: "The archived EN 16931 XML; 409 when not archived yet or not applicable",
 			Input:     DocumentInput{},
 			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "application/xml"}},
-			Errors:    []int{404, 409}, Handler: notImplemented,
+			Errors:    []int{404, 409, 501}, Handler: notImplemented,
 		},
 	}
 }

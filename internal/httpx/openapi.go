@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sort"
 	"strings"
 
+	"github.com/swaggest/jsonschema-go"
 	"github.com/swaggest/openapi-go"
 	"github.com/swaggest/openapi-go/openapi31"
 )
@@ -25,6 +27,8 @@ func OpenAPI(routes []Route) ([]byte, error) {
 	r := openapi31.NewReflector()
 	r.Spec.Info.WithTitle("Order-to-Invoice Service").WithVersion(APIVersion).WithDescription(apiDescription)
 	r.Spec.WithServers(openapi31.Server{URL: "http://127.0.0.1:8080"})
+	r.JSONSchemaReflector().DefaultOptions = append(r.JSONSchemaReflector().DefaultOptions,
+		jsonschema.InterceptDefName(func(_ reflect.Type, name string) string { return schemaName(name) }))
 	r.SpecEns().SetHTTPBearerTokenSecurity("bearer", "API key", "API key of one project: Authorization: Bearer <API key>")
 
 	for _, rt := range routes {
@@ -158,4 +162,24 @@ func get(v any, keys ...string) any {
 		v = m[k]
 	}
 	return v
+}
+
+// schemaName shortens the reflector's component names: the module path and
+// the package prefixes go; envelopes are named after their data.
+func schemaName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, name)
+	name = strings.ReplaceAll(strings.ReplaceAll(name, "GithubComO2IServiceO2I", ""), "githubcomo2iserviceo2i", "")
+	name, envelope := strings.CutPrefix(name, "HttpxEnvelope")
+	for _, p := range []string{"Command", "Query", "Httpx"} {
+		name = strings.TrimPrefix(name, p)
+	}
+	if envelope {
+		name += "Envelope"
+	}
+	return name
 }

@@ -1,0 +1,204 @@
+package httpx_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/httpx"
+)
+
+// staticAuth accepts one token; the real authenticator is tested end to end.
+type staticAuth struct{ p httpx.Principal }
+
+func (a staticAuth) Authenticate(_ context.Context, token string) (httpx.Principal, error) {
+	if token != "good" {
+		return httpx.Principal{}, apperr.New(apperr.Unauthenticated, "unauthorized", "unknown API key")
+	}
+	return a.p, nil
+}
+
+type body struct {
+	Name  string `json:"name"`
+	Count int64  `json:"count"`
+	Items []struct {
+		Qty int64 `json:"qty"`
+	} `json:"items"`
+}
+
+func newServer(t *testing.T, routes []httpx.Route, maxInFlight int) *httptest.Server {
+	t.Helper()
+	s := &httpx.Server{Routes: routes, Auth: staticAuth{httpx.Principal{ProjectID: "p1", Scopes: []httpx.Scope{httpx.ScopeOrdersWrite}}}, MaxInFlight: maxInFlight}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func echoRoute() httpx.Route {
+	return httpx.Route{Method: "POST", Path: "/echo", Scope: httpx.ScopeOrdersWrite, Handler: func(w http.ResponseWriter, r *http.Request) error {
+		raw, err := httpx.ReadBody(r, 64)
+		if err != nil {
+			return err
+		}
+		var b body
+		if err := httpx.DecodeJSON(raw, &b); err != nil {
+			return err
+		}
+		httpx.WriteData(w, r, http.StatusOK, b)
+		return nil
+	}}
+}
+
+type errResp struct {
+	Error     httpx.ErrorDetail `json:"error"`
+	RequestID string            `json:"requestId"`
+}
+
+func do(t *testing.T, ts *httptest.Server, method, path, ct, auth, payload string) (*http.Response, errResp) {
+	t.Helper()
+	req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(payload))
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var e errResp
+	_ = json.Unmarshal(raw, &e)
+	if e.RequestID != "" && e.RequestID != resp.Header.Get("X-Request-Id") {
+		t.Errorf("requestId %q != X-Request-Id %q", e.RequestID, resp.Header.Get("X-Request-Id"))
+	}
+	return resp, e
+}
+
+func TestBodyErrors(t *testing.T) {
+	t.Parallel()
+	ts := newServer(t, []httpx.Route{echoRoute()}, 0)
+	tests := []struct {
+		name, ct, payload string
+		status            int
+		code, field       string
+	}{
+		{"ok", "application/json", `{"name":"a","count":1}`, 200, "", ""},
+		{"charset param ok", "application/json; charset=utf-8", `{"name":"a"}`, 200, "", ""},
+		{"no content type", "", `{"name":"a"}`, 415, "unsupported_media_type", ""},
+		{"form content type", "application/x-www-form-urlencoded", `name=a`, 415, "unsupported_media_type", ""},
+		{"too large", "application/json", `{"name":"` + strings.Repeat("x", 100) + `"}`, 413, "payload_too_large", ""},
+		{"malformed", "application/json", `{"name":`, 400, "invalid_json", ""},
+		{"empty", "application/json", ``, 400, "invalid_json", ""},
+		{"trailing data", "application/json", `{} {}`, 400, "invalid_json", ""},
+		{"wrong type", "application/json", `{"count":"x"}`, 422, "validation_failed", "count"},
+		{"fraction for integer", "application/json", `{"count":1.5}`, 422, "validation_failed", "count"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp, e := do(t, ts, "POST", "/echo", tt.ct, "Bearer good", tt.payload)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d (%+v)", resp.StatusCode, tt.status, e)
+			}
+			if e.Error.Code != tt.code || e.Error.Field != tt.field {
+				t.Errorf("error %+v, want code %q field %q", e.Error, tt.code, tt.field)
+			}
+		})
+	}
+}
+
+func TestAuthAndScope(t *testing.T) {
+	t.Parallel()
+	read := httpx.Route{Method: "GET", Path: "/read", Scope: httpx.ScopeInvoicesRead, Handler: func(w http.ResponseWriter, r *http.Request) error { return nil }}
+	ts := newServer(t, []httpx.Route{echoRoute(), read}, 0)
+	tests := []struct {
+		name, method, path, auth string
+		status                   int
+		code                     string
+	}{
+		{"missing", "GET", "/read", "", 401, "unauthorized"},
+		{"wrong scheme", "GET", "/read", "Token good", 401, "unauthorized"},
+		{"unknown", "GET", "/read", "Bearer bad", 401, "unauthorized"},
+		{"lacks scope", "GET", "/read", "Bearer good", 403, "forbidden"},
+		{"404 before auth", "GET", "/nope", "", 404, "not_found"},
+		{"405", "PUT", "/read", "", 405, "method_not_allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp, e := do(t, ts, tt.method, tt.path, "", tt.auth, "")
+			if resp.StatusCode != tt.status || e.Error.Code != tt.code {
+				t.Errorf("got %d %q, want %d %q", resp.StatusCode, e.Error.Code, tt.status, tt.code)
+			}
+		})
+	}
+}
+
+func TestOverloadAnswers503WithRetryAfter(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	slow := httpx.Route{Method: "GET", Path: "/slow", Handler: func(w http.ResponseWriter, r *http.Request) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	}}
+	ts := newServer(t, []httpx.Route{slow}, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); do(t, ts, "GET", "/slow", "", "", "") }()
+	<-started
+	resp, e := do(t, ts, "GET", "/slow", "", "", "")
+	close(release)
+	wg.Wait()
+	if resp.StatusCode != 503 || e.Error.Code != "unavailable" || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("got %d %q Retry-After %q, want 503 unavailable with Retry-After", resp.StatusCode, e.Error.Code, resp.Header.Get("Retry-After"))
+	}
+}
+
+func TestInternalErrorsHideDetailsAndPanicsAreCaught(t *testing.T) {
+	t.Parallel()
+	routes := []httpx.Route{
+		{Method: "GET", Path: "/fail", Handler: func(w http.ResponseWriter, r *http.Request) error {
+			return io.ErrUnexpectedEOF
+		}},
+		{Method: "GET", Path: "/panic", Handler: func(w http.ResponseWriter, r *http.Request) error {
+			panic("boom")
+		}},
+		{Method: "GET", Path: "/busy", Handler: func(w http.ResponseWriter, r *http.Request) error {
+			return &apperr.Error{Kind: apperr.Unavailable, Code: "unavailable", Message: "busy", RetryAfter: 2500 * time.Millisecond}
+		}},
+	}
+	ts := newServer(t, routes, 0)
+	for _, p := range []string{"/fail", "/panic"} {
+		resp, e := do(t, ts, "GET", p, "", "", "")
+		if resp.StatusCode != 500 || e.Error.Code != "internal_error" || e.Error.Message != "internal error" {
+			t.Errorf("%s: %d %+v", p, resp.StatusCode, e.Error)
+		}
+	}
+	resp, _ := do(t, ts, "GET", "/busy", "", "", "")
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "3" {
+		t.Errorf("busy: %d Retry-After %q, want 503 and 3", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+func TestErrorCodesAreSnakeCaseAndUnique(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for _, c := range httpx.ErrorCodes {
+		if seen[c.Code] || strings.ToLower(c.Code) != c.Code || strings.ContainsAny(c.Code, " -") {
+			t.Errorf("code %q repeated or not snake_case", c.Code)
+		}
+		seen[c.Code] = true
+	}
+}
