@@ -20,7 +20,7 @@ import (
 )
 
 // externalPGRoot holds clusters of checkouts that the postgres user cannot
-// reach (for example a clone below /root); .dev/pg then links there.
+// reach (for example a clone inside a home directory of mode 0700); .dev/pg then links there.
 const externalPGRoot = "/var/lib/o2i-devstack"
 
 // pgSettings tune the cluster for a dev box. synchronous_commit and fsync
@@ -157,12 +157,22 @@ func pgDataDir(cfg *config) (string, error) {
 		}
 		return link, pgOwn(link, true)
 	}
-	// The checkout is not reachable for postgres (e.g. below /root).
+	// The checkout is not reachable for postgres (e.g. inside a private home directory).
 	if entries, err := os.ReadDir(link); err == nil && len(entries) > 0 {
 		return "", fmt.Errorf("user postgres cannot reach %s; move the checkout or make its parent directories world-executable", link)
 	}
 	_ = os.Remove(link)
 	dir := filepath.Join(externalPGRoot, shortHash(cfg.root), "pg")
+	// A cluster left there belongs to an earlier .dev of a checkout at the
+	// same path (its link is gone): stop it and start afresh.
+	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
+		if bin, err := pgBinFor(dir); err == nil && pgStatus(bin, dir) {
+			_, _ = pgRun(2*time.Minute, filepath.Join(bin, "pg_ctl"), "stop", "-m", "fast", "-w", "-s", "-t", "60", "-D", dir)
+		}
+	}
+	if err := os.RemoveAll(filepath.Dir(dir)); err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", err
 	}
@@ -242,24 +252,41 @@ func ensurePostgres(cfg *config, deadline time.Time) error {
 	if err != nil {
 		return err
 	}
+	fresh := false
 	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); err != nil {
 		if err := pgInit(cfg, bin, dataDir); err != nil {
 			return err
 		}
+		fresh = true
 	}
 	changed, err := pgWriteSettings(cfg, dataDir)
 	if err != nil {
 		return err
 	}
 	if pgStatus(bin, dataDir) {
-		if changed {
-			logf("postgres: settings changed; restart to apply (make down && make stack)")
+		// Running per postmaster.pid; it may still be starting or just dying.
+		err := waitFor(fmt.Sprintf("connections on 127.0.0.1:%d", cfg.pgPort), limitFor(30*time.Second, deadline),
+			func() bool { return pgStatus(bin, dataDir) },
+			func() error {
+				if !portOpen(cfg.pgPort) {
+					return errors.New("port closed")
+				}
+				return nil
+			})
+		if err == nil {
+			if changed {
+				logf("postgres: settings changed; restart to apply (make down && make stack)")
+			}
+			if err := pgEnsureDB(cfg, false, limitFor(30*time.Second, deadline)); err != nil {
+				return withLog(err, cfg.rel(logPath))
+			}
+			logf("postgres: already running on 127.0.0.1:%d", cfg.pgPort)
+			return nil
 		}
-		if err := pgEnsureDB(cfg, limitFor(30*time.Second, deadline)); err != nil {
-			return err
+		if pgStatus(bin, dataDir) {
+			return withLog(fmt.Errorf("server of %s runs but does not accept connections: %v", cfg.rel(dataDir), err), cfg.rel(logPath))
 		}
-		logf("postgres: already running on 127.0.0.1:%d", cfg.pgPort)
-		return nil
+		// It went away: start it below.
 	}
 	if portOpen(cfg.pgPort) {
 		return fmt.Errorf("port %d is in use by another process (not the cluster in %s)", cfg.pgPort, cfg.rel(dataDir))
@@ -275,7 +302,7 @@ func ensurePostgres(cfg *config, deadline time.Time) error {
 	if _, err := pgRun(limit+10*time.Second, filepath.Join(bin, "pg_ctl"), "start", "-w", "-s", "-t", secs, "-D", dataDir, "-l", logPath); err != nil {
 		return withLog(fmt.Errorf("start failed: %w", err), cfg.rel(logPath))
 	}
-	if err := pgEnsureDB(cfg, limitFor(30*time.Second, deadline)); err != nil {
+	if err := pgEnsureDB(cfg, fresh, limitFor(30*time.Second, deadline)); err != nil {
 		return withLog(err, cfg.rel(logPath))
 	}
 	logf("postgres: started on 127.0.0.1:%d in %s (data %s)", cfg.pgPort, time.Since(start).Round(100*time.Millisecond), cfg.rel(dataDir))
@@ -359,11 +386,11 @@ func pgURL(user, pass, db string, port int) string {
 
 // pgEnsureDB makes sure role and database of the service exist, using the
 // bootstrap superuser only when the service's own login does not work yet.
-func pgEnsureDB(cfg *config, limit time.Duration) error {
+func pgEnsureDB(cfg *config, fresh bool, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	appURL := pgURL(cfg.pgUser, cfg.pgPass, cfg.pgDB, cfg.pgPort)
-	if pgPing(ctx, appURL) == nil {
+	if !fresh && pgPing(ctx, appURL) == nil {
 		return nil
 	}
 	pwb, err := os.ReadFile(cfg.path("pg-superuser.pw"))

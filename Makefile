@@ -1,0 +1,102 @@
+# o2i: order-to-invoice service.
+#
+# `make` lists the targets. The local stack (PostgreSQL, Redis, MinIO and a
+# Kafka-protocol broker) lives in .dev/ and is managed by cmd/devstack;
+# .dev/env holds its addresses as O2I_* variables.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+GO          ?= go
+GOTESTFLAGS ?= -count=1
+BENCHFLAGS  ?=
+
+DEVSTACK := bin/devstack
+O2I      := bin/o2i
+LOAD_ENV := . ./.dev/env
+OPENAPI  := cmd/o2i/openapi.json
+
+REDOCLY_VERSION := 2.77.0
+TOOLS_DIR       := .dev/tools
+REDOCLY         := $(TOOLS_DIR)/node_modules/.bin/redocly
+REDOCLY_STAMP   := $(TOOLS_DIR)/.redocly-$(REDOCLY_VERSION)
+export REDOCLY_TELEMETRY := off
+export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
+
+# The OpenAPI lint as one shell command; a missing document is a failure.
+OPENAPI_LINT = { test -f $(OPENAPI) || { echo "openapi lint: $(OPENAPI) is missing" >&2; false; }; } && $(REDOCLY) lint $(OPENAPI)
+
+.PHONY: help run test build down clean bench lint stack migrate status openapi devstack tools
+
+help: ## List the targets
+	@echo "usage: make <target>"
+	@echo
+	@awk -F':.*## ' '/^[a-z][a-z-]*:.*## /{printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+run: build stack ## Bring up the stack, migrate, seed a dev project + API key, serve http://127.0.0.1:8080
+	$(DEVSTACK) seed -o2i $(O2I)
+	$(LOAD_ENV) && exec $(O2I) serve
+
+test: migrate tools ## Stack + migrations, then go vet, go test and the OpenAPI lint (all run; fails if any fails)
+	@failed=""; \
+	echo "==> go vet ./..."; \
+	$(GO) vet ./... || failed="$$failed go-vet"; \
+	echo "==> redocly lint $(OPENAPI)"; \
+	( $(OPENAPI_LINT) ) || failed="$$failed openapi-lint"; \
+	echo "==> go test $(GOTESTFLAGS) ./... (with .dev/env)"; \
+	( $(LOAD_ENV) && $(GO) test $(GOTESTFLAGS) ./... ) || failed="$$failed go-test"; \
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed" >&2; exit 1; fi
+
+build: ## Build the service binary bin/o2i
+	$(GO) build -o $(O2I) ./cmd/o2i
+
+stack: devstack ## Bring up PostgreSQL, Redis, MinIO and Kafka under .dev/ (no server) and write .dev/env
+	$(DEVSTACK) up
+
+migrate: build stack ## Apply the database migrations to the local stack
+	$(LOAD_ENV) && $(O2I) migrate
+
+status: devstack ## Show which processes of the local stack run
+	@$(DEVSTACK) status
+
+down: devstack ## Stop every process of the local stack
+	$(DEVSTACK) down
+
+clean: devstack ## Stop the local stack and remove .dev/
+	$(DEVSTACK) clean
+
+bench: migrate ## Run the benchmarks against the local stack (BENCHFLAGS=... to add flags)
+	$(LOAD_ENV) && $(GO) test -run='^$$' -bench=. $(BENCHFLAGS) ./...
+
+lint: tools ## OpenAPI lint, go vet and gofmt check (all run; fails if any fails)
+	@failed=""; \
+	echo "==> redocly lint $(OPENAPI)"; \
+	( $(OPENAPI_LINT) ) || failed="$$failed openapi-lint"; \
+	echo "==> go vet ./..."; \
+	$(GO) vet ./... || failed="$$failed go-vet"; \
+	echo "==> gofmt -l"; \
+	unformatted=$$(find . \( -path ./.dev -o -path ./bin -o -path ./vendor -o -name testdata -o -name node_modules \) -prune -o -name '*.go' -print | xargs -r gofmt -l); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt-ed:"; echo "$$unformatted"; failed="$$failed gofmt"; fi; \
+	if [ -n "$$failed" ]; then echo "make lint: failed:$$failed" >&2; exit 1; fi
+
+openapi: build ## Regenerate cmd/o2i/openapi.json from the service (o2i openapi)
+	$(O2I) openapi > $(OPENAPI).tmp || { rm -f $(OPENAPI).tmp; exit 1; }
+	mv $(OPENAPI).tmp $(OPENAPI)
+
+devstack:
+	@$(GO) build -o $(DEVSTACK) ./cmd/devstack
+
+# Redocly CLI from npm, pinned, installed into .dev/tools.
+tools: $(REDOCLY_STAMP)
+
+$(REDOCLY_STAMP):
+	@if ! command -v npm >/dev/null 2>&1; then \
+		echo "npm not found: installing Node.js from the OS packages"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs </dev/null; \
+		command -v npm >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -q npm </dev/null; \
+	fi
+	@mkdir -p $(TOOLS_DIR)
+	npm install --prefix $(TOOLS_DIR) --no-audit --no-fund --no-update-notifier --loglevel=error @redocly/cli@$(REDOCLY_VERSION) </dev/null
+	@rm -f $(TOOLS_DIR)/.redocly-* && touch $@
