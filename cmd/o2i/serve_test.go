@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/o2i-service/o2i/internal/testenv"
+)
+
+// TestServeFailsFastNamingTheMissingDependency points one address at a port
+// where nothing listens and expects serve to stop at once with one line
+// naming that dependency.
+func TestServeFailsFastNamingTheMissingDependency(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, variable, value, want string }{
+		{"postgres", "O2I_DATABASE_URL", "postgres://o2i:o2i@127.0.0.1:1/o2i?sslmode=disable", "PostgreSQL"},
+		{"redis", "O2I_REDIS_URL", "redis://127.0.0.1:1/0", "Redis"},
+		{"kafka", "O2I_KAFKA_BROKERS", "127.0.0.1:1", "Kafka"},
+		{"s3", "O2I_S3_ENDPOINT", "127.0.0.1:1", "S3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := func(name string) string {
+				switch name {
+				case tt.variable:
+					return tt.value
+				case "O2I_HTTP_ADDR":
+					return "127.0.0.1:0"
+				}
+				return testenv.Env(name)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			start := time.Now()
+			var out bytes.Buffer
+			err := run(ctx, []string{"serve"}, env, &out, &out)
+			if err == nil {
+				t.Fatal("serve started without its dependency")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tt.want) || !strings.Contains(msg, tt.variable) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q should be one line naming %s and %s", msg, tt.want, tt.variable)
+			}
+			if d := time.Since(start); d > 15*time.Second {
+				t.Errorf("took %v to fail", d)
+			}
+		})
+	}
+}
+
+func TestUnknownRoleIsRejected(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--roles", "api,printer"}, testenv.Getenv, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "printer") {
+		t.Errorf("err = %v, want unknown role printer", err)
+	}
+}
