@@ -1,0 +1,435 @@
+package einvoice
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+type schemaChild struct {
+	ns, name, typ string
+	min, max      int // max -1: unbounded
+}
+
+var nsURI = map[string]string{
+	"rsm": "urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100",
+	"ram": "urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100",
+	"qdt": "urn:un:unece:uncefact:data:standard:QualifiedDataType:100",
+	"udt": "urn:un:unece:uncefact:data:standard:UnqualifiedDataType:100",
+}
+
+// frame is an open element during parsing.
+type frame struct {
+	name   string // local name
+	typ    string // complex type, "" for a leaf
+	last   int    // index of the last child seen in the type's sequence
+	counts []int  // occurrences per child
+	path   string // slash-joined local names from the root
+	text   bytes.Buffer
+}
+
+// parseCII reads CII XML into the semantic model and checks its structure
+// against the profile schema: known elements in schema order, occurrence
+// limits, required children, no text in aggregates. Structure problems are
+// findings with rule "XSD"; a document that is not well-formed yields only
+// that finding and a nil doc.
+func parseCII(data []byte) (*doc, []Finding) {
+	var fs []Finding
+	xsd := func(path, format string, args ...any) {
+		fs = append(fs, Finding{Rule: RuleXSD, Severity: Error, Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	d := &doc{}
+	var stack []*frame
+	rootSeen := false
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, append(fs, Finding{Rule: RuleXSD, Severity: Error, Message: "not well-formed XML: " + err.Error()})
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			f := &frame{name: t.Name.Local, last: -1}
+			if len(stack) == 0 {
+				if rootSeen || t.Name.Local != "CrossIndustryInvoice" || t.Name.Space != nsURI["rsm"] {
+					return nil, append(fs, Finding{Rule: RuleXSD, Severity: Error,
+						Message: fmt.Sprintf("root element {%s}%s, want rsm:CrossIndustryInvoice", t.Name.Space, t.Name.Local)})
+				}
+				rootSeen = true
+				f.typ, f.path = "CrossIndustryInvoiceType", "CrossIndustryInvoice"
+			} else {
+				parent := stack[len(stack)-1]
+				f.path = parent.path + "/" + t.Name.Local
+				if parent.typ == "" {
+					xsd(f.path, "element not allowed in a simple value")
+				} else if i, c := childIndex(parent.typ, t.Name.Local); i < 0 {
+					xsd(f.path, "element not allowed here (profile EN 16931)")
+				} else {
+					if nsURI[c.ns] != t.Name.Space {
+						xsd(f.path, "wrong namespace %q, want %s", t.Name.Space, nsURI[c.ns])
+					}
+					if i < parent.last {
+						xsd(f.path, "element out of schema order")
+					}
+					parent.last = i
+					if parent.counts == nil {
+						parent.counts = make([]int, len(schemaTypes[parent.typ]))
+					}
+					parent.counts[i]++
+					if c.max >= 0 && parent.counts[i] > c.max {
+						xsd(f.path, "element occurs more than %d time(s)", c.max)
+					}
+					f.typ = c.typ
+				}
+			}
+			stack = append(stack, f)
+			d.start(f, t.Attr)
+		case xml.CharData:
+			if len(stack) > 0 {
+				top := stack[len(stack)-1]
+				if top.typ == "" {
+					top.text.Write(t)
+				} else if len(bytes.TrimSpace(t)) > 0 {
+					xsd(top.path, "text not allowed in an aggregate")
+				}
+			}
+		case xml.EndElement:
+			f := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if f.typ != "" {
+				for i, c := range schemaTypes[f.typ] {
+					if c.min > 0 && (f.counts == nil || f.counts[i] < c.min) {
+						xsd(f.path, "required element %s:%s missing", c.ns, c.name)
+					}
+				}
+			} else {
+				d.text(f.path, f.text.String())
+			}
+		}
+	}
+	if !rootSeen {
+		return nil, append(fs, Finding{Rule: RuleXSD, Severity: Error, Message: "no root element"})
+	}
+	return d, fs
+}
+
+func childIndex(typ, name string) (int, schemaChild) {
+	for i, c := range schemaTypes[typ] {
+		if c.name == name {
+			return i, c
+		}
+	}
+	return -1, schemaChild{}
+}
+
+// Paths of the model's fields.
+const (
+	pCtx  = "CrossIndustryInvoice/ExchangedDocumentContext/"
+	pDoc  = "CrossIndustryInvoice/ExchangedDocument/"
+	pTx   = "CrossIndustryInvoice/SupplyChainTradeTransaction/"
+	pLine = pTx + "IncludedSupplyChainTradeLineItem"
+	pAgr  = pTx + "ApplicableHeaderTradeAgreement/"
+	pDel  = pTx + "ApplicableHeaderTradeDelivery/"
+	pSet  = pTx + "ApplicableHeaderTradeSettlement/"
+	pSum  = pSet + "SpecifiedTradeSettlementHeaderMonetarySummation/"
+)
+
+// start opens records for repeated groups and remembers attributes.
+func (d *doc) start(f *frame, attrs []xml.Attr) {
+	switch f.path {
+	case pLine:
+		d.lines = append(d.lines, line{})
+	case pLine + "/SpecifiedLineTradeSettlement/SpecifiedTradeAllowanceCharge":
+		if l := d.lastLine(); l != nil {
+			l.ac = append(l.ac, allowance{})
+		}
+	case pSet + "SpecifiedTradeSettlementPaymentMeans":
+		d.means = append(d.means, means{})
+	case pSet + "SpecifiedTradeSettlementPaymentMeans/PayeePartyCreditorFinancialAccount":
+		if m := last(d.means); m != nil {
+			m.account = true
+		}
+	case pSet + "ApplicableTradeTax":
+		d.vat = append(d.vat, vatBreakdown{})
+	case pSet + "SpecifiedTradePaymentTerms":
+		d.terms = append(d.terms, terms{})
+	case pSet + "SpecifiedTradeAllowanceCharge":
+		d.docAC = append(d.docAC, allowance{})
+	case pSet + "InvoiceReferencedDocument":
+		d.preceding = append(d.preceding, reference{})
+	case pDel + "ShipToTradeParty":
+		d.shipTo = &party{}
+	case pAgr + "SellerTradeParty/DefinedTradeContact":
+		d.seller.hasContact = true
+	case pAgr + "BuyerTradeParty/DefinedTradeContact":
+		d.buyer.hasContact = true
+	case pAgr + "SellerTradeParty/PostalTradeAddress":
+		d.seller.hasAddress = true
+	case pAgr + "BuyerTradeParty/PostalTradeAddress":
+		d.buyer.hasAddress = true
+	case pDel + "ShipToTradeParty/PostalTradeAddress":
+		if d.shipTo != nil {
+			d.shipTo.hasAddress = true
+		}
+	}
+	if len(attrs) > 0 {
+		for _, a := range attrs {
+			switch a.Name.Local {
+			case "schemeID":
+				d.pendingScheme(f.path, a.Value)
+			case "currencyID":
+				if f.path == pSum+"TaxTotalAmount" {
+					d.taxTotalCur = a.Value
+				}
+			case "unitCode":
+				if l := d.lastLine(); l != nil && f.path == pLine+"/SpecifiedLineTradeDelivery/BilledQuantity" {
+					l.unitCode = some(a.Value)
+				}
+			}
+		}
+	}
+}
+
+func (d *doc) pendingScheme(path, scheme string) {
+	switch path {
+	case pAgr + "SellerTradeParty/URIUniversalCommunication/URIID":
+		d.seller.eaddrScheme = some(scheme)
+	case pAgr + "BuyerTradeParty/URIUniversalCommunication/URIID":
+		d.buyer.eaddrScheme = some(scheme)
+	case pAgr + "SellerTradeParty/SpecifiedTaxRegistration/ID":
+		d.seller.pendingTaxScheme = scheme
+	case pAgr + "BuyerTradeParty/SpecifiedTaxRegistration/ID":
+		d.buyer.pendingTaxScheme = scheme
+	}
+}
+
+func (d *doc) lastLine() *line {
+	if len(d.lines) == 0 {
+		return nil
+	}
+	return &d.lines[len(d.lines)-1]
+}
+
+func last[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[len(s)-1]
+}
+
+// text stores the value of a leaf by its path.
+func (d *doc) text(path, raw string) {
+	v := some(strings.TrimSpace(raw))
+	switch {
+	case strings.HasPrefix(path, pLine+"/"):
+		if l := d.lastLine(); l != nil {
+			l.set(path[len(pLine)+1:], v)
+		}
+		return
+	case strings.HasPrefix(path, pAgr+"SellerTradeParty/"):
+		d.seller.set(path[len(pAgr+"SellerTradeParty/"):], v)
+		return
+	case strings.HasPrefix(path, pAgr+"BuyerTradeParty/"):
+		d.buyer.set(path[len(pAgr+"BuyerTradeParty/"):], v)
+		return
+	case strings.HasPrefix(path, pDel+"ShipToTradeParty/"):
+		if d.shipTo != nil {
+			d.shipTo.set(path[len(pDel+"ShipToTradeParty/"):], v)
+		}
+		return
+	}
+	switch path {
+	case pCtx + "BusinessProcessSpecifiedDocumentContextParameter/ID":
+		d.process = v
+	case pCtx + "GuidelineSpecifiedDocumentContextParameter/ID":
+		d.guideline = v
+	case pDoc + "ID":
+		d.number = v
+	case pDoc + "TypeCode":
+		d.typeCode = v
+	case pDoc + "IssueDateTime/DateTimeString":
+		d.issueDate = v
+	case pDoc + "IncludedNote/Content":
+		d.notes = append(d.notes, v.s)
+	case pAgr + "BuyerReference":
+		d.buyerRef = v
+	case pDel + "ActualDeliverySupplyChainEvent/OccurrenceDateTime/DateTimeString":
+		d.deliveryDate = v
+	case pSet + "InvoiceCurrencyCode":
+		d.currency = v
+	case pSet + "SpecifiedTradeSettlementPaymentMeans/TypeCode":
+		if m := last(d.means); m != nil {
+			m.code = v
+		}
+	case pSet + "SpecifiedTradeSettlementPaymentMeans/PayeePartyCreditorFinancialAccount/IBANID":
+		if m := last(d.means); m != nil {
+			m.iban = v
+		}
+	case pSet + "BillingSpecifiedPeriod/StartDateTime/DateTimeString":
+		d.ensurePeriod().start = v
+	case pSet + "BillingSpecifiedPeriod/EndDateTime/DateTimeString":
+		d.ensurePeriod().end = v
+	case pSet + "SpecifiedTradePaymentTerms/Description":
+		if t := last(d.terms); t != nil {
+			t.desc = v
+		}
+	case pSet + "SpecifiedTradePaymentTerms/DueDateDateTime/DateTimeString":
+		if t := last(d.terms); t != nil {
+			t.due = v
+		}
+	case pSet + "InvoiceReferencedDocument/IssuerAssignedID":
+		if r := last(d.preceding); r != nil {
+			r.id = v
+		}
+	case pSet + "InvoiceReferencedDocument/FormattedIssueDateTime/DateTimeString":
+		if r := last(d.preceding); r != nil {
+			r.date = v
+		}
+	case pSum + "LineTotalAmount":
+		d.totals.lineTotal = v
+	case pSum + "ChargeTotalAmount":
+		d.totals.chargeTotal = v
+	case pSum + "AllowanceTotalAmount":
+		d.totals.allowanceTotal = v
+	case pSum + "TaxBasisTotalAmount":
+		d.totals.taxBasis = v
+	case pSum + "TaxTotalAmount":
+		// BT-110 is the one in the invoice currency; a second one (BT-111)
+		// is in the VAT accounting currency.
+		if !d.totals.taxTotal.ok || d.taxTotalCur == "" || d.taxTotalCur == d.currency.s {
+			d.totals.taxTotal = v
+			d.taxCurrency = some(d.taxTotalCur)
+		}
+		d.taxTotalCur = ""
+	case pSum + "RoundingAmount":
+		d.totals.rounding = v
+	case pSum + "GrandTotalAmount":
+		d.totals.grand = v
+	case pSum + "TotalPrepaidAmount":
+		d.totals.prepaid = v
+	case pSum + "DuePayableAmount":
+		d.totals.due = v
+	default:
+		if strings.HasPrefix(path, pSet+"ApplicableTradeTax/") {
+			if b := last(d.vat); b != nil {
+				switch path[len(pSet+"ApplicableTradeTax/"):] {
+				case "CalculatedAmount":
+					b.tax = v
+				case "BasisAmount":
+					b.base = v
+				case "CategoryCode":
+					b.category = v
+				case "RateApplicablePercent":
+					b.rate = v
+				case "ExemptionReason":
+					b.reason = v
+				case "ExemptionReasonCode":
+					b.reasonCode = v
+				}
+			}
+		} else if strings.HasPrefix(path, pSet+"SpecifiedTradeAllowanceCharge/") {
+			if a := last(d.docAC); a != nil {
+				a.set(path[len(pSet+"SpecifiedTradeAllowanceCharge/"):], v)
+			}
+		}
+	}
+}
+
+func (d *doc) ensurePeriod() *period {
+	if d.period == nil {
+		d.period = &period{}
+	}
+	return d.period
+}
+
+func (p *party) set(rel string, v val) {
+	switch rel {
+	case "ID":
+		p.id = v
+	case "Name":
+		p.name = v
+	case "SpecifiedLegalOrganization/ID":
+		p.legalID = v
+	case "DefinedTradeContact/PersonName":
+		p.contactName = v
+	case "DefinedTradeContact/DepartmentName":
+		p.contactDept = v
+	case "DefinedTradeContact/TelephoneUniversalCommunication/CompleteNumber":
+		p.phone = v
+	case "DefinedTradeContact/EmailURIUniversalCommunication/URIID":
+		p.email = v
+	case "PostalTradeAddress/PostcodeCode":
+		p.postcode = v
+	case "PostalTradeAddress/LineOne":
+		p.line1 = v
+	case "PostalTradeAddress/CityName":
+		p.city = v
+	case "PostalTradeAddress/CountryID":
+		p.country = v
+	case "URIUniversalCommunication/URIID":
+		p.eaddr = v
+	case "SpecifiedTaxRegistration/ID":
+		switch p.pendingTaxScheme {
+		case "VA":
+			p.vatID = v
+		case "FC":
+			p.taxNo = v
+		}
+		p.pendingTaxScheme = ""
+	}
+}
+
+func (l *line) set(rel string, v val) {
+	switch rel {
+	case "AssociatedDocumentLineDocument/LineID":
+		l.id = v
+	case "SpecifiedTradeProduct/Name":
+		l.name = v
+	case "SpecifiedLineTradeAgreement/NetPriceProductTradePrice/ChargeAmount":
+		l.price = v
+	case "SpecifiedLineTradeAgreement/NetPriceProductTradePrice/BasisQuantity":
+		l.basisQty = v
+	case "SpecifiedLineTradeDelivery/BilledQuantity":
+		l.qty = v
+	case "SpecifiedLineTradeSettlement/ApplicableTradeTax/CategoryCode":
+		l.category = v
+	case "SpecifiedLineTradeSettlement/ApplicableTradeTax/RateApplicablePercent":
+		l.rate = v
+	case "SpecifiedLineTradeSettlement/SpecifiedTradeSettlementLineMonetarySummation/LineTotalAmount":
+		l.net = v
+	case "SpecifiedLineTradeSettlement/BillingSpecifiedPeriod/StartDateTime/DateTimeString":
+		l.periodStart = v
+	case "SpecifiedLineTradeSettlement/BillingSpecifiedPeriod/EndDateTime/DateTimeString":
+		l.periodEnd = v
+	default:
+		const ac = "SpecifiedLineTradeSettlement/SpecifiedTradeAllowanceCharge/"
+		if strings.HasPrefix(rel, ac) {
+			if a := last(l.ac); a != nil {
+				a.set(rel[len(ac):], v)
+			}
+		}
+	}
+}
+
+func (a *allowance) set(rel string, v val) {
+	switch rel {
+	case "ChargeIndicator/Indicator":
+		a.charge = v.s == "true"
+	case "ActualAmount":
+		a.amount = v
+	case "Reason":
+		a.reason = v
+	case "ReasonCode":
+		a.code = v
+	case "CategoryTradeTax/CategoryCode":
+		a.category = v
+	case "CategoryTradeTax/RateApplicablePercent":
+		a.rate = v
+	}
+}
