@@ -6,23 +6,28 @@ package command
 
 import (
 	"net/http"
+	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/catalog"
 	"github.com/o2i-service/o2i/internal/httpx"
 )
 
 // Service holds what the write use cases need.
 type Service struct {
-	pool *pgxpool.Pool
+	pool      *pgxpool.Pool
+	catalog   *catalog.Catalog
+	lastSweep atomic.Int64 // unix nanoseconds of the last idempotency sweep started here
 }
 
 // New returns the write side over pool.
-func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
-
-func notImplemented(w http.ResponseWriter, r *http.Request) error {
-	return apperr.New(apperr.NotImplemented, "not_implemented", "%s %s is not available yet", r.Method, r.URL.Path)
+func New(pool *pgxpool.Pool) *Service {
+	s := &Service{pool: pool, catalog: catalog.New(pool)}
+	s.lastSweep.Store(time.Now().Add(-sweepEvery + time.Minute).UnixNano()) // first sweep a minute after start
+	return s
 }
 
 // Routes are the write endpoints.
@@ -31,21 +36,23 @@ func (s *Service) Routes() []httpx.Route {
 		{
 			Method: http.MethodPost, Path: "/v1/orders", Scope: httpx.ScopeOrdersWrite, Tag: "orders",
 			OperationID: "createOrder", Summary: "Create or update an order (idempotent by orderNo and Idempotency-Key)",
-			Input: OrderInput{},
+			Description: orderDescription,
+			Input:       OrderInput{},
 			Responses: []httpx.Response{
 				{Status: 201, Body: httpx.Envelope[OrderResult]{}, Description: "order created"},
 				{Status: 200, Body: httpx.Envelope[OrderResult]{}, Description: "order updated, unchanged, or an idempotent replay (header Idempotent-Replayed: true)"},
 			},
 			Errors:  []int{400, 409, 413, 415, 422},
-			Handler: notImplemented,
+			Handler: s.postOrder,
 		},
 		{
 			Method: http.MethodPost, Path: "/v1/fulfillments", Scope: httpx.ScopeOrdersWrite, Tag: "orders",
 			OperationID: "createFulfillment", Summary: "Report the fulfillment of an order; fulfilled sets the date of supply",
-			Input:     FulfillmentInput{},
-			Responses: []httpx.Response{{Status: 200, Body: httpx.Envelope[FulfillmentResult]{}, Description: "fulfillment recorded"}},
-			Errors:    []int{400, 404, 409, 413, 415, 422},
-			Handler:   notImplemented,
+			Description: fulfillmentDescription,
+			Input:       FulfillmentInput{},
+			Responses:   []httpx.Response{{Status: 200, Body: httpx.Envelope[FulfillmentResult]{}, Description: "fulfillment recorded, or an idempotent replay (header Idempotent-Replayed: true)"}},
+			Errors:      []int{400, 404, 409, 413, 415, 422},
+			Handler:     s.postFulfillment,
 		},
 		{
 			Method: http.MethodPost, Path: "/v1/credit-transactions", Scope: httpx.ScopeOrdersWrite, Tag: "credit",
@@ -64,4 +71,69 @@ func (s *Service) Routes() []httpx.Route {
 			Handler:   notImplemented,
 		},
 	}
+}
+
+const idempotencyDescription = `Idempotency-Key (required, at most 200 characters) is scoped to the project and endpoint and kept at least 24 hours. ` +
+	`The same key with the same body replays the first successful response byte for byte with its original status and the header Idempotent-Replayed: true; ` +
+	`with a different body it is 422 idempotency_key_reused; while the first request is still running it is 409 idempotency_in_progress. ` +
+	`Failed requests store nothing, so a corrected retry with the same key is executed.`
+
+const orderDescription = `Orders are idempotent by orderNo independent of the key: a new orderNo is 201 with the new order's id; ` +
+	`the same orderNo again is 200 with the same id, the order updated (or unchanged). Once the order is invoiced, a change of its invoice-relevant content ` +
+	`(anything but financialStatus and email) is 409 order_already_invoiced. A paymentRef used by another order of the project is 409 payment_ref_conflict. ` +
+	`Each line is bound to a catalogue product: by productId, else by sku, else by exact name.
+
+` + idempotencyDescription
+
+const fulfillmentDescription = `status defaults to fulfilled. fulfilled sets the date of supply to shippedAt, or to the time of receipt when shippedAt is absent. ` +
+	`data.shippedAt is the date of supply (null unless fulfilled). Unknown orderNo is 404 order_not_found.
+
+` + idempotencyDescription
+
+func notImplemented(w http.ResponseWriter, r *http.Request) error {
+	return apperr.New(apperr.NotImplemented, "not_implemented", "%s %s is not available yet", r.Method, r.URL.Path)
+}
+
+func (s *Service) postOrder(w http.ResponseWriter, r *http.Request) error {
+	s.maybeSweep()
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	body, err := httpx.ReadBody(r, httpx.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	c, err := parseOrder(body)
+	if err != nil {
+		return err
+	}
+	resp, err := s.placeOrder(r.Context(), httpx.ProjectID(r.Context()), key, httpx.RequestID(r.Context()), c)
+	if err != nil {
+		return err
+	}
+	resp.write(w)
+	return nil
+}
+
+func (s *Service) postFulfillment(w http.ResponseWriter, r *http.Request) error {
+	received := time.Now()
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	body, err := httpx.ReadBody(r, httpx.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	in, err := parseFulfillment(body)
+	if err != nil {
+		return err
+	}
+	resp, err := s.recordFulfillment(r.Context(), httpx.ProjectID(r.Context()), key, httpx.RequestID(r.Context()), in, received)
+	if err != nil {
+		return err
+	}
+	resp.write(w)
+	return nil
 }

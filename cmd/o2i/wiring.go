@@ -53,6 +53,8 @@ func (w *wiring) routes(h *health) []httpx.Route {
 // worker returns the loop of a background role, or nil when the role has no work yet.
 func (w *wiring) worker(role string) func(context.Context) error {
 	switch role {
+	case "relay":
+		return command.NewRelay(w.d.pool, w.d.cfg.KafkaBrokers, w.reg).Run
 	}
 	return nil
 }

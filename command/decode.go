@@ -1,0 +1,261 @@
+package command
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/mail"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/money"
+)
+
+// Request bodies are decoded into generic JSON values and read field by field,
+// so that every failure names the exact JSON path of the offending value:
+// object keys joined with dots, array indices in brackets, for example
+// billingAddress.country_code or items[0].quantity. Numbers are kept as
+// their literal text (json.Number) and parsed exactly: integers as int64,
+// quantities and rates as money.Decimal, never through float64.
+
+// maxCents bounds every amount in cents (10^13 cents, 100 billion units), so
+// that sums over an order cannot overflow.
+const maxCents = 10_000_000_000_000
+
+// decodeObject parses body as one JSON object. Malformed JSON is 400
+// invalid_json; a JSON value that is not an object as well.
+func decodeObject(body []byte) (obj, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return obj{}, apperr.New(apperr.Invalid, "invalid_json", "the request body is empty")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return obj{}, apperr.New(apperr.Invalid, "invalid_json", "malformed JSON at byte %d: %v", se.Offset, se)
+		}
+		return obj{}, apperr.New(apperr.Invalid, "invalid_json", "malformed JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return obj{}, apperr.New(apperr.Invalid, "invalid_json", "unexpected data after the JSON object")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return obj{}, apperr.New(apperr.Invalid, "invalid_json", "the request body must be a JSON object, got %s", kindOf(v))
+	}
+	return obj{m: m}, nil
+}
+
+// obj is a JSON object at a path ("" for the body itself).
+type obj struct {
+	m    map[string]any
+	path string
+}
+
+func (o obj) at(key string) string {
+	if o.path == "" {
+		return key
+	}
+	return o.path + "." + key
+}
+
+func atIndex(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+
+// get returns the value of key; ok is false when the key is absent or null.
+func (o obj) get(key string) (any, bool) {
+	v, present := o.m[key]
+	return v, present && v != nil
+}
+
+func (o obj) has(key string) bool {
+	_, ok := o.get(key)
+	return ok
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return "an unknown value"
+}
+
+func typeErr(path, want string, v any) error {
+	return apperr.Field(path, "%s must be %s, got %s", path, want, kindOf(v))
+}
+
+// str returns a string field; absent, null and "" give "". With required, an
+// absent, null, empty or blank value is a validation failure.
+func (o obj) str(key string, required bool) (string, error) {
+	v, ok := o.get(key)
+	if !ok {
+		if required {
+			return "", apperr.Field(o.at(key), "%s is required", o.at(key))
+		}
+		return "", nil
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		return "", typeErr(o.at(key), "a string", v)
+	}
+	if required && strings.TrimSpace(s) == "" {
+		return "", apperr.Field(o.at(key), "%s must not be empty", o.at(key))
+	}
+	return s, nil
+}
+
+// object returns a nested object; ok is false when absent or null.
+func (o obj) object(key string) (obj, bool, error) {
+	v, ok := o.get(key)
+	if !ok {
+		return obj{}, false, nil
+	}
+	m, isObj := v.(map[string]any)
+	if !isObj {
+		return obj{}, false, typeErr(o.at(key), "an object", v)
+	}
+	return obj{m: m, path: o.at(key)}, true, nil
+}
+
+// array returns a nested array; ok is false when absent or null.
+func (o obj) array(key string) ([]any, bool, error) {
+	v, ok := o.get(key)
+	if !ok {
+		return nil, false, nil
+	}
+	a, isArr := v.([]any)
+	if !isArr {
+		return nil, false, typeErr(o.at(key), "an array", v)
+	}
+	return a, true, nil
+}
+
+// boolean returns a boolean field; absent and null give def.
+func (o obj) boolean(key string, def bool) (bool, error) {
+	v, ok := o.get(key)
+	if !ok {
+		return def, nil
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		return false, typeErr(o.at(key), "a boolean", v)
+	}
+	return b, nil
+}
+
+// cents returns an integer amount of cents; nil when absent or null. A number
+// with a fraction (1.5) is rejected, never rounded; an exponent that yields
+// an integer (1e2) is fine. Amounts must lie in [min, maxCents].
+func (o obj) cents(key string, min int64) (*int64, error) {
+	v, ok := o.get(key)
+	if !ok {
+		return nil, nil
+	}
+	n, isNum := v.(json.Number)
+	if !isNum {
+		return nil, typeErr(o.at(key), "an integer number of cents", v)
+	}
+	d, err := money.ParseDecimal(n.String())
+	if err != nil || !d.IsInt() {
+		return nil, apperr.Field(o.at(key), "%s must be an integer number of cents, got %s", o.at(key), n)
+	}
+	c, _ := d.Coef()
+	if c < min {
+		if min == 1 {
+			return nil, apperr.Field(o.at(key), "%s must be greater than 0", o.at(key))
+		}
+		return nil, apperr.Field(o.at(key), "%s must not be negative", o.at(key))
+	}
+	if c > maxCents {
+		return nil, apperr.Field(o.at(key), "%s must not exceed %d", o.at(key), int64(maxCents))
+	}
+	return &c, nil
+}
+
+// decimal returns an exact decimal number field; nil when absent or null.
+func (o obj) decimal(key string) (*money.Decimal, error) {
+	v, ok := o.get(key)
+	if !ok {
+		return nil, nil
+	}
+	n, isNum := v.(json.Number)
+	if !isNum {
+		return nil, typeErr(o.at(key), "a number", v)
+	}
+	d, err := money.ParseDecimal(n.String())
+	if err != nil {
+		return nil, apperr.Field(o.at(key), "%s must be a decimal number with at most %d decimal places, got %s", o.at(key), money.MaxScale, n)
+	}
+	return &d, nil
+}
+
+var (
+	hundred = money.Int(100)
+	maxQty  = money.Int(1_000_000_000)
+)
+
+// rate returns a VAT rate in percent: a decimal in [0, 100].
+func (o obj) rate(key string) (*money.Decimal, error) {
+	d, err := o.decimal(key)
+	if err != nil || d == nil {
+		return d, err
+	}
+	if d.Sign() < 0 {
+		return nil, apperr.Field(o.at(key), "%s must be a non-negative percent value (19 for nineteen percent)", o.at(key))
+	}
+	if d.Cmp(hundred) > 0 {
+		return nil, apperr.Field(o.at(key), "%s must be a percent value of at most 100 (19 for nineteen percent)", o.at(key))
+	}
+	return d, nil
+}
+
+var (
+	countryRE  = regexp.MustCompile(`^[A-Z]{2}$`)
+	currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
+)
+
+// isoDate parses YYYY-MM-DD.
+func isoDate(s string) (time.Time, bool) {
+	if len(s) != 10 {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.DateOnly, s)
+	return t, err == nil
+}
+
+// dateTime parses an ISO 8601 date-time with offset (RFC 3339), for example
+// 2026-03-01T10:15:00Z or 2026-03-01T11:15:00.5+01:00.
+func dateTime(s string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t, err == nil
+}
+
+// validEmail accepts a bare address (no display name) with a local part and
+// a domain.
+func validEmail(s string) bool {
+	if len(s) > 254 || strings.ContainsAny(s, " \t\r\n<>") {
+		return false
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Name != "" || a.Address != s {
+		return false
+	}
+	at := strings.LastIndexByte(s, '@')
+	return at > 0 && at < len(s)-1
+}

@@ -1,0 +1,273 @@
+package command
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/catalog"
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/outbox"
+	"github.com/o2i-service/o2i/internal/store"
+)
+
+// PlaceOrder: POST /v1/orders. Orders are idempotent by orderNo: a new orderNo
+// creates the order (201), a known one updates it under the same id (200),
+// or leaves it unchanged (200, no event). Once an order is invoiced its
+// invoice-relevant content is frozen: a change is 409 order_already_invoiced;
+// a change of only financialStatus or email is applied. A paymentRef used by
+// another order of the project is 409 payment_ref_conflict.
+//
+// The hot path is one transaction in two pipelined round trips:
+//  1. BEGIN + one statement that takes the idempotency key's advisory lock,
+//     reads a stored response, and upserts the order;
+//  2. the outbox event + the idempotency record + COMMIT.
+
+// orderHashes are SHA-256 over the normalised content, and over its
+// invoice-relevant part (everything but financialStatus and email).
+func orderHashes(c event.OrderContent) (content []byte, contentHash, invoiceHash []byte, err error) {
+	content, err = json.Marshal(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	h := sha256.Sum256(content)
+	c.FinancialStatus, c.Email = "", ""
+	inv, err := json.Marshal(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ih := sha256.Sum256(inv)
+	return content, h[:], ih[:], nil
+}
+
+// bindProducts sets every line's catalogue product.
+func (s *Service) bindProducts(ctx context.Context, projectID string, c *event.OrderContent) error {
+	lines := make([]catalog.Line, len(c.Items))
+	for i, it := range c.Items {
+		lines[i] = catalog.Line{ProductID: it.ProductID, SKU: it.SKU, Name: it.Name}
+	}
+	ids, err := s.catalog.Resolve(ctx, projectID, lines)
+	if err != nil {
+		return err
+	}
+	for i := range c.Items {
+		c.Items[i].CatalogProductID = ids[i]
+	}
+	return nil
+}
+
+const upsertOrderSQL = `WITH lk AS (SELECT pg_try_advisory_xact_lock($1::bigint) AS ok),
+prev AS (
+  SELECT request_hash, response_status, response_body FROM idempotency_keys
+  WHERE project_id = $2 AND endpoint = $3 AND key = $4),
+up AS (
+  INSERT INTO orders AS o (id, project_id, order_no, payment_ref, requires_shipping, content, content_hash, invoice_hash)
+  SELECT $5, $2, $6, $7, $8, $9, $10, $11 FROM lk WHERE lk.ok AND NOT EXISTS (SELECT 1 FROM prev)
+  ON CONFLICT ON CONSTRAINT orders_order_no_key DO UPDATE SET
+    payment_ref = EXCLUDED.payment_ref, requires_shipping = EXCLUDED.requires_shipping,
+    content = EXCLUDED.content, content_hash = EXCLUDED.content_hash, invoice_hash = EXCLUDED.invoice_hash,
+    version = o.version + 1, updated_at = now()
+  WHERE o.content_hash <> EXCLUDED.content_hash AND (o.status <> 'invoiced' OR o.invoice_hash = EXCLUDED.invoice_hash)
+  RETURNING o.id::text, o.version, o.status, o.fulfillment_status, o.shipped_at, o.supplied_at,
+    o.tracking_number, o.created_at, o.updated_at, o.invoiced_at, (o.xmax = 0) AS inserted)
+SELECT lk.ok, prev.request_hash, prev.response_status, prev.response_body,
+  up.id, up.version, up.status, up.fulfillment_status, up.shipped_at, up.supplied_at,
+  up.tracking_number, up.created_at, up.updated_at, up.invoiced_at, up.inserted
+FROM lk LEFT JOIN prev ON true LEFT JOIN up ON true`
+
+const insertIdempotencySQL = `INSERT INTO idempotency_keys (project_id, endpoint, key, request_hash, response_status, response_body)
+VALUES ($1, $2, $3, $4, $5, $6)`
+
+// errRetry asks placeOrder to run the transaction again: a concurrent request
+// with the same key committed between our snapshot and our lock.
+var errRetry = errors.New("retry")
+
+// placeOrder stores the order and returns the response to send.
+func (s *Service) placeOrder(ctx context.Context, projectID, key, reqID string, c event.OrderContent) (response, error) {
+	if err := s.bindProducts(ctx, projectID, &c); err != nil {
+		return response{}, err
+	}
+	content, contentHash, invoiceHash, err := orderHashes(c)
+	if err != nil {
+		return response{}, err
+	}
+	conn, err := store.Acquire(ctx, s.pool)
+	if err != nil {
+		return response{}, err
+	}
+	defer conn.Release()
+	for attempt := 0; ; attempt++ {
+		resp, err := s.placeOrderTx(ctx, conn, projectID, key, reqID, c, content, contentHash, invoiceHash)
+		if err == nil {
+			return resp, nil
+		}
+		rollback(ctx, conn)
+		if errors.Is(err, errRetry) && attempt < 3 {
+			continue
+		}
+		if errors.Is(err, errRetry) {
+			return response{}, errInProgress()
+		}
+		return response{}, err
+	}
+}
+
+// rollback ends an open transaction on conn; a connection it cannot clean
+// is closed (the pool then discards it).
+func rollback(ctx context.Context, conn *pgxpool.Conn) {
+	if conn.Conn().PgConn().TxStatus() == 'I' {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(rctx, "ROLLBACK"); err != nil {
+		_ = conn.Conn().Close(rctx)
+	}
+}
+
+type orderRow struct {
+	id                string
+	version           int64
+	status            string
+	fulfillmentStatus string
+	shippedAt         *time.Time
+	suppliedAt        *time.Time
+	trackingNumber    *string
+	createdAt         time.Time
+	updatedAt         time.Time
+	invoicedAt        *time.Time
+}
+
+func (r orderRow) state(projectID string, c event.OrderContent) event.Order {
+	o := event.Order{
+		ID: r.id, ProjectID: projectID, Status: r.status, Version: r.version,
+		FulfillmentStatus: r.fulfillmentStatus, ShippedAt: utc(r.shippedAt), SuppliedAt: utc(r.suppliedAt),
+		CreatedAt: r.createdAt.UTC(), UpdatedAt: r.updatedAt.UTC(), InvoicedAt: utc(r.invoicedAt),
+		OrderContent: c,
+	}
+	if r.trackingNumber != nil {
+		o.TrackingNumber = *r.trackingNumber
+	}
+	return o
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func (s *Service) placeOrderTx(ctx context.Context, conn *pgxpool.Conn, projectID, key, reqID string,
+	c event.OrderContent, content, contentHash, invoiceHash []byte) (response, error) {
+	var paymentRef *string
+	if c.PaymentRef != "" {
+		paymentRef = &c.PaymentRef
+	}
+	newID := uuid.Must(uuid.NewV7()).String()
+
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(upsertOrderSQL, lockKey(projectID, endpointOrders, key), projectID, endpointOrders, key,
+		newID, c.OrderNo, paymentRef, c.RequiresShipping, content, contentHash, invoiceHash)
+	br := conn.SendBatch(ctx, b)
+	var (
+		locked     bool
+		prevHash   []byte
+		prevStatus *int16
+		prevBody   []byte
+		row        orderRow
+		id         *string
+		version    *int64
+		status     *string
+		fstatus    *string
+		createdAt  *time.Time
+		updatedAt  *time.Time
+		inserted   *bool
+	)
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&locked, &prevHash, &prevStatus, &prevBody,
+			&id, &version, &status, &fstatus, &row.shippedAt, &row.suppliedAt,
+			&row.trackingNumber, &createdAt, &updatedAt, &row.invoicedAt, &inserted)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if store.IsUniqueViolation(err, "orders_payment_ref_key") {
+			return response{}, apperr.New(apperr.Conflict, "payment_ref_conflict", "another order of this project has paymentRef %q", c.PaymentRef)
+		}
+		return response{}, fmt.Errorf("place order %s: %w", c.OrderNo, err)
+	}
+	switch {
+	case !locked:
+		return response{}, errInProgress()
+	case prevStatus != nil:
+		rollback(ctx, conn)
+		if string(prevHash) != string(contentHash) {
+			return response{}, errKeyReused()
+		}
+		return response{status: int(*prevStatus), body: prevBody, replayed: true}, nil
+	}
+
+	var ev *event.Event
+	var httpStatus int
+	if id != nil {
+		row.id, row.version, row.status, row.fulfillmentStatus = *id, *version, *status, *fstatus
+		row.createdAt, row.updatedAt = *createdAt, *updatedAt
+		typ, st := event.OrderUpdated, 200
+		if *inserted {
+			typ, st = event.OrderCreated, 201
+		}
+		e, err := event.New(typ, projectID, "order", row.id, c.OrderNo, row.version, row.updatedAt, row.state(projectID, c))
+		if err != nil {
+			return response{}, err
+		}
+		ev, httpStatus = &e, st
+	} else {
+		// Not changed: unchanged content, or an invoiced order whose
+		// invoice-relevant content would change. The upsert holds the row lock.
+		var sameContent, sameInvoice bool
+		err := conn.QueryRow(ctx, `SELECT id::text, status, content_hash = $3, invoice_hash = $4
+FROM orders WHERE project_id = $1 AND order_no = $2`, projectID, c.OrderNo, contentHash, invoiceHash).
+			Scan(&row.id, &row.status, &sameContent, &sameInvoice)
+		if err != nil {
+			return response{}, fmt.Errorf("place order %s: read unchanged order: %w", c.OrderNo, err)
+		}
+		if !sameContent {
+			return response{}, apperr.New(apperr.Conflict, "order_already_invoiced",
+				"order %s is invoiced; its invoice-relevant content cannot change", c.OrderNo)
+		}
+		httpStatus = 200
+	}
+
+	body, err := renderData(reqID, OrderResult{ID: row.id, OrderNo: c.OrderNo, Status: row.status})
+	if err != nil {
+		return response{}, err
+	}
+	b = &pgx.Batch{}
+	if ev != nil {
+		if err := outbox.Queue(b, *ev); err != nil {
+			return response{}, err
+		}
+	}
+	b.Queue(insertIdempotencySQL, projectID, endpointOrders, key, contentHash, httpStatus, body)
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		if store.IsUniqueViolation(err, "idempotency_keys_pkey") {
+			return response{}, errRetry
+		}
+		return response{}, fmt.Errorf("place order %s: commit: %w", c.OrderNo, err)
+	}
+	return response{status: httpStatus, body: body}, nil
+}

@@ -1,0 +1,132 @@
+// Package event is the versioned contract of what the service publishes to
+// Kafka: the envelope every message carries and the payloads of each event
+// type. It is public to consumers, so it imports only the standard library,
+// internal/money (exact decimals) and uuid; never billing or the store.
+//
+// Compatibility rule: within one schema version fields are only added, never
+// renamed, removed or retyped; anything else is a new version, and producers
+// publish the new version only after consumers understand it.
+package event
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Topics. All events of one aggregate go to one topic, keyed by
+// PartitionKey, so they stay in order on one partition.
+const (
+	TopicOrders   = "o2i.orders"
+	TopicInvoices = "o2i.invoices"
+	TopicPayments = "o2i.payments"
+)
+
+// Event types of the order aggregate. Each carries the full Order after the
+// change as its data.
+const (
+	OrderCreated            = "order.created"             // a new orderNo was accepted
+	OrderUpdated            = "order.updated"             // an existing order's content changed
+	OrderFulfilled          = "order.fulfilled"           // fulfillment status fulfilled; suppliedAt is set
+	OrderFulfillmentUpdated = "order.fulfillment_updated" // fulfillment status unfulfilled or partial
+)
+
+// Event types of store credit (topic o2i.payments).
+const (
+	CreditTransactionRecorded = "credit.transaction_recorded" // data: CreditTransaction
+)
+
+// Spec describes one event type: where it goes and its current schema version.
+type Spec struct {
+	Type    string
+	Topic   string
+	Version int
+}
+
+// Specs lists every event type the service publishes (docs/events.md lists the same).
+var Specs = []Spec{
+	{OrderCreated, TopicOrders, 1},
+	{OrderUpdated, TopicOrders, 1},
+	{OrderFulfilled, TopicOrders, 1},
+	{OrderFulfillmentUpdated, TopicOrders, 1},
+	{CreditTransactionRecorded, TopicPayments, 1},
+}
+
+// Lookup returns the spec of an event type.
+func Lookup(typ string) (Spec, bool) {
+	for _, s := range Specs {
+		if s.Type == typ {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+// Event is the envelope of every message. The Kafka message value is the
+// JSON of Event; its key is PartitionKey.
+type Event struct {
+	ID               string          `json:"eventId"`          // UUID, unique per event: consumers deduplicate by it
+	Type             string          `json:"type"`             // for example order.created
+	Version          int             `json:"version"`          // schema version of Data for Type
+	ProjectID        string          `json:"projectId"`        // UUID of the project (seller account)
+	AggregateType    string          `json:"aggregateType"`    // "order", "credit"
+	AggregateID      string          `json:"aggregateId"`      // internal UUID of the aggregate ("" when it has none)
+	AggregateKey     string          `json:"aggregateKey"`     // the caller's key: orderNo, credit transaction id
+	AggregateVersion int64           `json:"aggregateVersion"` // the aggregate's version after the change; 0 when unversioned
+	OccurredAt       time.Time       `json:"occurredAt"`       // when the change was committed (UTC, RFC 3339)
+	Data             json.RawMessage `json:"data"`             // the payload of Type in Version
+	Topic            string          `json:"-"`                // the Kafka topic, from the type's Spec
+}
+
+// PartitionKey is the Kafka message key: project and aggregate key, so that
+// every event of one order lands on one partition in order.
+func (e Event) PartitionKey() string { return e.ProjectID + "/" + e.AggregateKey }
+
+// New returns an event of a registered type with a fresh id, the type's
+// topic and schema version, and data encoded as JSON.
+func New(typ, projectID, aggType, aggID, aggKey string, aggVersion int64, at time.Time, data any) (Event, error) {
+	spec, ok := Lookup(typ)
+	if !ok {
+		return Event{}, fmt.Errorf("event: unknown type %q", typ)
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return Event{}, fmt.Errorf("event: encode %s data: %w", typ, err)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{
+		ID: id.String(), Type: typ, Version: spec.Version, ProjectID: projectID,
+		AggregateType: aggType, AggregateID: aggID, AggregateKey: aggKey, AggregateVersion: aggVersion,
+		OccurredAt: at.UTC(), Data: raw, Topic: spec.Topic,
+	}, nil
+}
+
+// Encode returns the JSON of the envelope.
+func Encode(e Event) ([]byte, error) {
+	if e.ID == "" || e.Type == "" || e.ProjectID == "" {
+		return nil, errors.New("event: id, type and projectId are required")
+	}
+	return json.Marshal(e)
+}
+
+// Decode reads an envelope; Data stays raw for the consumer to decode by
+// Type and Version. Topic is filled in from the type's spec when known.
+func Decode(b []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(b, &e); err != nil {
+		return Event{}, fmt.Errorf("event: decode: %w", err)
+	}
+	if e.ID == "" || e.Type == "" {
+		return Event{}, errors.New("event: decode: eventId and type are required")
+	}
+	if s, ok := Lookup(e.Type); ok {
+		e.Topic = s.Topic
+	}
+	return e, nil
+}

@@ -1,0 +1,97 @@
+package event
+
+import (
+	"time"
+
+	"github.com/o2i-service/o2i/internal/money"
+)
+
+// Address is a billing or shipping address. Optional values that were null
+// or empty are omitted.
+type Address struct {
+	CountryCode           string `json:"country_code"`
+	Name                  string `json:"name,omitempty"`
+	CompanyName           string `json:"company_name,omitempty"`
+	VATID                 string `json:"vat_id,omitempty"`
+	Street                string `json:"street,omitempty"`
+	AdditionalAddressLine string `json:"additional_address_line,omitempty"`
+	PostalCode            string `json:"postal_code,omitempty"`
+	City                  string `json:"city,omitempty"`
+	LeitwegID             string `json:"leitweg_id,omitempty"` // valid format and check digits when present
+}
+
+// Item is one order line, bound to a catalogue product.
+type Item struct {
+	Name             string         `json:"name"`
+	Quantity         money.Decimal  `json:"quantity"`                   // exact decimal > 0
+	UnitNetCents     *int64         `json:"unitNetCents,omitempty"`     // at least one of the two unit prices is set
+	UnitGrossCents   *int64         `json:"unitGrossCents,omitempty"`   //
+	SKU              string         `json:"sku,omitempty"`              //
+	TaxRate          *money.Decimal `json:"taxRate,omitempty"`          // percent; absent: the product's default
+	GiftCard         bool           `json:"giftCard"`                   //
+	DiscountNetCents *int64         `json:"discountNetCents,omitempty"` // net line discount (BG-27)
+	ProductID        string         `json:"productId,omitempty"`        // the caller's article id
+	CatalogProductID string         `json:"catalogProductId"`           // UUID of the catalogue product the line is bound to
+}
+
+// ServicePeriod is the period a time-based service covers (ISO dates).
+type ServicePeriod struct {
+	StartDate string `json:"start_date"`
+	EndDate   string `json:"end_date"`
+}
+
+// CreditRedemption is store credit that pays part of the order.
+type CreditRedemption struct {
+	Type        string `json:"type"` // referral_credit
+	AmountCents int64  `json:"amountCents"`
+	ExternalRef string `json:"externalRef"`
+}
+
+// OrderContent is the validated, normalised order as the caller sent it
+// (defaults applied: currency EUR, requiresShipping false), with each line's
+// catalogue binding.
+type OrderContent struct {
+	OrderNo            string             `json:"orderNo"`
+	BillingAddress     Address            `json:"billingAddress"`
+	ShippingAddress    *Address           `json:"shippingAddress,omitempty"`
+	Items              []Item             `json:"items"`
+	PaymentRef         string             `json:"paymentRef,omitempty"`
+	PaymentGateway     string             `json:"paymentGateway,omitempty"`
+	FinancialStatus    string             `json:"financialStatus,omitempty"`
+	Email              string             `json:"email,omitempty"`
+	Currency           string             `json:"currency"`
+	RequiresShipping   bool               `json:"requiresShipping"`
+	ServicePeriod      *ServicePeriod     `json:"service_period,omitempty"`
+	ShippingGrossCents *int64             `json:"shippingGrossCents,omitempty"`
+	ShippingNetCents   *int64             `json:"shippingNetCents,omitempty"`
+	ShippingTaxRate    *money.Decimal     `json:"shippingTaxRate,omitempty"`
+	CreditRedemptions  []CreditRedemption `json:"creditRedemptions,omitempty"`
+	GrossTotalCents    *int64             `json:"grossTotalCents,omitempty"`
+}
+
+// Order is the full state of an order after a change: the data of every
+// order.* event, so that a projector needs nothing else.
+type Order struct {
+	ID                string     `json:"id"` // internal UUID
+	ProjectID         string     `json:"projectId"`
+	Status            string     `json:"status"`  // created, invoiced
+	Version           int64      `json:"version"` // 1 on creation, +1 per change
+	FulfillmentStatus string     `json:"fulfillmentStatus"`
+	ShippedAt         *time.Time `json:"shippedAt,omitempty"`
+	SuppliedAt        *time.Time `json:"suppliedAt,omitempty"` // date of supply set by a fulfilled report
+	TrackingNumber    string     `json:"trackingNumber,omitempty"`
+	CreatedAt         time.Time  `json:"createdAt"`
+	UpdatedAt         time.Time  `json:"updatedAt"`
+	InvoicedAt        *time.Time `json:"invoicedAt,omitempty"`
+	OrderContent
+}
+
+// CreditTransaction is the data of credit.transaction_recorded.
+type CreditTransaction struct {
+	ID          string    `json:"id"`
+	Type        string    `json:"type"` // earn, redeem, reverse, payout, expire
+	Email       string    `json:"email"`
+	AmountCents int64     `json:"amount_cents"`
+	OccurredAt  time.Time `json:"occurred_at"`
+	OrderRef    string    `json:"order_ref,omitempty"`
+}

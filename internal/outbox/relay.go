@@ -1,0 +1,372 @@
+package outbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+)
+
+// leaderLock is the PostgreSQL advisory lock the active relay holds; other
+// replicas wait on standby, so events leave in outbox order.
+const leaderLock int64 = 0x6f32692d72656c79 // "o2i-rely"
+
+// Relay publishes outbox rows to Kafka. Several replicas may run: one holds
+// the leader lock (a session advisory lock) and publishes; the others retry
+// the lock every StandbyPoll. The leader reads the oldest rows in id order,
+// publishes them with one WriteMessages call (RequiredAcks all, keyed by
+// project and aggregate so that each order stays on one partition), and
+// marks them sent after Kafka acknowledged every message (sent rows are
+// deleted after Retention by the global leader). A crash in between
+// publishes them again: delivery is at least once, and consumers deduplicate
+// by eventId. While Kafka is unreachable the rows stay and the relay retries
+// with backoff; accepted writes never depend on Kafka.
+type Relay struct {
+	Pool    *pgxpool.Pool
+	Brokers []string
+
+	BatchSize   int           // rows per publish; default 1000
+	Poll        time.Duration // wait when the outbox is empty; default 10ms
+	StandbyPoll time.Duration // how often a standby replica tries the leader lock; default 1s
+	MaxBackoff  time.Duration // longest wait between failed publishes; default 5s
+	Retention   time.Duration // how long sent rows are kept before the leader deletes them; default 1h
+
+	// Projects restricts the relay to these projects' rows, with its own
+	// leader lock. For tests; a production relay leaves it empty.
+	Projects []string
+
+	Registerer prometheus.Registerer // nil: metrics are not exported
+	Logger     *slog.Logger          // nil: slog.Default()
+
+	// beforeMark runs after a successful publish and before the rows are
+	// marked sent; tests use it to simulate a crash.
+	beforeMark func(n int) error
+
+	m *relayMetrics
+}
+
+type relayMetrics struct {
+	published *prometheus.CounterVec
+	errors    prometheus.Counter
+	backlog   prometheus.Gauge
+	leader    prometheus.Gauge
+	batch     prometheus.Histogram
+}
+
+func newRelayMetrics(reg prometheus.Registerer) *relayMetrics {
+	m := &relayMetrics{
+		published: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "o2i_outbox_published_total", Help: "Events the relay published to Kafka, by topic.",
+		}, []string{"topic"}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "o2i_outbox_publish_errors_total", Help: "Failed publish attempts of the relay (the batch is retried).",
+		}),
+		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "o2i_outbox_backlog", Help: "Outbox rows waiting to be published, sampled by the leading relay.",
+		}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "o2i_outbox_relay_leader", Help: "1 while this process holds the relay leader lock.",
+		}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "o2i_outbox_publish_seconds", Help: "Duration of one batch publish to Kafka.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+	}
+	if reg != nil {
+		m.published = register(reg, m.published)
+		m.errors = register(reg, m.errors)
+		m.backlog = register(reg, m.backlog)
+		m.leader = register(reg, m.leader)
+		m.batch = register(reg, m.batch)
+	}
+	return m
+}
+
+// register registers c, or returns the collector already registered under its name.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+	}
+	return c
+}
+
+func (r *Relay) defaults() {
+	if r.BatchSize <= 0 {
+		r.BatchSize = 1000
+	}
+	if r.Poll <= 0 {
+		r.Poll = 10 * time.Millisecond
+	}
+	if r.StandbyPoll <= 0 {
+		r.StandbyPoll = time.Second
+	}
+	if r.MaxBackoff <= 0 {
+		r.MaxBackoff = 5 * time.Second
+	}
+	if r.Retention <= 0 {
+		r.Retention = time.Hour
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	if r.m == nil {
+		r.m = newRelayMetrics(r.Registerer)
+	}
+}
+
+func (r *Relay) lockKey() int64 {
+	if len(r.Projects) == 0 {
+		return leaderLock
+	}
+	ps := slices.Clone(r.Projects)
+	slices.Sort(ps)
+	h := sha256.Sum256([]byte("o2i-relay:" + strings.Join(ps, ",")))
+	return int64(binary.BigEndian.Uint64(h[:8]))
+}
+
+// Run relays until ctx ends; it returns nil then. Database and Kafka
+// failures are logged and retried with backoff, never returned.
+func (r *Relay) Run(ctx context.Context) error {
+	r.defaults()
+	backoff := newBackoff(r.MaxBackoff)
+	for ctx.Err() == nil {
+		led, err := r.lead(ctx)
+		r.m.leader.Set(0)
+		if ctx.Err() != nil {
+			break
+		}
+		switch {
+		case err != nil:
+			r.Logger.Warn("outbox relay: database", "err", err)
+			sleep(ctx, backoff.next())
+		case !led:
+			backoff.reset()
+			sleep(ctx, r.StandbyPoll)
+		}
+	}
+	return nil
+}
+
+// lead takes the leader lock on a dedicated connection and publishes until
+// ctx ends or the connection fails. It reports whether it got the lock.
+func (r *Relay) lead(ctx context.Context) (bool, error) {
+	conn, err := r.Pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release()
+	key := r.lockKey()
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, nil
+	}
+	defer func() {
+		// Unlock unless the connection is gone (then the lock went with it).
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
+			conn.Conn().Close(uctx)
+		}
+	}()
+	r.m.leader.Set(1)
+	r.Logger.Info("outbox relay: leading", "projects", len(r.Projects))
+
+	w := r.newWriter()
+	defer func() { w.Close() }()
+	backoff := newBackoff(r.MaxBackoff)
+	var lastBacklog, lastPurge time.Time
+	for ctx.Err() == nil {
+		if time.Since(lastBacklog) > 5*time.Second {
+			r.sampleBacklog(ctx, conn.Conn())
+			lastBacklog = time.Now()
+		}
+		if len(r.Projects) == 0 && time.Since(lastPurge) > time.Minute {
+			if err := r.purge(ctx, conn.Conn()); err != nil {
+				return true, err
+			}
+			lastPurge = time.Now()
+		}
+		n, err := r.relayBatch(ctx, conn.Conn(), w)
+		var pub *publishError
+		switch {
+		case errors.As(err, &pub):
+			if ctx.Err() != nil {
+				return true, nil
+			}
+			r.m.errors.Inc()
+			wait := backoff.next()
+			r.Logger.Warn("outbox relay: publish failed, retrying", "err", pub.err, "events", n, "retryIn", wait)
+			w.Close()
+			w = r.newWriter() // start over with fresh connections and metadata
+			sleep(ctx, wait)
+		case err != nil:
+			return true, err
+		case n < r.BatchSize:
+			backoff.reset()
+			sleep(ctx, r.Poll)
+		default:
+			backoff.reset()
+		}
+	}
+	return true, nil
+}
+
+func (r *Relay) newWriter() *kafka.Writer {
+	return &kafka.Writer{
+		Addr:            kafka.TCP(r.Brokers...),
+		Balancer:        &kafka.Hash{}, // one key, one partition
+		RequiredAcks:    kafka.RequireAll,
+		BatchSize:       r.BatchSize,
+		BatchTimeout:    2 * time.Millisecond, // the default 1s would add a second to every publish
+		MaxAttempts:     3,
+		WriteBackoffMin: 20 * time.Millisecond,
+		WriteBackoffMax: 200 * time.Millisecond,
+		Transport: &kafka.Transport{
+			DialTimeout: 3 * time.Second,
+			MetadataTTL: 10 * time.Second,
+		},
+	}
+}
+
+type publishError struct{ err error }
+
+func (e *publishError) Error() string { return "publish: " + e.err.Error() }
+
+const (
+	selectAll = `SELECT id, topic, msg_key, event_id, event_type, payload FROM outbox
+WHERE sent_at IS NULL ORDER BY id LIMIT $1`
+	selectProjects = `SELECT id, topic, msg_key, event_id, event_type, payload FROM outbox
+WHERE sent_at IS NULL AND project_id = ANY($2::uuid[]) ORDER BY id LIMIT $1`
+	markSent = `UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])`
+	purge    = `DELETE FROM outbox WHERE ctid = ANY (ARRAY(
+  SELECT ctid FROM outbox WHERE created_at < $1 AND sent_at IS NOT NULL LIMIT 10000))`
+)
+
+// relayBatch publishes the oldest unsent rows and marks them sent; it returns how many
+// rows it read. A Kafka failure is a *publishError.
+func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn, w *kafka.Writer) (int, error) {
+	var rows pgx.Rows
+	var err error
+	if len(r.Projects) == 0 {
+		rows, err = conn.Query(ctx, selectAll, r.BatchSize)
+	} else {
+		rows, err = conn.Query(ctx, selectProjects, r.BatchSize, r.Projects)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read outbox: %w", err)
+	}
+	ids := make([]int64, 0, r.BatchSize)
+	msgs := make([]kafka.Message, 0, r.BatchSize)
+	for rows.Next() {
+		var id int64
+		var topic, key, eventID, typ string
+		var payload []byte
+		if err := rows.Scan(&id, &topic, &key, &eventID, &typ, &payload); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("read outbox: %w", err)
+		}
+		ids = append(ids, id)
+		msgs = append(msgs, kafka.Message{
+			Topic: topic, Key: []byte(key), Value: payload,
+			Headers: []kafka.Header{{Key: "eventId", Value: []byte(eventID)}, {Key: "type", Value: []byte(typ)}},
+		})
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("read outbox: %w", err)
+	}
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = w.WriteMessages(pctx, msgs...)
+	cancel()
+	if err != nil {
+		return len(msgs), &publishError{err: err}
+	}
+	r.m.batch.Observe(time.Since(start).Seconds())
+	if r.beforeMark != nil {
+		if err := r.beforeMark(len(ids)); err != nil {
+			return len(ids), err
+		}
+	}
+	if _, err := conn.Exec(ctx, markSent, ids); err != nil {
+		return len(ids), fmt.Errorf("mark outbox rows sent: %w", err)
+	}
+	for _, m := range msgs {
+		r.m.published.WithLabelValues(m.Topic).Inc()
+	}
+	return len(ids), nil
+}
+
+func (r *Relay) sampleBacklog(ctx context.Context, conn *pgx.Conn) {
+	var n int64
+	q := `SELECT count(*) FROM (SELECT 1 FROM outbox WHERE sent_at IS NULL LIMIT 10000000) o`
+	var err error
+	if len(r.Projects) == 0 {
+		err = conn.QueryRow(ctx, q).Scan(&n)
+	} else {
+		err = conn.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE sent_at IS NULL AND project_id = ANY($1::uuid[])`, r.Projects).Scan(&n)
+	}
+	if err == nil {
+		r.m.backlog.Set(float64(n))
+	}
+}
+
+type backoff struct {
+	cur, max time.Duration
+}
+
+func newBackoff(max time.Duration) *backoff { return &backoff{max: max} }
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = 100 * time.Millisecond
+	} else {
+		b.cur = min(2*b.cur, b.max)
+	}
+	return b.cur
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// purge deletes rows sent longer than Retention ago.
+func (r *Relay) purge(ctx context.Context, conn *pgx.Conn) error {
+	cutoff := time.Now().Add(-r.Retention)
+	for {
+		tag, err := conn.Exec(ctx, purge, cutoff)
+		if err != nil {
+			return fmt.Errorf("purge sent outbox rows: %w", err)
+		}
+		if tag.RowsAffected() < 10000 {
+			return nil
+		}
+	}
+}
