@@ -11,16 +11,20 @@ import (
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/readmodel"
 )
 
 // Service holds what the read use cases need.
 type Service struct {
-	pool  *pgxpool.Pool
-	redis *redis.Client
+	pool    *pgxpool.Pool
+	redis   *redis.Client // nil: PostgreSQL only
+	cursors *cursorKey
 }
 
 // New returns the read side.
-func New(pool *pgxpool.Pool, rdb *redis.Client) *Service { return &Service{pool: pool, redis: rdb} }
+func New(pool *pgxpool.Pool, rdb *redis.Client) *Service {
+	return &Service{pool: pool, redis: rdb, cursors: &cursorKey{pool: pool}}
+}
 
 func notImplemented(w http.ResponseWriter, r *http.Request) error {
 	return apperr.New(apperr.NotImplemented, "not_implemented", "%s %s is not available yet", r.Method, r.URL.Path)
@@ -32,29 +36,37 @@ func (s *Service) Routes() []httpx.Route {
 		{
 			Method: http.MethodGet, Path: "/v1/orders/{orderNo}", Scope: httpx.ScopeInvoicesRead, Tag: "orders",
 			OperationID: "getOrderStatus", Summary: "Order status with every invoice document of the order",
+			Description: "Served from Redis, falling back to PostgreSQL. Carries an ETag (the read model's revision); " +
+				"If-None-Match with that ETag is answered 304 without a body, so polling costs almost nothing while nothing changes.",
 			Input: OrderStatusInput{},
 			Responses: []httpx.Response{
-				{Status: 200, Body: httpx.Envelope[OrderStatus]{}},
+				{Status: 200, Body: httpx.Envelope[readmodel.OrderStatus]{}},
 				{Status: 304, Description: "unchanged since the ETag sent in If-None-Match"},
 			},
-			Errors: []int{404, 501}, Handler: notImplemented,
+			Errors: []int{404}, Handler: s.getOrder,
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/invoices", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
 			OperationID: "listInvoices", Summary: "List invoices, cursor-paginated, filtered by status, number, orderNo or paymentRef",
+			Description: "Keyset pagination in the order invoices were recorded, oldest first: walking all pages returns each " +
+				"invoice exactly once even while new ones arrive. nextCursor is always set: on the last page (hasMore false) it " +
+				"points after the last invoice, so passing it later returns only invoices recorded since. A cursor is bound to " +
+				"the project and the filters it was issued with; an altered or foreign cursor is 422 with field cursor.",
 			Input:     ListInvoicesInput{},
 			Responses: []httpx.Response{{Status: 200, Body: InvoicePage{}}},
-			Errors:    []int{422, 501}, Handler: notImplemented,
+			Errors:    []int{422}, Handler: s.listInvoices,
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/invoices/{reference}", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
 			OperationID: "getInvoice", Summary: "Invoice metadata by UUID, number, order number (newest document) or payment reference",
+			Description: "reference is tried as invoice UUID, invoice number, order number (the order's newest document) and " +
+				"payment reference, in that order. Carries an ETag; If-None-Match with it is answered 304.",
 			Input: InvoiceInput{},
 			Responses: []httpx.Response{
 				{Status: 200, Body: httpx.Envelope[Invoice]{}},
 				{Status: 304, Description: "unchanged since the ETag sent in If-None-Match"},
 			},
-			Errors: []int{404, 501}, Handler: notImplemented,
+			Errors: []int{404}, Handler: s.getInvoice,
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/invoices/{reference}/pdf", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",

@@ -2,22 +2,6 @@ package query
 
 // The response bodies of the read endpoints, as the OpenAPI document describes them.
 
-// InvoiceRef is one document of an order in the order status record.
-type InvoiceRef struct {
-	ID     string `json:"id" required:"true" format:"uuid"`
-	Number string `json:"number" required:"true"`
-	Status string `json:"status" required:"true" enum:"created,archived,failed"`
-	URL    string `json:"url" required:"true" description:"path of the invoice metadata resource, /v1/invoices/<invoice uuid>"`
-}
-
-// OrderStatus is the data of GET /v1/orders/{orderNo}.
-type OrderStatus struct {
-	OrderNo           string       `json:"orderNo" required:"true"`
-	Status            string       `json:"status" required:"true" description:"created, invoiced, ... (more values may be added)"`
-	FulfillmentStatus string       `json:"fulfillmentStatus" required:"true" enum:"unfulfilled,partial,fulfilled"`
-	Invoices          []InvoiceRef `json:"invoices" required:"true" description:"every document of the order, oldest first"`
-}
-
 // OrderStatusInput addresses one order.
 type OrderStatusInput struct {
 	OrderNo     string `path:"orderNo" required:"true"`

@@ -30,6 +30,7 @@ Usage:
   o2i key list --project ID
   o2i key revoke --key-id ID
   o2i requests show REQUEST_ID
+  o2i projection rebuild [--from-beginning]     repair Redis from PostgreSQL, or rebuild both read models from the events
 
 Every command reads its configuration from O2I_* environment variables;
 admin commands also accept --database-url.
@@ -82,6 +83,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return keyCmd(ctx, cfg, args[1:], stdout, stderr)
 	case "requests":
 		return requestsCmd(ctx, cfg, args[1:], stdout, stderr)
+	case "projection":
+		return projectionCmd(ctx, cfg, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/o2i-service/o2i/command"
 	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/projection"
 	"github.com/o2i-service/o2i/query"
 )
 
@@ -55,6 +56,8 @@ func (w *wiring) worker(role string) func(context.Context) error {
 	switch role {
 	case "relay":
 		return command.NewRelay(w.d.pool, w.d.cfg.KafkaBrokers, w.reg).Run
+	case "projector":
+		return projection.New(w.d.pool, w.d.redis, w.d.cfg.KafkaBrokers, w.reg).Run
 	}
 	return nil
 }

@@ -181,7 +181,7 @@ func schemaName(name string) string {
 	}, name)
 	name = strings.ReplaceAll(strings.ReplaceAll(name, "GithubComO2IServiceO2I", ""), "githubcomo2iserviceo2i", "")
 	name, envelope := strings.CutPrefix(name, "HttpxEnvelope")
-	for _, p := range []string{"Command", "Query", "Httpx"} {
+	for _, p := range []string{"Command", "Query", "Httpx", "Readmodel"} {
 		name = strings.TrimPrefix(name, p)
 	}
 	if envelope {

@@ -1,0 +1,88 @@
+// Package readmodel is what the projectors (writers) and the query side
+// (readers) share about the read models: the order status record, its Redis
+// key and the atomic "set if newer" that keeps Redis order-safe.
+// It imports go-redis only.
+package readmodel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// InvoiceRef is one document of an order in the order status record.
+type InvoiceRef struct {
+	ID     string `json:"id" required:"true" format:"uuid"`
+	Number string `json:"number" required:"true"`
+	Status string `json:"status" required:"true" enum:"created,archived,failed" description:"archive status of the document"`
+	URL    string `json:"url" required:"true" description:"path of the invoice metadata resource, /v1/invoices/<invoice uuid>"`
+}
+
+// OrderStatus is the data of GET /v1/orders/{orderNo}.
+type OrderStatus struct {
+	OrderNo           string       `json:"orderNo" required:"true"`
+	Status            string       `json:"status" required:"true" description:"created or invoiced (more values may be added)"`
+	FulfillmentStatus string       `json:"fulfillmentStatus" required:"true" enum:"unfulfilled,partial,fulfilled"`
+	Invoices          []InvoiceRef `json:"invoices" required:"true" description:"every document of the order, oldest first"`
+}
+
+// InvoiceURL is the path of an invoice's metadata resource.
+func InvoiceURL(id string) string { return "/v1/invoices/" + id }
+
+// OrderKey is the Redis key of an order's status record.
+func OrderKey(projectID, orderNo string) string { return "o2i:order:" + projectID + ":" + orderNo }
+
+// setIfNewer stores body under KEYS[1] only when ARGV[1] (the revision) is
+// greater than the stored one; it returns 1 when it wrote.
+var setIfNewer = redis.NewScript(`
+local cur = redis.call('HGET', KEYS[1], 'rev')
+if cur and tonumber(cur) >= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'rev', ARGV[1], 'body', ARGV[2])
+return 1
+`)
+
+// Put queues the order status record (JSON body) at revision rev on the
+// pipeline; stale revisions never overwrite newer ones.
+func Put(ctx context.Context, p redis.Pipeliner, projectID, orderNo string, rev int64, body []byte) {
+	// EVAL rather than EVALSHA: a pipeline cannot fall back after NOSCRIPT
+	// (for example after a Redis restart), and the script is short.
+	setIfNewer.Eval(ctx, p, []string{OrderKey(projectID, orderNo)}, rev, body)
+}
+
+// ErrMiss means Redis holds no record for the order.
+var ErrMiss = errors.New("readmodel: not in redis")
+
+// Get returns the stored revision and JSON body of an order's status record.
+func Get(ctx context.Context, rdb redis.Cmdable, projectID, orderNo string) (int64, []byte, error) {
+	vals, err := rdb.HMGet(ctx, OrderKey(projectID, orderNo), "rev", "body").Result()
+	if err != nil {
+		return 0, nil, err
+	}
+	revS, ok1 := vals[0].(string)
+	body, ok2 := vals[1].(string)
+	if !ok1 || !ok2 {
+		return 0, nil, ErrMiss
+	}
+	rev, err := strconv.ParseInt(revS, 10, 64)
+	if err != nil {
+		return 0, nil, ErrMiss
+	}
+	return rev, []byte(body), nil
+}
+
+// Encode renders a status record from an order_view row (invoices is the
+// row's JSON array); projectors store exactly these bytes in Redis and the
+// query side serves them.
+func Encode(orderNo, status, fulfillmentStatus string, invoices []byte) ([]byte, error) {
+	s := OrderStatus{OrderNo: orderNo, Status: status, FulfillmentStatus: fulfillmentStatus}
+	if err := json.Unmarshal(invoices, &s.Invoices); err != nil {
+		return nil, err
+	}
+	if s.Invoices == nil {
+		s.Invoices = []InvoiceRef{}
+	}
+	return json.Marshal(s)
+}

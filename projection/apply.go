@@ -1,0 +1,154 @@
+// Package projection holds the projectors: they consume the order and
+// invoice events from Kafka and are the only writers of the read models (the
+// PostgreSQL tables order_view and invoice_view and the Redis copies of the
+// order status records). Applying is idempotent and order-safe: every write
+// is guarded by the aggregate's version, so a redelivered, replayed or stale
+// event changes nothing. It imports internal/event, internal/readmodel,
+// pgx, go-redis and kafka-go; never command or query.
+package projection
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/readmodel"
+)
+
+// Tables names the read-model tables a projector writes; a rebuild writes
+// into fresh tables and swaps them in.
+type Tables struct {
+	Orders   string
+	Invoices string
+}
+
+// Live are the tables the API reads.
+var Live = Tables{Orders: "order_view", Invoices: "invoice_view"}
+
+// orderRef names one order's status record.
+type orderRef struct{ projectID, orderNo string }
+
+// poisonError marks an event that can never be applied (undecodable, an
+// unknown type or schema version); it goes to the dead-letter table.
+type poisonError struct{ err error }
+
+func (e poisonError) Error() string { return e.err.Error() }
+
+// queue adds the statements that apply ev to b and returns the order whose
+// status record the event touches.
+func queue(b *pgx.Batch, t Tables, ev event.Event) (orderRef, error) {
+	switch ev.Type {
+	case event.OrderCreated, event.OrderUpdated, event.OrderFulfilled, event.OrderFulfillmentUpdated:
+		if ev.Version != 1 {
+			return orderRef{}, poisonError{fmt.Errorf("%s schema version %d is not supported", ev.Type, ev.Version)}
+		}
+		var o event.Order
+		if err := json.Unmarshal(ev.Data, &o); err != nil {
+			return orderRef{}, poisonError{fmt.Errorf("decode %s: %w", ev.Type, err)}
+		}
+		if o.OrderNo == "" || ev.ProjectID == "" {
+			return orderRef{}, poisonError{fmt.Errorf("%s without orderNo or projectId", ev.Type)}
+		}
+		b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, order_id, order_version, status, fulfillment_status, rev, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, nextval('read_model_rev'), now())
+			ON CONFLICT (project_id, order_no) DO UPDATE SET order_id = EXCLUDED.order_id, order_version = EXCLUDED.order_version,
+				status = EXCLUDED.status, fulfillment_status = EXCLUDED.fulfillment_status, rev = EXCLUDED.rev, updated_at = now()
+			WHERE v.order_version < EXCLUDED.order_version`,
+			ev.ProjectID, o.OrderNo, o.ID, o.Version, o.Status, o.FulfillmentStatus)
+		return orderRef{ev.ProjectID, o.OrderNo}, nil
+
+	case event.InvoiceCreated, event.InvoiceArchived, event.InvoiceFailed:
+		if ev.Version != 1 {
+			return orderRef{}, poisonError{fmt.Errorf("%s schema version %d is not supported", ev.Type, ev.Version)}
+		}
+		var inv event.Invoice
+		if err := json.Unmarshal(ev.Data, &inv); err != nil {
+			return orderRef{}, poisonError{fmt.Errorf("decode %s: %w", ev.Type, err)}
+		}
+		if inv.ID == "" || inv.OrderNo == "" || ev.ProjectID == "" {
+			return orderRef{}, poisonError{fmt.Errorf("%s without id, orderNo or projectId", ev.Type)}
+		}
+		var paymentRef *string
+		if inv.PaymentRef != "" {
+			paymentRef = &inv.PaymentRef
+		}
+		b.Queue(`INSERT INTO `+t.Invoices+` AS v (project_id, id, version, number, status, order_no, payment_ref, type, format,
+				issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, test_mode, created_at, archived_at, rev)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, nextval('read_model_rev'))
+			ON CONFLICT (project_id, id) DO UPDATE SET version = EXCLUDED.version, number = EXCLUDED.number,
+				status = EXCLUDED.status, payment_ref = EXCLUDED.payment_ref, archived_at = EXCLUDED.archived_at, rev = EXCLUDED.rev
+			WHERE v.version < EXCLUDED.version`,
+			ev.ProjectID, inv.ID, inv.Version, inv.Number, inv.Status, inv.OrderNo, paymentRef, inv.Type, inv.Format,
+			inv.IssueDate, inv.Currency, inv.TotalNetCents, inv.TotalTaxCents, inv.TotalGrossCents, inv.TestMode,
+			inv.CreatedAt, inv.ArchivedAt)
+		// The order's list of documents is derived from the invoice rows, so
+		// it is right whatever order the invoice events arrive in.
+		b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, invoices, rev, updated_at)
+			SELECT $1, $2, coalesce(jsonb_agg(jsonb_build_object('id', i.id, 'number', i.number, 'status', i.status,
+					'url', '/v1/invoices/' || i.id) ORDER BY i.created_at, i.seq), '[]'::jsonb), nextval('read_model_rev'), now()
+			FROM `+t.Invoices+` i WHERE i.project_id = $1 AND i.order_no = $2
+			ON CONFLICT (project_id, order_no) DO UPDATE SET invoices = EXCLUDED.invoices, rev = EXCLUDED.rev, updated_at = now()
+			WHERE v.invoices IS DISTINCT FROM EXCLUDED.invoices`,
+			ev.ProjectID, inv.OrderNo)
+		return orderRef{ev.ProjectID, inv.OrderNo}, nil
+	}
+	return orderRef{}, poisonError{fmt.Errorf("unknown event type %q", ev.Type)}
+}
+
+// statusRow is an order_view row as the status record needs it.
+type statusRow struct {
+	ref  orderRef
+	rev  int64
+	body []byte
+}
+
+// loadStatus reads the status records of refs from table.
+func loadStatus(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, table string, refs []orderRef) ([]statusRow, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	projects := make([]string, len(refs))
+	orders := make([]string, len(refs))
+	for i, r := range refs {
+		projects[i], orders[i] = r.projectID, r.orderNo
+	}
+	rows, err := q.Query(ctx, `SELECT v.project_id::text, v.order_no, v.rev, v.status, v.fulfillment_status, v.invoices
+		FROM unnest($1::uuid[], $2::text[]) AS k(project_id, order_no)
+		JOIN `+table+` v ON v.project_id = k.project_id AND v.order_no = k.order_no`, projects, orders)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanStatus)
+}
+
+func scanStatus(row pgx.CollectableRow) (statusRow, error) {
+	var r statusRow
+	var status, fulfillment string
+	var invoices []byte
+	if err := row.Scan(&r.ref.projectID, &r.ref.orderNo, &r.rev, &status, &fulfillment, &invoices); err != nil {
+		return r, err
+	}
+	var err error
+	r.body, err = readmodel.Encode(r.ref.orderNo, status, fulfillment, invoices)
+	return r, err
+}
+
+// putRedis copies status records to Redis in one pipeline; a record never
+// replaces a newer one.
+func putRedis(ctx context.Context, rdb *redis.Client, rows []statusRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	p := rdb.Pipeline()
+	for _, r := range rows {
+		readmodel.Put(ctx, p, r.ref.projectID, r.ref.orderNo, r.rev, r.body)
+	}
+	_, err := p.Exec(ctx)
+	return err
+}

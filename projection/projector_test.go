@@ -1,0 +1,396 @@
+package projection_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/readmodel"
+	"github.com/o2i-service/o2i/internal/testenv"
+	"github.com/o2i-service/o2i/projection"
+)
+
+// fixture is one test's own read-model tables, Redis database and topics,
+// so that tests run beside each other and beside the service.
+type fixture struct {
+	t       *testing.T
+	pool    *pgxpool.Pool
+	rdb     *redis.Client
+	tables  projection.Tables
+	topics  []string
+	group   string
+	p       *projection.Projector
+	project string
+}
+
+func newFixture(t *testing.T, redisDB int) *fixture {
+	t.Helper()
+	pool := testenv.Pool(t)
+	suffix := strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	f := &fixture{t: t, pool: pool,
+		tables:  projection.Tables{Orders: "t_order_view_" + suffix, Invoices: "t_invoice_view_" + suffix},
+		topics:  []string{"test.orders." + suffix, "test.invoices." + suffix},
+		group:   "test-projector-" + suffix,
+		project: uuid.NewString(),
+	}
+	ctx := context.Background()
+	for _, stmt := range []string{
+		`CREATE TABLE ` + f.tables.Orders + ` (LIKE order_view INCLUDING ALL)`,
+		`CREATE TABLE ` + f.tables.Invoices + ` (LIKE invoice_view INCLUDING ALL)`,
+	} {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		pool.Exec(context.Background(), `DROP TABLE IF EXISTS `+f.tables.Orders+`, `+f.tables.Invoices)
+	})
+	opt, err := redis.ParseURL(testenv.Env("O2I_REDIS_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.DB = redisDB
+	f.rdb = redis.NewClient(opt)
+	if err := f.rdb.Ping(ctx).Err(); err != nil {
+		t.Fatalf("Redis of the local stack is required: %v", err)
+	}
+	t.Cleanup(func() { f.rdb.Close() })
+	f.p = projection.New(pool, f.rdb, testenv.KafkaBrokers(), nil).WithSource(f.topics, f.group, f.tables)
+	return f
+}
+
+func orderEvent(t *testing.T, typ, project, orderNo, orderID string, version int64, status, fulfillment string) event.Event {
+	t.Helper()
+	o := event.Order{ID: orderID, ProjectID: project, Status: status, Version: version, FulfillmentStatus: fulfillment,
+		CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	o.OrderNo = orderNo
+	o.Currency = "EUR"
+	ev, err := event.New(typ, project, "order", orderID, orderNo, version, time.Now(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func invoiceEvent(t *testing.T, typ, project, orderNo, id, number, status string, version int64, created time.Time) event.Event {
+	t.Helper()
+	inv := event.Invoice{ID: id, ProjectID: project, OrderNo: orderNo, Number: number, Status: status, Version: version,
+		Type: "invoice", Format: "zugferd", IssueDate: "2026-11-22", Currency: "EUR",
+		TotalNetCents: 1000, TotalTaxCents: 190, TotalGrossCents: 1190, TestMode: true, CreatedAt: created, PaymentRef: "pay-" + orderNo}
+	if status == "archived" {
+		at := created.Add(time.Second)
+		inv.ArchivedAt = &at
+	}
+	ev, err := event.New(typ, project, "invoice", id, orderNo, version, time.Now(), inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func messages(t *testing.T, evs ...event.Event) []kafka.Message {
+	t.Helper()
+	var out []kafka.Message
+	for i, ev := range evs {
+		raw, err := event.Encode(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, kafka.Message{Topic: ev.Topic, Offset: int64(i), Key: []byte(ev.PartitionKey()), Value: raw})
+	}
+	return out
+}
+
+func (f *fixture) apply(evs ...event.Event) {
+	f.t.Helper()
+	if err := f.p.Apply(context.Background(), messages(f.t, evs...)); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// status reads an order's record from PostgreSQL and from Redis; both must agree.
+func (f *fixture) status(orderNo string) (readmodel.OrderStatus, int64) {
+	f.t.Helper()
+	ctx := context.Background()
+	var rev int64
+	var st, fs string
+	var inv []byte
+	err := f.pool.QueryRow(ctx, `SELECT rev, status, fulfillment_status, invoices FROM `+f.tables.Orders+`
+		WHERE project_id = $1 AND order_no = $2`, f.project, orderNo).Scan(&rev, &st, &fs, &inv)
+	if err != nil {
+		f.t.Fatalf("order_view %s: %v", orderNo, err)
+	}
+	want, err := readmodel.Encode(orderNo, st, fs, inv)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	rrev, body, err := readmodel.Get(ctx, f.rdb, f.project, orderNo)
+	if err != nil {
+		f.t.Fatalf("redis %s: %v", orderNo, err)
+	}
+	if rrev != rev || string(body) != string(want) {
+		f.t.Errorf("redis has rev %d %s, PostgreSQL rev %d %s", rrev, body, rev, want)
+	}
+	var out readmodel.OrderStatus
+	if err := json.Unmarshal(want, &out); err != nil {
+		f.t.Fatal(err)
+	}
+	return out, rev
+}
+
+func TestProjectsEachEventType(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 0)
+	orderID, invID, stornoID := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	t0 := time.Now().UTC().Truncate(time.Microsecond)
+
+	f.apply(orderEvent(t, event.OrderCreated, f.project, "A-1", orderID, 1, "created", "unfulfilled"))
+	got, _ := f.status("A-1")
+	want := readmodel.OrderStatus{OrderNo: "A-1", Status: "created", FulfillmentStatus: "unfulfilled", Invoices: []readmodel.InvoiceRef{}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("after order.created (-want +got):\n%s", diff)
+	}
+
+	f.apply(orderEvent(t, event.OrderFulfillmentUpdated, f.project, "A-1", orderID, 2, "created", "partial"))
+	if got, _ := f.status("A-1"); got.FulfillmentStatus != "partial" {
+		t.Fatalf("after order.fulfillment_updated: %+v", got)
+	}
+	f.apply(orderEvent(t, event.OrderFulfilled, f.project, "A-1", orderID, 3, "created", "fulfilled"))
+	f.apply(orderEvent(t, event.OrderUpdated, f.project, "A-1", orderID, 4, "invoiced", "fulfilled"))
+	f.apply(invoiceEvent(t, event.InvoiceCreated, f.project, "A-1", invID, "TEST-2026-1", "created", 1, t0))
+	got, _ = f.status("A-1")
+	want = readmodel.OrderStatus{OrderNo: "A-1", Status: "invoiced", FulfillmentStatus: "fulfilled", Invoices: []readmodel.InvoiceRef{
+		{ID: invID, Number: "TEST-2026-1", Status: "created", URL: "/v1/invoices/" + invID}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("after invoice.created (-want +got):\n%s", diff)
+	}
+
+	f.apply(invoiceEvent(t, event.InvoiceArchived, f.project, "A-1", invID, "TEST-2026-1", "archived", 2, t0),
+		invoiceEvent(t, event.InvoiceFailed, f.project, "A-1", stornoID, "TEST-2026-2", "failed", 1, t0.Add(time.Second)))
+	got, _ = f.status("A-1")
+	want.Invoices = []readmodel.InvoiceRef{
+		{ID: invID, Number: "TEST-2026-1", Status: "archived", URL: "/v1/invoices/" + invID},
+		{ID: stornoID, Number: "TEST-2026-2", Status: "failed", URL: "/v1/invoices/" + stornoID},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("after invoice.archived and invoice.failed (-want +got):\n%s", diff)
+	}
+	var status string
+	var archived *time.Time
+	if err := f.pool.QueryRow(context.Background(), `SELECT status, archived_at FROM `+f.tables.Invoices+` WHERE id = $1`, invID).
+		Scan(&status, &archived); err != nil || status != "archived" || archived == nil {
+		t.Errorf("invoice_view: status %q archivedAt %v (%v)", status, archived, err)
+	}
+}
+
+func TestDuplicateAndOutOfOrderDeliveryChangeNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 0)
+	orderID, invID := uuid.NewString(), uuid.NewString()
+	v1 := orderEvent(t, event.OrderCreated, f.project, "B-1", orderID, 1, "created", "unfulfilled")
+	v2 := orderEvent(t, event.OrderFulfilled, f.project, "B-1", orderID, 2, "created", "fulfilled")
+	inv1 := invoiceEvent(t, event.InvoiceCreated, f.project, "B-1", invID, "TEST-2026-9", "created", 1, time.Now())
+	inv2 := invoiceEvent(t, event.InvoiceArchived, f.project, "B-1", invID, "TEST-2026-9", "archived", 2, time.Now())
+
+	// The invoice arrives before its order, newer versions before older ones.
+	f.apply(inv2, v2)
+	want, rev := f.status("B-1")
+	f.apply(inv1, v1, v2, inv2, v1) // stale and repeated deliveries in one batch
+	got, rev2 := f.status("B-1")
+	if diff := cmp.Diff(want, got); diff != "" || rev2 != rev {
+		t.Errorf("stale/duplicate events changed the record (rev %d -> %d):\n%s", rev, rev2, diff)
+	}
+	if got.FulfillmentStatus != "fulfilled" || len(got.Invoices) != 1 || got.Invoices[0].Status != "archived" {
+		t.Errorf("record %+v, want fulfilled with one archived invoice", got)
+	}
+	// A stale record never overwrites a newer one in Redis either.
+	ctx := context.Background()
+	p := f.rdb.Pipeline()
+	readmodel.Put(ctx, p, f.project, "B-1", rev-1, []byte(`{"stale":true}`))
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, body, _ := readmodel.Get(ctx, f.rdb, f.project, "B-1"); strings.Contains(string(body), "stale") {
+		t.Error("a stale revision overwrote Redis")
+	}
+}
+
+func TestPoisonMessagesGoToDeadLetters(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 0)
+	good := orderEvent(t, event.OrderCreated, f.project, "C-1", uuid.NewString(), 1, "created", "unfulfilled")
+	msgs := messages(t, good)
+	bad := kafka.Message{Topic: f.topics[0], Partition: 3, Offset: 77, Key: []byte("k"), Value: []byte(`{"not":"an event"`)}
+	newer := good
+	newer.Version = 9
+	newer.ID = uuid.NewString()
+	raw, _ := event.Encode(newer)
+	future := kafka.Message{Topic: f.topics[0], Partition: 3, Offset: 78, Value: raw}
+	if err := f.p.Apply(context.Background(), append(msgs, bad, future)); err != nil {
+		t.Fatal(err)
+	}
+	f.status("C-1") // the good event is applied
+	var n int
+	if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM projection_dead_letters
+		WHERE projector = $1 AND "offset" IN (77, 78)`, f.group).Scan(&n); err != nil || n != 2 {
+		t.Errorf("dead letters %d (%v), want 2", n, err)
+	}
+}
+
+// TestConsumesFromKafka runs the consumer loop against the broker: events
+// written to the topics become visible, and the offsets are committed.
+func TestConsumesFromKafka(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	w := &kafka.Writer{Addr: kafka.TCP(testenv.KafkaBrokers()...), Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond,
+		RequiredAcks: kafka.RequireAll, AllowAutoTopicCreation: true}
+	defer w.Close()
+	var msgs []kafka.Message
+	for i := range 20 {
+		orderNo := fmt.Sprintf("K-%d", i)
+		id := uuid.NewString()
+		for _, ev := range []event.Event{
+			orderEvent(t, event.OrderCreated, f.project, orderNo, id, 1, "created", "unfulfilled"),
+			invoiceEvent(t, event.InvoiceCreated, f.project, orderNo, uuid.NewString(), "TEST-2026-"+orderNo, "created", 1, time.Now()),
+		} {
+			raw, _ := event.Encode(ev)
+			topic := f.topics[0]
+			if ev.Topic == event.TopicInvoices {
+				topic = f.topics[1]
+			}
+			msgs = append(msgs, kafka.Message{Topic: topic, Key: []byte(ev.PartitionKey()), Value: raw})
+		}
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	for {
+		err := w.WriteMessages(wctx, msgs...)
+		if err == nil {
+			break
+		}
+		if wctx.Err() != nil {
+			t.Fatalf("write events: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond) // topics are being auto-created
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+f.tables.Orders+`
+			WHERE project_id = $1 AND jsonb_array_length(invoices) = 1 AND order_id IS NOT NULL`, f.project).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 20 orders projected", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.status("K-7")
+}
+
+// TestRebuildRestoresIdenticalReadModels flushes Redis (its own database) and
+// drops read-model rows, then rebuilds: first Redis from PostgreSQL, then
+// everything from the events; the results equal what the projector built.
+func TestRebuildRestoresIdenticalReadModels(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 7)
+	ctx := context.Background()
+	w := &kafka.Writer{Addr: kafka.TCP(testenv.KafkaBrokers()...), Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond,
+		RequiredAcks: kafka.RequireAll, AllowAutoTopicCreation: true}
+	defer w.Close()
+	var evs []event.Event
+	for i := range 30 {
+		orderNo := fmt.Sprintf("R-%d", i)
+		id, inv := uuid.NewString(), uuid.NewString()
+		evs = append(evs,
+			orderEvent(t, event.OrderCreated, f.project, orderNo, id, 1, "created", "unfulfilled"),
+			orderEvent(t, event.OrderFulfilled, f.project, orderNo, id, 2, "created", "fulfilled"),
+			invoiceEvent(t, event.InvoiceCreated, f.project, orderNo, inv, "TEST-2026-R"+fmt.Sprint(i), "created", 1, time.Now()))
+	}
+	var msgs []kafka.Message
+	for _, ev := range evs {
+		raw, _ := event.Encode(ev)
+		topic := f.topics[0]
+		if ev.Topic == event.TopicInvoices {
+			topic = f.topics[1]
+		}
+		msgs = append(msgs, kafka.Message{Topic: topic, Key: []byte(ev.PartitionKey()), Value: raw})
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	for {
+		err := w.WriteMessages(wctx, msgs...)
+		if err == nil {
+			break
+		}
+		if wctx.Err() != nil {
+			t.Fatalf("write events: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	f.apply(evs...)
+	snapshot := func() map[string]string {
+		keys, err := f.rdb.Keys(ctx, "o2i:order:"+f.project+":*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, k := range keys {
+			_, body, err := readmodel.Get(ctx, f.rdb, f.project, strings.TrimPrefix(k, "o2i:order:"+f.project+":"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[k] = string(body)
+		}
+		return out
+	}
+	before := snapshot()
+	if len(before) != 30 {
+		t.Fatalf("%d records in Redis, want 30", len(before))
+	}
+	if err := f.rdb.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.p.RebuildRedisInto(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, snapshot()); diff != "" {
+		t.Errorf("after FLUSHDB and rebuild (-before +after):\n%s", diff)
+	}
+
+	// Lose PostgreSQL rows and Redis, then rebuild from the events.
+	if _, err := f.pool.Exec(ctx, `DELETE FROM `+f.tables.Orders+` WHERE order_no IN ('R-1', 'R-2')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.rdb.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.p.RebuildFromEvents(ctx, func(string, int64, int64) {}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, snapshot()); diff != "" {
+		t.Errorf("after rebuild from events (-before +after):\n%s", diff)
+	}
+	var n int
+	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM `+f.tables.Invoices+` WHERE project_id = $1`, f.project).Scan(&n); err != nil || n != 30 {
+		t.Errorf("%d invoices after rebuild (%v), want 30", n, err)
+	}
+}

@@ -1,0 +1,78 @@
+package query
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+)
+
+// A listing cursor is the position (the last invoice's seq) bound to the
+// project and the filters, signed with HMAC-SHA256: opaque to clients,
+// tamper-evident, and useless in another project or with other filters.
+
+const cursorVersion = 1
+
+// cursorKey holds the signing key shared by every replica (service_secrets).
+type cursorKey struct {
+	pool *pgxpool.Pool
+	once sync.Once
+	key  []byte
+	err  error
+}
+
+func (k *cursorKey) get(ctx context.Context) ([]byte, error) {
+	k.once.Do(func() {
+		fresh := make([]byte, 32)
+		if _, k.err = rand.Read(fresh); k.err != nil {
+			return
+		}
+		k.err = k.pool.QueryRow(ctx, `WITH ins AS (
+				INSERT INTO service_secrets (name, value) VALUES ('cursor', $1) ON CONFLICT (name) DO NOTHING RETURNING value)
+			SELECT value FROM ins UNION ALL SELECT value FROM service_secrets WHERE name = 'cursor' LIMIT 1`, fresh).Scan(&k.key)
+	})
+	if k.err != nil {
+		err := k.err
+		k.once = sync.Once{} // try again on the next request
+		return nil, err
+	}
+	return k.key, nil
+}
+
+func cursorMAC(key []byte, projectID, filters string, payload []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(projectID))
+	m.Write([]byte{0})
+	m.Write([]byte(filters))
+	m.Write([]byte{0})
+	m.Write(payload)
+	return m.Sum(nil)[:16]
+}
+
+func encodeCursor(key []byte, projectID, filters string, seq int64) string {
+	payload := make([]byte, 9)
+	payload[0] = cursorVersion
+	binary.BigEndian.PutUint64(payload[1:], uint64(seq))
+	return base64.RawURLEncoding.EncodeToString(append(payload, cursorMAC(key, projectID, filters, payload)...))
+}
+
+var errBadCursor = errors.New("bad cursor")
+
+func decodeCursor(key []byte, projectID, filters, s string) (int64, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) != 9+16 || raw[0] != cursorVersion {
+		return 0, apperr.Field("cursor", "cursor is not a cursor of this listing")
+	}
+	if !hmac.Equal(raw[9:], cursorMAC(key, projectID, filters, raw[:9])) {
+		return 0, apperr.Field("cursor", "cursor was altered, or belongs to another project or other filters")
+	}
+	return int64(binary.BigEndian.Uint64(raw[1:9])), nil
+}

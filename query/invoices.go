@@ -1,0 +1,207 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/readmodel"
+)
+
+// Page sizes of GET /v1/invoices.
+const (
+	DefaultLimit = 25
+	MaxLimit     = 100
+)
+
+// InvoiceStatuses are the values of the status filter.
+var InvoiceStatuses = []string{"created", "archived", "failed"}
+
+const invoiceColumns = `id::text, number, status, order_no, payment_ref, type, format, issue_date, currency,
+	total_net_cents, total_tax_cents, total_gross_cents, test_mode, created_at, archived_at, rev, seq`
+
+func scanInvoice(row pgx.CollectableRow) (invoiceRow, error) {
+	var r invoiceRow
+	var issue, created time.Time
+	var archived *time.Time
+	err := row.Scan(&r.ID, &r.Number, &r.Status, &r.OrderNo, &r.PaymentRef, &r.Type, &r.Format, &issue, &r.Currency,
+		&r.TotalNetCents, &r.TotalTaxCents, &r.TotalGrossCents, &r.TestMode, &created, &archived, &r.rev, &r.seq)
+	if err != nil {
+		return r, err
+	}
+	r.URL = readmodel.InvoiceURL(r.ID)
+	r.PDFURL = r.URL + "/pdf"
+	r.XMLURL = r.URL + "/xml"
+	r.IssueDate = issue.Format(time.DateOnly)
+	r.CreatedAt = created.UTC().Format(time.RFC3339Nano)
+	if archived != nil {
+		a := archived.UTC().Format(time.RFC3339Nano)
+		r.ArchivedAt = &a
+	}
+	return r, nil
+}
+
+type invoiceRow struct {
+	Invoice
+	rev, seq int64
+}
+
+// Invoice finds an invoice by reference: its UUID, its number, an order
+// number (the order's newest document) or a payment reference (the newest
+// document paid with it), in that precedence.
+func (s *Service) Invoice(ctx context.Context, projectID, ref string) (invoiceRow, error) {
+	var id *uuid.UUID
+	if u, err := uuid.Parse(ref); err == nil && len(ref) == 36 {
+		id = &u
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+invoiceColumns+` FROM (
+			(SELECT 1 AS pref, v.* FROM invoice_view v WHERE project_id = $1 AND id = $3)
+			UNION ALL
+			(SELECT 2, v.* FROM invoice_view v WHERE project_id = $1 AND number = $2 ORDER BY seq DESC LIMIT 1)
+			UNION ALL
+			(SELECT 3, v.* FROM invoice_view v WHERE project_id = $1 AND order_no = $2 ORDER BY seq DESC LIMIT 1)
+			UNION ALL
+			(SELECT 4, v.* FROM invoice_view v WHERE project_id = $1 AND payment_ref = $2 ORDER BY seq DESC LIMIT 1)
+		) m ORDER BY pref LIMIT 1`, projectID, ref, id)
+	if err != nil {
+		return invoiceRow{}, err
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, scanInvoice)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, apperr.New(apperr.NotFound, "invoice_not_found", "no invoice with reference %q", ref)
+	}
+	return r, err
+}
+
+func (s *Service) getInvoice(w http.ResponseWriter, r *http.Request) error {
+	inv, err := s.Invoice(r.Context(), httpx.ProjectID(r.Context()), chi.URLParam(r, "reference"))
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(inv.Invoice)
+	if err != nil {
+		return err
+	}
+	writeVersioned(w, r, inv.rev, body)
+	return nil
+}
+
+// listFilter is a validated query of GET /v1/invoices.
+type listFilter struct {
+	limit                               int
+	cursor                              string
+	status, number, orderNo, paymentRef string
+}
+
+// key is what a cursor is bound to.
+func (f listFilter) key() string {
+	return strings.Join([]string{f.status, f.number, f.orderNo, f.paymentRef}, "\x00")
+}
+
+func parseListFilter(q map[string][]string) (listFilter, error) {
+	get := func(name string) (string, error) {
+		v := q[name]
+		if len(v) > 1 {
+			return "", apperr.Field(name, "%s may be given once", name)
+		}
+		if len(v) == 0 {
+			return "", nil
+		}
+		return v[0], nil
+	}
+	f := listFilter{limit: DefaultLimit}
+	var err error
+	var limit string
+	if limit, err = get("limit"); err != nil {
+		return f, err
+	}
+	if limit != "" {
+		n, err := strconv.Atoi(limit)
+		if err != nil || n < 1 || n > MaxLimit {
+			return f, apperr.Field("limit", "limit must be an integer from 1 to %d, got %q", MaxLimit, limit)
+		}
+		f.limit = n
+	}
+	for name, dst := range map[string]*string{"cursor": &f.cursor, "status": &f.status, "number": &f.number, "orderNo": &f.orderNo, "paymentRef": &f.paymentRef} {
+		if *dst, err = get(name); err != nil {
+			return f, err
+		}
+	}
+	if f.status != "" {
+		ok := false
+		for _, s := range InvoiceStatuses {
+			ok = ok || s == f.status
+		}
+		if !ok {
+			return f, apperr.Field("status", "status must be one of created, archived, failed, got %q", f.status)
+		}
+	}
+	return f, nil
+}
+
+func (s *Service) listInvoices(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	projectID := httpx.ProjectID(ctx)
+	f, err := parseListFilter(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	key, err := s.cursors.get(ctx)
+	if err != nil {
+		return err
+	}
+	var after int64
+	if f.cursor != "" {
+		if after, err = decodeCursor(key, projectID, f.key(), f.cursor); err != nil {
+			return err
+		}
+	}
+	// Only the filters given become conditions, so that each query shape
+	// gets its own plan on the matching (project_id, filter, seq) index.
+	sql := `SELECT ` + invoiceColumns + ` FROM invoice_view WHERE project_id = $1 AND seq > $2`
+	args := []any{projectID, after}
+	for _, c := range []struct{ column, value string }{
+		{"status", f.status}, {"number", f.number}, {"order_no", f.orderNo}, {"payment_ref", f.paymentRef},
+	} {
+		if c.value != "" {
+			args = append(args, c.value)
+			sql += " AND " + c.column + " = $" + strconv.Itoa(len(args))
+		}
+	}
+	args = append(args, f.limit+1)
+	sql += " ORDER BY seq LIMIT $" + strconv.Itoa(len(args))
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	list, err := pgx.CollectRows(rows, scanInvoice)
+	if err != nil {
+		return err
+	}
+	page := InvoicePage{Data: make([]Invoice, 0, len(list)), RequestID: httpx.RequestID(ctx)}
+	if len(list) > f.limit {
+		page.HasMore = true
+		list = list[:f.limit]
+	}
+	for _, row := range list {
+		page.Data = append(page.Data, row.Invoice)
+	}
+	last := after
+	if len(list) > 0 {
+		last = list[len(list)-1].seq
+	}
+	c := encodeCursor(key, projectID, f.key(), last)
+	page.NextCursor = &c
+	httpx.WriteJSON(w, r, http.StatusOK, page)
+	return nil
+}

@@ -1,0 +1,93 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/readmodel"
+)
+
+// OrderStatus returns the revision and JSON of an order's status record:
+// from Redis, or from PostgreSQL when Redis has no entry or is down.
+func (s *Service) OrderStatus(ctx context.Context, projectID, orderNo string) (int64, []byte, error) {
+	if s.redis != nil {
+		rev, body, err := readmodel.Get(ctx, s.redis, projectID, orderNo)
+		if err == nil {
+			return rev, body, nil
+		}
+		if !errors.Is(err, readmodel.ErrMiss) {
+			slog.WarnContext(ctx, "order status: redis unavailable, reading PostgreSQL", "err", err)
+		}
+	}
+	return s.orderStatusFromDB(ctx, projectID, orderNo)
+}
+
+func (s *Service) orderStatusFromDB(ctx context.Context, projectID, orderNo string) (int64, []byte, error) {
+	var rev int64
+	var status, fulfillment string
+	var invoices []byte
+	err := s.pool.QueryRow(ctx, `SELECT rev, status, fulfillment_status, invoices FROM order_view
+		WHERE project_id = $1 AND order_no = $2`, projectID, orderNo).Scan(&rev, &status, &fulfillment, &invoices)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil, apperr.New(apperr.NotFound, "order_not_found", "no order %q", orderNo)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	body, err := readmodel.Encode(orderNo, status, fulfillment, invoices)
+	return rev, body, err
+}
+
+func (s *Service) getOrder(w http.ResponseWriter, r *http.Request) error {
+	orderNo := chi.URLParam(r, "orderNo")
+	rev, body, err := s.OrderStatus(r.Context(), httpx.ProjectID(r.Context()), orderNo)
+	if err != nil {
+		return err
+	}
+	writeVersioned(w, r, rev, body)
+	return nil
+}
+
+// writeVersioned answers with {"data": body, "requestId"} and an ETag of the
+// read model's revision; a matching If-None-Match gets 304 without a body.
+func writeVersioned(w http.ResponseWriter, r *http.Request, rev int64, data []byte) {
+	etag := `"` + strconv.FormatInt(rev, 10) + `"`
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Cache-Control", "private, no-cache")
+	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	id := httpx.RequestID(r.Context())
+	buf := make([]byte, 0, len(data)+len(id)+32)
+	buf = append(buf, `{"data":`...)
+	buf = append(buf, data...)
+	buf = append(buf, `,"requestId":"`...)
+	buf = append(buf, id...)
+	buf = append(buf, "\"}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf)
+}
+
+func etagMatches(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == etag || t == "*" {
+			return true
+		}
+	}
+	return false
+}
