@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve", "--roles", "api"}, env, os.Stdout, os.Stderr) }()
+	go func() { done <- run(ctx, []string{"serve", "--roles", "api,relay,projector"}, env, os.Stdout, os.Stderr) }()
 	select {
 	case addr := <-addrc:
 		baseURL = "http://" + addr
