@@ -76,6 +76,14 @@ func Scenarios() []Scenario {
 
 	var out []Scenario
 	add := func(sc Scenario) { out = append(out, sc) }
+	byName := func(name string) Scenario {
+		for _, sc := range out {
+			if sc.Name == name {
+				return sc
+			}
+		}
+		panic("billing: no scenario " + name)
+	}
 
 	add(Scenario{
 		Name: "single-rate", Description: "domestic goods, net prices, one rate (19 %)",
@@ -207,7 +215,26 @@ func Scenarios() []Scenario {
 			Items:          []Item{{Name: "SaaS Business-Lizenz", SKU: "SAAS-B", Quantity: qty("1"), UnitNetCents: cents(29900)}}},
 		Seller: seller, Context: ctx("RE-2026-000114"),
 	})
-	base := out[0]
+	xrBuyer := Address{CountryCode: "DE", CompanyName: "Landesamt für Beispiele", Name: "Beschaffung",
+		Street: "Behördenweg 3", PostalCode: "01097", City: "Dresden", LeitwegID: "991-33333TEST-33"}
+	add(Scenario{
+		Name: "xrechnung-goods", Description: "XRechnung for goods: gross prices at two rates, shipping split, store credit",
+		Order: Order{OrderNo: "1015", BillingAddress: xrBuyer, Email: "e-rechnung@landesamt.example", RequiresShipping: true,
+			ShippingGrossCents: cents(690),
+			Items: []Item{
+				{Name: "Fachbuch Verwaltungsrecht", SKU: "FB-1", Quantity: qty("3"), UnitGrossCents: cents(4990), TaxRate: rate("7")},
+				{Name: "Aktenvernichter", SKU: "AV-2", Quantity: qty("1"), UnitGrossCents: cents(17999), TaxRate: rate("19"), DiscountNetCents: cents(1000)},
+			},
+			CreditRedemptions: []CreditRedemption{{Type: "referral_credit", AmountCents: 2000, ExternalRef: "cr_90"}},
+			GrossTotalCents:   cents(32469)},
+		Seller: seller, Context: ctx("RE-2026-000117"),
+	})
+	add(Scenario{
+		Name: "xrechnung-cancellation-384", Description: "Stornorechnung of xrechnung as corrected invoice 384",
+		Order: byName("xrechnung").Order, Seller: seller, Context: byName("xrechnung").Context,
+		Cancel: TypeCorrected, CancelNumbers: []string{"RE-2026-000118"}, CancelDate: day(2026, 3, 10),
+	})
+	base := byName("single-rate")
 	add(Scenario{
 		Name: "cancellation-381", Description: "Stornorechnung of single-rate as credit note 381 with positive amounts",
 		Order: base.Order, Seller: seller, Context: base.Context,

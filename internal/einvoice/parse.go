@@ -2,11 +2,10 @@ package einvoice
 
 import (
 	"bytes"
-	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 type schemaChild struct {
@@ -23,12 +22,15 @@ var nsURI = map[string]string{
 
 // frame is an open element during parsing.
 type frame struct {
-	name   string // local name
 	typ    string // complex type, "" for a leaf
 	last   int    // index of the last child seen in the type's sequence
 	counts []int  // occurrences per child
 	path   string // slash-joined local names from the root
-	text   bytes.Buffer
+}
+
+type binding struct {
+	prefix, uri string
+	depth       int
 }
 
 // parseCII reads CII XML into the semantic model and checks its structure
@@ -41,38 +43,67 @@ func parseCII(data []byte) (*doc, []Finding) {
 	xsd := func(path, format string, args ...any) {
 		fs = append(fs, Finding{Rule: RuleXSD, Severity: Error, Path: path, Message: fmt.Sprintf(format, args...)})
 	}
-	dec := xml.NewDecoder(bytes.NewReader(data))
+	malformed := func(err error) (*doc, []Finding) {
+		return nil, []Finding{{Rule: RuleXSD, Severity: Error, Message: "not well-formed XML: " + err.Error()}}
+	}
+	data = bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))
+	if !utf8.Valid(data) {
+		return malformed(errors.New("not UTF-8"))
+	}
+	sc := &scanner{b: data}
 	d := &doc{}
-	var stack []*frame
-	rootSeen := false
+	stack := make([]frame, 0, 16)
+	bindings := []binding{{"xml", "http://www.w3.org/XML/1998/namespace", 0}}
+	var text []byte
 	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+		kind, qname, chars, err := sc.next()
 		if err != nil {
-			return nil, append(fs, Finding{Rule: RuleXSD, Severity: Error, Message: "not well-formed XML: " + err.Error()})
+			return malformed(err)
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			f := &frame{name: t.Name.Local, last: -1}
-			if len(stack) == 0 {
-				if rootSeen || t.Name.Local != "CrossIndustryInvoice" || t.Name.Space != nsURI["rsm"] {
-					return nil, append(fs, Finding{Rule: RuleXSD, Severity: Error,
-						Message: fmt.Sprintf("root element {%s}%s, want rsm:CrossIndustryInvoice", t.Name.Space, t.Name.Local)})
+		switch kind {
+		case tokEOF:
+			return d, fs
+		case tokStart:
+			depth := len(stack) + 1
+			for _, a := range sc.attrs {
+				switch {
+				case string(a.name) == "xmlns":
+					bindings = append(bindings, binding{"", string(a.value), depth})
+				case bytes.HasPrefix(a.name, []byte("xmlns:")):
+					bindings = append(bindings, binding{string(a.name[6:]), string(a.value), depth})
 				}
-				rootSeen = true
+			}
+			prefix, local := "", qname
+			if k := bytes.IndexByte(qname, ':'); k >= 0 {
+				prefix, local = string(qname[:k]), qname[k+1:]
+			}
+			space, bound := "", prefix == ""
+			for k := len(bindings) - 1; k >= 0; k-- {
+				if bindings[k].prefix == prefix {
+					space, bound = bindings[k].uri, true
+					break
+				}
+			}
+			if !bound {
+				return malformed(fmt.Errorf("undeclared namespace prefix %q", prefix))
+			}
+			f := frame{last: -1}
+			if len(stack) == 0 {
+				if string(local) != "CrossIndustryInvoice" || space != nsURI["rsm"] {
+					return nil, append(fs, Finding{Rule: RuleXSD, Severity: Error,
+						Message: fmt.Sprintf("root element {%s}%s, want rsm:CrossIndustryInvoice", space, local)})
+				}
 				f.typ, f.path = "CrossIndustryInvoiceType", "CrossIndustryInvoice"
 			} else {
-				parent := stack[len(stack)-1]
-				f.path = parent.path + "/" + t.Name.Local
+				parent := &stack[len(stack)-1]
+				f.path = parent.path + "/" + string(local)
 				if parent.typ == "" {
 					xsd(f.path, "element not allowed in a simple value")
-				} else if i, c := childIndex(parent.typ, t.Name.Local); i < 0 {
+				} else if i, c := childIndex(parent.typ, local); i < 0 {
 					xsd(f.path, "element not allowed here (profile EN 16931)")
 				} else {
-					if nsURI[c.ns] != t.Name.Space {
-						xsd(f.path, "wrong namespace %q, want %s", t.Name.Space, nsURI[c.ns])
+					if nsURI[c.ns] != space {
+						xsd(f.path, "wrong namespace %q, want %s", space, nsURI[c.ns])
 					}
 					if i < parent.last {
 						xsd(f.path, "element out of schema order")
@@ -89,19 +120,17 @@ func parseCII(data []byte) (*doc, []Finding) {
 				}
 			}
 			stack = append(stack, f)
-			d.start(f, t.Attr)
-		case xml.CharData:
-			if len(stack) > 0 {
-				top := stack[len(stack)-1]
-				if top.typ == "" {
-					top.text.Write(t)
-				} else if len(bytes.TrimSpace(t)) > 0 {
-					xsd(top.path, "text not allowed in an aggregate")
-				}
+			text = text[:0]
+			d.start(f.path, sc.attrs)
+		case tokText:
+			top := &stack[len(stack)-1]
+			if top.typ == "" {
+				text = append(text, chars...)
+			} else if len(bytes.TrimSpace(chars)) > 0 {
+				xsd(top.path, "text not allowed in an aggregate")
 			}
-		case xml.EndElement:
-			f := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
+		case tokEnd:
+			f := &stack[len(stack)-1]
 			if f.typ != "" {
 				for i, c := range schemaTypes[f.typ] {
 					if c.min > 0 && (f.counts == nil || f.counts[i] < c.min) {
@@ -109,19 +138,20 @@ func parseCII(data []byte) (*doc, []Finding) {
 					}
 				}
 			} else {
-				d.text(f.path, f.text.String())
+				d.text(f.path, string(text))
+				text = text[:0]
 			}
+			for len(bindings) > 0 && bindings[len(bindings)-1].depth == len(stack) {
+				bindings = bindings[:len(bindings)-1]
+			}
+			stack = stack[:len(stack)-1]
 		}
 	}
-	if !rootSeen {
-		return nil, append(fs, Finding{Rule: RuleXSD, Severity: Error, Message: "no root element"})
-	}
-	return d, fs
 }
 
-func childIndex(typ, name string) (int, schemaChild) {
+func childIndex(typ string, name []byte) (int, schemaChild) {
 	for i, c := range schemaTypes[typ] {
-		if c.name == name {
+		if c.name == string(name) {
 			return i, c
 		}
 	}
@@ -141,8 +171,8 @@ const (
 )
 
 // start opens records for repeated groups and remembers attributes.
-func (d *doc) start(f *frame, attrs []xml.Attr) {
-	switch f.path {
+func (d *doc) start(path string, attrs []rawAttr) {
+	switch path {
 	case pLine:
 		d.lines = append(d.lines, line{})
 	case pLine + "/SpecifiedLineTradeSettlement/SpecifiedTradeAllowanceCharge":
@@ -180,16 +210,16 @@ func (d *doc) start(f *frame, attrs []xml.Attr) {
 	}
 	if len(attrs) > 0 {
 		for _, a := range attrs {
-			switch a.Name.Local {
+			switch string(a.name) {
 			case "schemeID":
-				d.pendingScheme(f.path, a.Value)
+				d.pendingScheme(path, string(a.value))
 			case "currencyID":
-				if f.path == pSum+"TaxTotalAmount" {
-					d.taxTotalCur = a.Value
+				if path == pSum+"TaxTotalAmount" {
+					d.taxTotalCur = string(a.value)
 				}
 			case "unitCode":
-				if l := d.lastLine(); l != nil && f.path == pLine+"/SpecifiedLineTradeDelivery/BilledQuantity" {
-					l.unitCode = some(a.Value)
+				if l := d.lastLine(); l != nil && path == pLine+"/SpecifiedLineTradeDelivery/BilledQuantity" {
+					l.unitCode = some(string(a.value))
 				}
 			}
 		}

@@ -1,0 +1,48 @@
+package einvoice
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestScannerWellFormedness(t *testing.T) {
+	t.Parallel()
+	const root = `<rsm:CrossIndustryInvoice xmlns:rsm="urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100" xmlns:ram="urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100">`
+	tests := []struct {
+		name    string
+		doc     string
+		wantErr string
+	}{
+		{"mismatched end tag", root + `<rsm:ExchangedDocument></rsm:Other></rsm:CrossIndustryInvoice>`, "does not match"},
+		{"unclosed", root + `<rsm:ExchangedDocument>`, "unexpected end"},
+		{"doctype", `<!DOCTYPE x [<!ENTITY a "b">]>` + root + `</rsm:CrossIndustryInvoice>`, "DOCTYPE"},
+		{"unknown entity", root + `<rsm:ExchangedDocument><ram:ID>&foo;</ram:ID></rsm:ExchangedDocument></rsm:CrossIndustryInvoice>`, "entity"},
+		{"undeclared prefix", root + `<x:ExchangedDocument/></rsm:CrossIndustryInvoice>`, "undeclared"},
+		{"text after root", root + `</rsm:CrossIndustryInvoice>junk`, "outside"},
+		{"second root", root + `</rsm:CrossIndustryInvoice>` + root + `</rsm:CrossIndustryInvoice>`, "second root"},
+		{"unquoted attribute", `<rsm:CrossIndustryInvoice a=b></rsm:CrossIndustryInvoice>`, "unquoted"},
+		{"duplicate attribute", `<rsm:CrossIndustryInvoice a="1" a="2"></rsm:CrossIndustryInvoice>`, "duplicate"},
+		{"invalid UTF-8", root + "\xff</rsm:CrossIndustryInvoice>", "UTF-8"},
+		{"empty", ``, "no root"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d, fs := parseCII([]byte(tc.doc))
+			if d != nil || len(fs) != 1 || fs[0].Rule != RuleXSD || !strings.Contains(fs[0].Message, tc.wantErr) {
+				t.Errorf("got doc %v, findings %v; want one XSD finding with %q", d != nil, fs, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestScannerValues(t *testing.T) {
+	t.Parallel()
+	doc := `<?xml version="1.0"?><!-- c --><r:CrossIndustryInvoice xmlns:r="urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100">` +
+		`<r:ExchangedDocument xmlns:a="urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100">` +
+		`<a:ID>A&amp;B&#x20;&#67;<![CDATA[<x>]]></a:ID></r:ExchangedDocument></r:CrossIndustryInvoice>`
+	d, _ := parseCII([]byte(doc))
+	if d == nil || d.number.s != "A&B C<x>" {
+		t.Fatalf("number = %+v", d)
+	}
+}
