@@ -14,13 +14,24 @@ import (
 	"github.com/o2i-service/o2i/internal/event"
 )
 
-const insertSQL = `INSERT INTO outbox (project_id, topic, msg_key, event_id, event_type, payload)
+// Table is the outbox table.
+const Table = "outbox"
+
+func insertSQL(table string) string {
+	return `INSERT INTO ` + table + ` (project_id, topic, msg_key, event_id, event_type, payload)
 VALUES ($1, $2, $3, $4, $5, $6)`
+}
+
+var insertOutbox = insertSQL(Table)
 
 // Queue appends the inserts of evs to b, for callers that send their whole
 // transaction as pipelined batches. The events are published if and only if
 // the transaction the batch runs in commits.
 func Queue(b *pgx.Batch, evs ...event.Event) error {
+	return queueInto(b, insertOutbox, evs...)
+}
+
+func queueInto(b *pgx.Batch, insert string, evs ...event.Event) error {
 	for _, ev := range evs {
 		payload, err := event.Encode(ev)
 		if err != nil {
@@ -29,15 +40,19 @@ func Queue(b *pgx.Batch, evs ...event.Event) error {
 		if ev.Topic == "" {
 			return fmt.Errorf("outbox: event %s of type %s has no topic", ev.ID, ev.Type)
 		}
-		b.Queue(insertSQL, ev.ProjectID, ev.Topic, ev.PartitionKey(), ev.ID, ev.Type, payload)
+		b.Queue(insert, ev.ProjectID, ev.Topic, ev.PartitionKey(), ev.ID, ev.Type, payload)
 	}
 	return nil
 }
 
 // Enqueue records evs in tx: they are published if and only if tx commits.
 func Enqueue(ctx context.Context, tx pgx.Tx, evs ...event.Event) error {
+	return enqueueInto(ctx, tx, insertOutbox, evs...)
+}
+
+func enqueueInto(ctx context.Context, tx pgx.Tx, insert string, evs ...event.Event) error {
 	var b pgx.Batch
-	if err := Queue(&b, evs...); err != nil {
+	if err := queueInto(&b, insert, evs...); err != nil {
 		return err
 	}
 	if b.Len() == 0 {

@@ -48,6 +48,9 @@ type Relay struct {
 	Registerer prometheus.Registerer // nil: metrics are not exported
 	Logger     *slog.Logger          // nil: slog.Default()
 
+	// table is the outbox table (tests use copies); default Table.
+	table string
+	sql   relaySQL
 	// beforeMark runs after a successful publish and before the rows are
 	// marked sent; tests use it to simulate a crash.
 	beforeMark func(n int) error
@@ -127,15 +130,19 @@ func (r *Relay) defaults() {
 	if r.m == nil {
 		r.m = newRelayMetrics(r.Registerer)
 	}
+	if r.table == "" {
+		r.table = Table
+	}
+	r.sql = newRelaySQL(r.table)
 }
 
 func (r *Relay) lockKey() int64 {
-	if len(r.Projects) == 0 {
+	if len(r.Projects) == 0 && r.table == Table {
 		return leaderLock
 	}
 	ps := slices.Clone(r.Projects)
 	slices.Sort(ps)
-	h := sha256.Sum256([]byte("o2i-relay:" + strings.Join(ps, ",")))
+	h := sha256.Sum256([]byte("o2i-relay:" + r.table + ":" + strings.Join(ps, ",")))
 	return int64(binary.BigEndian.Uint64(h[:8]))
 }
 
@@ -239,6 +246,9 @@ func (r *Relay) newWriter() *kafka.Writer {
 		MaxAttempts:     3,
 		WriteBackoffMin: 20 * time.Millisecond,
 		WriteBackoffMax: 200 * time.Millisecond,
+		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+			r.Logger.Warn("outbox relay: kafka writer: " + fmt.Sprintf(msg, args...))
+		}),
 		Transport: &kafka.Transport{
 			DialTimeout: 3 * time.Second,
 			MetadataTTL: 10 * time.Second,
@@ -250,15 +260,22 @@ type publishError struct{ err error }
 
 func (e *publishError) Error() string { return "publish: " + e.err.Error() }
 
-const (
-	selectAll = `SELECT id, topic, msg_key, event_id, event_type, payload FROM outbox
-WHERE sent_at IS NULL ORDER BY id LIMIT $1`
-	selectProjects = `SELECT id, topic, msg_key, event_id, event_type, payload FROM outbox
-WHERE sent_at IS NULL AND project_id = ANY($2::uuid[]) ORDER BY id LIMIT $1`
-	markSent = `UPDATE outbox SET sent_at = now() WHERE id = ANY($1::bigint[])`
-	purge    = `DELETE FROM outbox WHERE ctid = ANY (ARRAY(
-  SELECT ctid FROM outbox WHERE created_at < $1 AND sent_at IS NOT NULL LIMIT 10000))`
-)
+type relaySQL struct {
+	selectAll, selectProjects, markSent, purge, backlog, backlogProjects string
+}
+
+func newRelaySQL(table string) relaySQL {
+	cols := `SELECT id, topic, msg_key, event_id, event_type, payload FROM ` + table
+	return relaySQL{
+		selectAll:      cols + ` WHERE sent_at IS NULL ORDER BY id LIMIT $1`,
+		selectProjects: cols + ` WHERE sent_at IS NULL AND project_id = ANY($2::uuid[]) ORDER BY id LIMIT $1`,
+		markSent:       `UPDATE ` + table + ` SET sent_at = now() WHERE id = ANY($1::bigint[])`,
+		purge: `DELETE FROM ` + table + ` WHERE ctid = ANY (ARRAY(
+  SELECT ctid FROM ` + table + ` WHERE created_at < $1 AND sent_at IS NOT NULL LIMIT 10000))`,
+		backlog:         `SELECT count(*) FROM (SELECT 1 FROM ` + table + ` WHERE sent_at IS NULL LIMIT 10000000) o`,
+		backlogProjects: `SELECT count(*) FROM ` + table + ` WHERE sent_at IS NULL AND project_id = ANY($1::uuid[])`,
+	}
+}
 
 // relayBatch publishes the oldest unsent rows and marks them sent; it returns how many
 // rows it read. A Kafka failure is a *publishError.
@@ -266,9 +283,9 @@ func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn, w *kafka.Writer)
 	var rows pgx.Rows
 	var err error
 	if len(r.Projects) == 0 {
-		rows, err = conn.Query(ctx, selectAll, r.BatchSize)
+		rows, err = conn.Query(ctx, r.sql.selectAll, r.BatchSize)
 	} else {
-		rows, err = conn.Query(ctx, selectProjects, r.BatchSize, r.Projects)
+		rows, err = conn.Query(ctx, r.sql.selectProjects, r.BatchSize, r.Projects)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read outbox: %w", err)
@@ -308,7 +325,7 @@ func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn, w *kafka.Writer)
 			return len(ids), err
 		}
 	}
-	if _, err := conn.Exec(ctx, markSent, ids); err != nil {
+	if _, err := conn.Exec(ctx, r.sql.markSent, ids); err != nil {
 		return len(ids), fmt.Errorf("mark outbox rows sent: %w", err)
 	}
 	for _, m := range msgs {
@@ -319,12 +336,11 @@ func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn, w *kafka.Writer)
 
 func (r *Relay) sampleBacklog(ctx context.Context, conn *pgx.Conn) {
 	var n int64
-	q := `SELECT count(*) FROM (SELECT 1 FROM outbox WHERE sent_at IS NULL LIMIT 10000000) o`
 	var err error
 	if len(r.Projects) == 0 {
-		err = conn.QueryRow(ctx, q).Scan(&n)
+		err = conn.QueryRow(ctx, r.sql.backlog).Scan(&n)
 	} else {
-		err = conn.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE sent_at IS NULL AND project_id = ANY($1::uuid[])`, r.Projects).Scan(&n)
+		err = conn.QueryRow(ctx, r.sql.backlogProjects, r.Projects).Scan(&n)
 	}
 	if err == nil {
 		r.m.backlog.Set(float64(n))
@@ -361,7 +377,7 @@ func sleep(ctx context.Context, d time.Duration) {
 func (r *Relay) purge(ctx context.Context, conn *pgx.Conn) error {
 	cutoff := time.Now().Add(-r.Retention)
 	for {
-		tag, err := conn.Exec(ctx, purge, cutoff)
+		tag, err := conn.Exec(ctx, r.sql.purge, cutoff)
 		if err != nil {
 			return fmt.Errorf("purge sent outbox rows: %w", err)
 		}

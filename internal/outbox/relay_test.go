@@ -1,0 +1,440 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/testenv"
+)
+
+// seq is the payload of the test events: which order and which step.
+type seq struct {
+	OrderNo string `json:"orderNo"`
+	N       int64  `json:"n"`
+}
+
+// fixture is one relay test's own outbox table (a copy of the real one, so
+// that a relay of a running service cannot take the test's rows) and topic.
+type fixture struct {
+	pool    *pgxpool.Pool
+	project string
+	table   string
+	topic   string
+	steps   int // steps enqueued so far
+}
+
+func newFixture(t *testing.T, topic string) *fixture {
+	t.Helper()
+	pool := testenv.Pool(t)
+	f := &fixture{pool: pool, project: testenv.Project(t, pool, true), topic: topic,
+		table: "outbox_test_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "")}
+	if _, err := pool.Exec(context.Background(), `CREATE TABLE `+f.table+` (LIKE outbox INCLUDING ALL)`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Exec(context.Background(), `DROP TABLE `+f.table) })
+	return f
+}
+
+// testTopic creates a fresh topic on the local broker.
+func testTopic(t *testing.T) string {
+	t.Helper()
+	topic := "o2i.test." + uuid.NewString()[:8]
+	conn, err := kafka.Dial("tcp", testenv.KafkaBrokers()[0])
+	if err != nil {
+		t.Fatalf("Kafka-protocol broker of the local stack is required: %v", err)
+	}
+	defer conn.Close()
+	if err := conn.CreateTopics(kafka.TopicConfig{Topic: topic, NumPartitions: 6, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return topic
+}
+
+func (f *fixture) relay(brokers []string) *Relay {
+	return &Relay{Pool: f.pool, Brokers: brokers, Projects: []string{f.project}, Poll: 5 * time.Millisecond,
+		StandbyPoll: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond, table: f.table}
+}
+
+// enqueue commits one transaction per step: orders x steps events,
+// interleaved across the orders. It returns the event ids in commit order.
+func (f *fixture) enqueue(t *testing.T, orders, steps int) []string {
+	t.Helper()
+	ctx := context.Background()
+	var ids []string
+	first := f.steps + 1
+	f.steps += steps
+	for s := first; s <= f.steps; s++ {
+		for o := 0; o < orders; o++ {
+			no := fmt.Sprintf("ORD-%d", o)
+			ev, err := event.New(event.OrderUpdated, f.project, "order", "", no, int64(s), time.Now(), seq{no, int64(s)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev.Topic = f.topic
+			if err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error { return enqueueInto(ctx, tx, insertSQL(f.table), ev) }); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, ev.ID)
+		}
+	}
+	return ids
+}
+
+func (f *fixture) unsent(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+f.table+` WHERE sent_at IS NULL`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startRelay runs r until the test ends or the returned stop is called.
+func startRelay(t *testing.T, r *Relay) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.Run(ctx); err != nil {
+			t.Errorf("relay: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// tail reads topic from the current end of every partition on.
+type tail struct {
+	readers []*kafka.Reader
+}
+
+func newTail(t *testing.T, brokers []string, topic string, fromStart bool) *tail {
+	t.Helper()
+	conn, err := kafka.Dial("tcp", brokers[0])
+	if err != nil {
+		t.Fatalf("Kafka-protocol broker %v is required: %v", brokers, err)
+	}
+	defer conn.Close()
+	parts, err := conn.ReadPartitions(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &tail{}
+	for _, p := range parts {
+		lc, err := kafka.DialLeader(context.Background(), "tcp", brokers[0], topic, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, err := lc.ReadLastOffset()
+		lc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p.ID, MaxWait: 50 * time.Millisecond})
+		if fromStart {
+			end = kafka.FirstOffset
+		}
+		if err := r.SetOffset(end); err != nil {
+			t.Fatal(err)
+		}
+		tl.readers = append(tl.readers, r)
+	}
+	t.Cleanup(func() {
+		for _, r := range tl.readers {
+			r.Close()
+		}
+	})
+	return tl
+}
+
+// got is one consumed event with its partition.
+type got struct {
+	ev        event.Event
+	partition int
+	key       string
+}
+
+// collect reads until every id in want was seen (duplicates are kept) or
+// the deadline passes; only messages keyed with the project are returned.
+func (tl *tail) collect(t *testing.T, project string, want []string, d time.Duration) []got {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var mu sync.Mutex
+	var out []got
+	seen := map[string]bool{}
+	missing := func() int {
+		n := 0
+		for _, id := range want {
+			if !seen[id] {
+				n++
+			}
+		}
+		return n
+	}
+	var wg sync.WaitGroup
+	for _, r := range tl.readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				m, err := r.ReadMessage(ctx)
+				if err != nil {
+					return
+				}
+				if !strings.HasPrefix(string(m.Key), project+"/") {
+					continue
+				}
+				ev, err := event.Decode(m.Value)
+				if err != nil {
+					t.Errorf("decode: %v", err)
+					continue
+				}
+				mu.Lock()
+				out = append(out, got{ev, m.Partition, string(m.Key)})
+				seen[ev.ID] = true
+				if missing() == 0 {
+					cancel()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if n := missing(); n > 0 {
+		t.Fatalf("%d of %d events not published within %v", n, len(want), d)
+	}
+	return out
+}
+
+// checkOrder asserts that each key's events came in commit order (after
+// dropping redeliveries), all on one partition.
+func checkOrder(t *testing.T, gs []got) {
+	t.Helper()
+	last := map[string]int64{}
+	part := map[string]int{}
+	dup := map[string]bool{}
+	for _, g := range gs {
+		if p, ok := part[g.key]; ok && p != g.partition {
+			t.Errorf("key %s on partitions %d and %d", g.key, p, g.partition)
+		}
+		part[g.key] = g.partition
+		if dup[g.ev.ID] {
+			continue
+		}
+		dup[g.ev.ID] = true
+		if g.ev.AggregateVersion <= last[g.key] {
+			t.Errorf("key %s: version %d after %d", g.key, g.ev.AggregateVersion, last[g.key])
+		}
+		last[g.key] = g.ev.AggregateVersion
+	}
+}
+
+func TestEnqueueIsTransactional(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	project := testenv.Project(t, pool, true)
+	ctx := context.Background()
+	rows := func() int {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE project_id = $1`, project).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	ev, err := event.New(event.OrderCreated, project, "order", uuid.NewString(), "A-1", 1, time.Now(), seq{"A-1", 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rolledBack := errors.New("business rule failed")
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if err := Enqueue(ctx, tx, ev); err != nil {
+			return err
+		}
+		return rolledBack
+	})
+	if !errors.Is(err, rolledBack) {
+		t.Fatal(err)
+	}
+	if n := rows(); n != 0 {
+		t.Fatalf("a rolled-back transaction left %d outbox rows", n)
+	}
+	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return Enqueue(ctx, tx, ev) }); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(); n != 1 {
+		t.Fatalf("a committed transaction left %d outbox rows, want 1", n)
+	}
+	var topic, key string
+	var payload []byte
+	if err := pool.QueryRow(ctx, `SELECT topic, msg_key, payload FROM outbox WHERE project_id = $1`, project).Scan(&topic, &key, &payload); err != nil {
+		t.Fatal(err)
+	}
+	back, err := event.Decode(payload)
+	if err != nil || topic != event.TopicOrders || key != project+"/A-1" || back.ID != ev.ID || back.AggregateVersion != 1 {
+		t.Errorf("row topic %q key %q event %+v (%v)", topic, key, back, err)
+	}
+}
+
+// TestRelayPublishesInOrder runs several replicas against the local broker:
+// one leads, every committed event is published, each order's events in
+// order on one partition; a leader that goes away is replaced.
+func TestRelayPublishesInOrder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testTopic(t))
+	brokers := testenv.KafkaBrokers()
+	var stops []func()
+	for range 3 {
+		r := f.relay(brokers)
+		r.BatchSize = 50
+		stops = append(stops, startRelay(t, r))
+	}
+	ids := f.enqueue(t, 8, 25)
+	waitFor(t, 30*time.Second, "some events sent", func() bool { return f.unsent(t) < len(ids) })
+	for _, stop := range stops[:2] { // whichever leads, one is left
+		stop()
+	}
+	ids = append(ids, f.enqueue(t, 8, 5)...)
+	gs := newTail(t, brokers, f.topic, true).collect(t, f.project, ids, 60*time.Second)
+	checkOrder(t, gs)
+	waitFor(t, 10*time.Second, "all rows marked sent", func() bool { return f.unsent(t) == 0 })
+	if len(gs) != len(ids) {
+		t.Errorf("%d messages for %d events", len(gs), len(ids))
+	}
+	for _, g := range gs {
+		if g.ev.ProjectID != f.project || g.ev.Type != event.OrderUpdated {
+			t.Fatalf("event %+v", g.ev)
+		}
+	}
+}
+
+// TestRelayCrashRepublishes: a relay that dies after Kafka acknowledged but
+// before marking the rows leaves them to the next relay: published again,
+// never lost.
+func TestRelayCrashRepublishes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testTopic(t))
+	brokers := testenv.KafkaBrokers()
+	ids := f.enqueue(t, 3, 4)
+
+	// The first relay publishes, then "crashes" before marking the rows sent.
+	ctx1, kill := context.WithCancel(context.Background())
+	defer kill()
+	crashed := make(chan struct{})
+	r1 := f.relay(brokers)
+	r1.beforeMark = func(int) error {
+		kill()
+		close(crashed)
+		return errors.New("crash")
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); r1.Run(ctx1) }()
+	<-crashed
+	<-done
+	tl := newTail(t, brokers, f.topic, true)
+	first := tl.collect(t, f.project, ids, 30*time.Second)
+	if len(first) != len(ids) {
+		t.Fatalf("first publish: %d messages, want %d", len(first), len(ids))
+	}
+	if n := f.unsent(t); n != len(ids) {
+		t.Fatalf("%d unsent rows after the crash, want %d", n, len(ids))
+	}
+
+	// The next relay publishes them again and marks them.
+	startRelay(t, f.relay(brokers))
+	again := tl.collect(t, f.project, ids, 30*time.Second)
+	checkOrder(t, append(first, again...))
+	waitFor(t, 10*time.Second, "rows marked sent", func() bool { return f.unsent(t) == 0 })
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func startBroker(t *testing.T, port int) *kfake.Cluster {
+	t.Helper()
+	var c *kfake.Cluster
+	var err error
+	for i := 0; i < 50; i++ { // the port may linger briefly after a close
+		c, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(6, event.TopicOrders))
+		if err == nil {
+			return c
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("start broker on %d: %v", port, err)
+	return nil
+}
+
+// TestRelayKafkaDownAndBack: while the broker is unreachable, committed
+// events wait in the outbox; when it is back, the relay drains them.
+func TestRelayKafkaDownAndBack(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, event.TopicOrders)
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+
+	// Nothing listens yet: the relay retries, rows stay.
+	startRelay(t, f.relay([]string{addr}))
+	ids := f.enqueue(t, 4, 5)
+	time.Sleep(time.Second)
+	if n := f.unsent(t); n != len(ids) {
+		t.Fatalf("%d of %d rows left while Kafka is down", n, len(ids))
+	}
+
+	// The broker comes up: everything is published.
+	broker := startBroker(t, port)
+	checkOrder(t, newTail(t, []string{addr}, f.topic, true).collect(t, f.project, ids, 30*time.Second))
+	waitFor(t, 10*time.Second, "outbox drained", func() bool { return f.unsent(t) == 0 })
+
+	// It goes down again: new events wait ...
+	broker.Close()
+	more := f.enqueue(t, 4, 3)
+	time.Sleep(time.Second)
+	if n := f.unsent(t); n != len(more) {
+		t.Fatalf("%d of %d new rows left while Kafka is down again", n, len(more))
+	}
+	// ... and are published when it is back (a new, empty broker).
+	broker = startBroker(t, port)
+	defer broker.Close()
+	gs := newTail(t, []string{addr}, f.topic, true).collect(t, f.project, more, 30*time.Second)
+	checkOrder(t, gs)
+	waitFor(t, 10*time.Second, "outbox drained again", func() bool { return f.unsent(t) == 0 })
+	if slices.ContainsFunc(gs, func(g got) bool { return g.ev.ProjectID != f.project }) {
+		t.Error("foreign event")
+	}
+}
