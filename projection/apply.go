@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
@@ -50,8 +51,8 @@ func queue(b *pgx.Batch, t Tables, ev event.Event) (orderRef, error) {
 		if err := json.Unmarshal(ev.Data, &o); err != nil {
 			return orderRef{}, poisonError{fmt.Errorf("decode %s: %w", ev.Type, err)}
 		}
-		if o.OrderNo == "" || ev.ProjectID == "" {
-			return orderRef{}, poisonError{fmt.Errorf("%s without orderNo or projectId", ev.Type)}
+		if o.OrderNo == "" || !isUUID(ev.ProjectID) || !isUUID(o.ID) {
+			return orderRef{}, poisonError{fmt.Errorf("%s without orderNo, or with an invalid projectId or id", ev.Type)}
 		}
 		b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, order_id, order_version, status, fulfillment_status, rev, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, nextval('read_model_rev'), now())
@@ -69,8 +70,8 @@ func queue(b *pgx.Batch, t Tables, ev event.Event) (orderRef, error) {
 		if err := json.Unmarshal(ev.Data, &inv); err != nil {
 			return orderRef{}, poisonError{fmt.Errorf("decode %s: %w", ev.Type, err)}
 		}
-		if inv.ID == "" || inv.OrderNo == "" || ev.ProjectID == "" {
-			return orderRef{}, poisonError{fmt.Errorf("%s without id, orderNo or projectId", ev.Type)}
+		if inv.OrderNo == "" || !isUUID(ev.ProjectID) || !isUUID(inv.ID) {
+			return orderRef{}, poisonError{fmt.Errorf("%s without orderNo, or with an invalid projectId or id", ev.Type)}
 		}
 		var paymentRef *string
 		if inv.PaymentRef != "" {
@@ -146,9 +147,17 @@ func putRedis(ctx context.Context, rdb *redis.Client, rows []statusRow) error {
 		return nil
 	}
 	p := rdb.Pipeline()
+	changes := make([]readmodel.Change, 0, len(rows))
 	for _, r := range rows {
 		readmodel.Put(ctx, p, r.ref.projectID, r.ref.orderNo, r.rev, r.body)
+		changes = append(changes, readmodel.Change{ProjectID: r.ref.projectID, OrderNo: r.ref.orderNo, Rev: r.rev})
 	}
+	readmodel.PublishChanges(ctx, p, changes)
 	_, err := p.Exec(ctx)
 	return err
+}
+
+func isUUID(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil && len(s) == 36
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -147,7 +149,41 @@ func fetchBatch(ctx context.Context, r *kafka.Reader) ([]kafka.Message, error) {
 // Apply writes a batch of messages into the read models in one transaction,
 // then refreshes the Redis copies of every order it touched (also when the
 // events were already applied, which repairs a crash between the two).
+// When PostgreSQL rejects the batch for its data, the events are applied one
+// by one and the offending ones go to the dead-letter table; any other
+// failure is returned and the batch is delivered again.
 func (p *Projector) Apply(ctx context.Context, msgs []kafka.Message) error {
+	err := p.apply(ctx, msgs, nil)
+	if err == nil || !isDataError(err) {
+		return err
+	}
+	for _, m := range msgs {
+		one := []kafka.Message{m}
+		if err := p.apply(ctx, one, nil); err != nil {
+			if !isDataError(err) {
+				return err
+			}
+			if err := p.apply(ctx, nil, &deadLetter{m, err.Error()}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// isDataError reports whether PostgreSQL refused the values themselves
+// (data exception or integrity violation): retrying cannot help.
+func isDataError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
+}
+
+type deadLetter struct {
+	m   kafka.Message
+	err string
+}
+
+func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *deadLetter) error {
 	var b pgx.Batch
 	if !p.shadow {
 		// A rebuild swaps the tables under the exclusive form of this lock.
@@ -158,6 +194,9 @@ func (p *Projector) Apply(ctx context.Context, msgs []kafka.Message) error {
 	var events []event.Event
 	var dead []kafka.Message
 	var deadErr []string
+	if extra != nil {
+		dead, deadErr = append(dead, extra.m), append(deadErr, extra.err)
+	}
 	for _, m := range msgs {
 		ev, err := event.Decode(m.Value)
 		var ref orderRef

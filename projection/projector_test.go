@@ -240,10 +240,22 @@ func TestPoisonMessagesGoToDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.status("C-1") // the good event is applied
+
+	// Values PostgreSQL refuses (a date that is none) poison only their own
+	// event: the rest of the batch is applied.
+	badDate := invoiceEvent(t, event.InvoiceCreated, f.project, "C-2", uuid.NewString(), "TEST-C-2", "created", 1, time.Now())
+	badDate.Data = []byte(strings.Replace(string(badDate.Data), `"issueDate":"2026-11-22"`, `"issueDate":"2026-13-45"`, 1))
+	okAfter := orderEvent(t, event.OrderCreated, f.project, "C-3", uuid.NewString(), 1, "created", "unfulfilled")
+	batch := messages(t, badDate, okAfter)
+	batch[0].Offset = 79
+	if err := f.p.Apply(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	f.status("C-3")
 	var n int
 	if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM projection_dead_letters
-		WHERE projector = $1 AND "offset" IN (77, 78)`, f.group).Scan(&n); err != nil || n != 2 {
-		t.Errorf("dead letters %d (%v), want 2", n, err)
+		WHERE projector = $1 AND "offset" IN (77, 78, 79)`, f.group).Scan(&n); err != nil || n != 3 {
+		t.Errorf("dead letters %d (%v), want 3", n, err)
 	}
 }
 

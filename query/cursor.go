@@ -76,3 +76,14 @@ func decodeCursor(key []byte, projectID, filters, s string) (int64, error) {
 	}
 	return int64(binary.BigEndian.Uint64(raw[1:9])), nil
 }
+
+// CursorAfter returns a cursor of the unfiltered listing of a project that
+// continues after the invoice with sequence number seq (for load tools that
+// start walks at random depths).
+func (s *Service) CursorAfter(ctx context.Context, projectID string, seq int64) (string, error) {
+	key, err := s.cursors.get(ctx)
+	if err != nil {
+		return "", err
+	}
+	return encodeCursor(key, projectID, listFilter{}.key(), seq), nil
+}

@@ -4,6 +4,7 @@
 package query
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,11 +20,22 @@ type Service struct {
 	pool    *pgxpool.Pool
 	redis   *redis.Client // nil: PostgreSQL only
 	cursors *cursorKey
+	near    *nearCache
 }
 
-// New returns the read side.
+// New returns the read side. Its in-process cache of order status records
+// works only while Run follows the projectors' change announcements.
 func New(pool *pgxpool.Pool, rdb *redis.Client) *Service {
-	return &Service{pool: pool, redis: rdb, cursors: &cursorKey{pool: pool}}
+	return &Service{pool: pool, redis: rdb, cursors: &cursorKey{pool: pool}, near: newNearCache()}
+}
+
+// Run follows the projectors' change announcements (keeping the in-process
+// cache of order status records correct) until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	if s.redis != nil {
+		s.near.follow(ctx, s.redis)
+	}
+	return nil
 }
 
 func notImplemented(w http.ResponseWriter, r *http.Request) error {

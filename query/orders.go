@@ -19,16 +19,25 @@ import (
 // OrderStatus returns the revision and JSON of an order's status record:
 // from Redis, or from PostgreSQL when Redis has no entry or is down.
 func (s *Service) OrderStatus(ctx context.Context, projectID, orderNo string) (int64, []byte, error) {
+	key := nearKey(projectID, orderNo)
+	if rev, body, ok := s.near.get(key); ok {
+		return rev, body, nil
+	}
 	if s.redis != nil {
 		rev, body, err := readmodel.Get(ctx, s.redis, projectID, orderNo)
 		if err == nil {
+			s.near.put(key, rev, body)
 			return rev, body, nil
 		}
 		if !errors.Is(err, readmodel.ErrMiss) {
 			slog.WarnContext(ctx, "order status: redis unavailable, reading PostgreSQL", "err", err)
 		}
 	}
-	return s.orderStatusFromDB(ctx, projectID, orderNo)
+	rev, body, err := s.orderStatusFromDB(ctx, projectID, orderNo)
+	if err == nil {
+		s.near.put(key, rev, body)
+	}
+	return rev, body, err
 }
 
 func (s *Service) orderStatusFromDB(ctx context.Context, projectID, orderNo string) (int64, []byte, error) {

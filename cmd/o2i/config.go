@@ -23,6 +23,7 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	MaxInFlight     int
 	LogLevel        string
+	DebugAddr       string
 }
 
 // envVar documents one variable; the README's configuration table lists the same.
@@ -45,6 +46,7 @@ var envVars = []envVar{
 	{"O2I_SHUTDOWN_TIMEOUT", "20s", "how long in-flight work may take on shutdown", false},
 	{"O2I_MAX_IN_FLIGHT", "2048", "concurrent requests per API process before 503 with Retry-After", false},
 	{"O2I_LOG_LEVEL", "info", "debug, info, warn or error", false},
+	{"O2I_DEBUG_ADDR", "", "when set, serves Go's pprof profiles on this address (keep it private)", false},
 }
 
 func loadConfig(getenv func(string) string) (Config, error) {
@@ -89,5 +91,6 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("O2I_MAX_IN_FLIGHT must be a positive integer, got %q", v("O2I_MAX_IN_FLIGHT"))
 	}
 	c.LogLevel = v("O2I_LOG_LEVEL")
+	c.DebugAddr = v("O2I_DEBUG_ADDR")
 	return c, nil
 }

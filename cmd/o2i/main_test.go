@@ -23,7 +23,6 @@ var (
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
-	listening = func(addr string) { addrc <- addr }
 	env := func(name string) string {
 		if name == "O2I_HTTP_ADDR" {
 			return "127.0.0.1:0"
@@ -39,7 +38,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve", "--roles", "api,relay,projector"}, env, os.Stdout, os.Stderr) }()
+	go func() {
+		done <- runListening(ctx, []string{"serve", "--roles", "api,relay,projector"}, env, os.Stderr, func(a string) { addrc <- a })
+	}()
 	select {
 	case addr := <-addrc:
 		baseURL = "http://" + addr

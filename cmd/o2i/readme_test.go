@@ -18,7 +18,11 @@ func TestREADMEListsConfigurationAndErrorCodes(t *testing.T) {
 	}
 	readme := string(raw)
 	for _, v := range envVars {
-		if !strings.Contains(readme, "| `"+v.Name+"` | `"+v.Default+"` |") {
+		def := "`" + v.Default + "`"
+		if v.Default == "" {
+			def = "(unset)"
+		}
+		if !strings.Contains(readme, "| `"+v.Name+"` | "+def+" |") {
 			t.Errorf("README lacks the row for %s with default %q", v.Name, v.Default)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	_ "net/http/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -26,8 +27,13 @@ import (
 // Roles a process can run; `serve` runs all of them unless told otherwise.
 var allRoles = []string{"api", "relay", "projector", "invoicer"}
 
-// listening is called with the bound address once the API listens (tests use port 0).
-var listening = func(addr string) {}
+type listeningKey struct{}
+
+// runListening is run with a callback that receives the API's bound address
+// (tests listen on port 0).
+func runListening(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening func(string)) error {
+	return run(context.WithValue(ctx, listeningKey{}, listening), args, getenv, out, out)
+}
 
 func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -87,6 +93,14 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 		start(role, f)
 	}
 	slog.Info("serving", "roles", roles)
+	if cfg.DebugAddr != "" {
+		go func() {
+			// net/http/pprof registers its handlers on the default mux.
+			if err := http.ListenAndServe(cfg.DebugAddr, http.DefaultServeMux); err != nil {
+				slog.Error("debug server", "addr", cfg.DebugAddr, "err", err)
+			}
+		}()
+	}
 
 	if !slices.Contains(roles, "api") {
 		select {
@@ -102,9 +116,10 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 	rlog := reqlog.New(d.pool, 65536)
 	var bg sync.WaitGroup
 	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	bg.Add(2)
+	bg.Add(3)
 	go func() { defer bg.Done(); auth.Run(bgCtx, 5*time.Second) }()
 	go func() { defer bg.Done(); rlog.Run(bgCtx) }()
+	go func() { defer bg.Done(); _ = w.queries.Run(bgCtx) }()
 
 	srv := &httpx.Server{
 		Routes:      w.routes(&health{d: d}),
@@ -122,7 +137,9 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 		return fmt.Errorf("listen on %s (O2I_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
 	slog.Info("api listening", "addr", ln.Addr().String())
-	listening(ln.Addr().String())
+	if f, ok := ctx.Value(listeningKey{}).(func(string)); ok {
+		f(ln.Addr().String())
+	}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/o2i-service/o2i/internal/apitest"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
 
@@ -58,5 +59,51 @@ func TestUnknownRoleIsRejected(t *testing.T) {
 	err := run(context.Background(), []string{"serve", "--roles", "api,printer"}, testenv.Getenv, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "printer") {
 		t.Errorf("err = %v, want unknown role printer", err)
+	}
+}
+
+// TestServeShutsDownGracefully starts every role, serves a request, then
+// cancels: serve must return cleanly and promptly.
+func TestServeShutsDownGracefully(t *testing.T) {
+	t.Parallel()
+	addrc := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	env := func(name string) string {
+		switch name {
+		case "O2I_HTTP_ADDR":
+			return "127.0.0.1:0"
+		case "O2I_LOG_LEVEL":
+			return "error"
+		}
+		return testenv.Env(name)
+	}
+	done := make(chan error, 1)
+	var out bytes.Buffer
+	go func() { done <- runListening(ctx, []string{"serve"}, env, &out, func(a string) { addrc <- a }) }()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not listen")
+	}
+	c := &apitest.Client{T: t, BaseURL: "http://" + addr, V: validator}
+	if r := c.Do("GET", "/api/health", "", nil); r.Status != 200 {
+		t.Fatalf("health: %d", r.Status)
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve returned %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop within 20s of cancellation")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("shutdown took %v", d)
 	}
 }

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/o2i-service/o2i/internal/apikey"
+	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/internal/store"
+	"github.com/o2i-service/o2i/internal/testenv"
+)
+
+// bench holds the service under test and the connections to the stack.
+type bench struct {
+	pool    *pgxpool.Pool
+	rdb     *redis.Client
+	server  *exec.Cmd
+	baseURL string
+	dir     string // scratch files
+}
+
+func newBench(ctx context.Context, bin, addr string) (*bench, error) {
+	pool, err := store.Open(ctx, testenv.Env("O2I_DATABASE_URL"), 8)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := store.Migrate(ctx, pool); err != nil {
+		return nil, err
+	}
+	opt, err := redis.ParseURL(testenv.Env("O2I_REDIS_URL"))
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "o2i-bench-")
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{pool: pool, rdb: redis.NewClient(opt), baseURL: "http://" + addr, dir: dir}
+	b.server = exec.Command(bin, "serve")
+	b.server.Env = append(os.Environ(), "O2I_HTTP_ADDR="+addr, "O2I_LOG_LEVEL=warn")
+	b.server.Stdout, b.server.Stderr = os.Stderr, os.Stderr
+	if err := b.server.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	if err := waitHTTP(ctx, b.baseURL+"/api/health"); err != nil {
+		b.close()
+		return nil, fmt.Errorf("service under test: %w", err)
+	}
+	return b, nil
+}
+
+func (b *bench) close() {
+	if b.server != nil && b.server.Process != nil {
+		_ = b.server.Process.Signal(os.Interrupt)
+		_ = b.server.Wait()
+	}
+	b.rdb.Close()
+	b.pool.Close()
+	os.RemoveAll(b.dir)
+}
+
+func waitHTTP(ctx context.Context, url string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s did not answer 200 in time (%v)", url, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// newProject creates a project with demo seller data and n keys with both scopes.
+func (b *bench) newProject(ctx context.Context, name string, n int) (string, []string, error) {
+	p, err := project.Create(ctx, b.pool, name, true, project.Accrual)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := project.Apply(ctx, b.pool, p.ID, project.Update{Settings: func(s *project.Settings) { *s = testenv.DemoSeller() }}); err != nil {
+		return "", nil, err
+	}
+	var keys []string
+	for range n {
+		k, err := apikey.Create(ctx, b.pool, p.ID, []string{"orders:write", "invoices:read"}, 0, "bench", apikey.Prefix)
+		if err != nil {
+			return "", nil, err
+		}
+		keys = append(keys, k.Key)
+	}
+	return p.ID, keys, nil
+}
+
+// wrkResult is what wrk measured.
+type wrkResult struct {
+	rps           float64
+	p50, p99      time.Duration
+	non2xx, total int64
+}
+
+func (r wrkResult) String() string {
+	s := fmt.Sprintf("%.0f req/s, p50 %s, p99 %s", r.rps, ms(r.p50), ms(r.p99))
+	if r.non2xx > 0 {
+		s += fmt.Sprintf(" (%d non-2xx of %d)", r.non2xx, r.total)
+	}
+	return s
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+// wrk runs wrk with a Lua script against url.
+func (b *bench) wrk(ctx context.Context, url, script string, conns int, d time.Duration) (wrkResult, error) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		install := exec.CommandContext(ctx, "sh", "-c", "apt-get install -y --no-install-recommends wrk || (apt-get update && apt-get install -y --no-install-recommends wrk)")
+		install.Stdout, install.Stderr = os.Stderr, os.Stderr
+		if err := install.Run(); err != nil {
+			return wrkResult{}, fmt.Errorf("wrk is needed (Debian package wrk): %w", err)
+		}
+	}
+	path := b.dir + "/script.lua"
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		return wrkResult{}, err
+	}
+	out, err := exec.CommandContext(ctx, "wrk", "-t2", "-c"+strconv.Itoa(conns), "-d"+d.String(), "--latency", "-s", path, url).CombinedOutput()
+	if err != nil {
+		return wrkResult{}, fmt.Errorf("wrk: %v: %s", err, out)
+	}
+	return parseWrk(string(out))
+}
+
+var (
+	wrkRPS    = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	wrkPct    = regexp.MustCompile(`(?m)^\s+(50|99)(?:\.000)?%\s+([0-9.]+)(us|ms|s)`)
+	wrkNon2xx = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
+	wrkTotal  = regexp.MustCompile(`(\d+) requests in`)
+)
+
+func parseWrk(out string) (wrkResult, error) {
+	var r wrkResult
+	m := wrkRPS.FindStringSubmatch(out)
+	if m == nil {
+		return r, fmt.Errorf("wrk output without Requests/sec:\n%s", out)
+	}
+	r.rps, _ = strconv.ParseFloat(m[1], 64)
+	for _, p := range wrkPct.FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(p[2], 64)
+		unit := map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[p[3]]
+		d := time.Duration(v * float64(unit))
+		if p[1] == "50" {
+			r.p50 = d
+		} else {
+			r.p99 = d
+		}
+	}
+	if m := wrkNon2xx.FindStringSubmatch(out); m != nil {
+		r.non2xx, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	if m := wrkTotal.FindStringSubmatch(out); m != nil {
+		r.total, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	return r, nil
+}
+
+// luaStrings renders a Lua array of strings.
+func luaStrings(ss []string) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(strconv.Quote(s))
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// startCeiling starts the trivial chi server as a separate process.
+func (b *bench) startCeiling(ctx context.Context, addr string) (func(), error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "ceiling-server", addr)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	if err := waitHTTP(ctx, "http://"+addr+"/ceiling"); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// metric returns the histogram buckets of a Prometheus metric from /metrics.
+func (b *bench) histogram(name string) (map[float64]float64, error) {
+	resp, err := http.Get(b.baseURL + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[float64]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	re := regexp.MustCompile(`^` + name + `_bucket\{le="([^"]+)"\} ([0-9.e+]+)$`)
+	for sc.Scan() {
+		m := re.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		le, _ := strconv.ParseFloat(m[1], 64)
+		if m[1] == "+Inf" {
+			le = 1e18
+		}
+		v, _ := strconv.ParseFloat(m[2], 64)
+		out[le] = v
+	}
+	return out, sc.Err()
+}
+
+// quantile estimates the q-quantile of the observations between two
+// snapshots of a cumulative histogram (linear within the bucket).
+func quantile(before, after map[float64]float64, q float64) (float64, int) {
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	for le, n := range after {
+		bs = append(bs, bucket{le, n - before[le]})
+	}
+	for i := 1; i < len(bs); i++ {
+		for j := i; j > 0 && bs[j].le < bs[j-1].le; j-- {
+			bs[j], bs[j-1] = bs[j-1], bs[j]
+		}
+	}
+	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
+		return 0, 0
+	}
+	total := bs[len(bs)-1].n
+	rank := q * total
+	prevLE, prevN := 0.0, 0.0
+	for _, bk := range bs {
+		if bk.n >= rank {
+			if bk.le >= 1e18 {
+				return prevLE, int(total)
+			}
+			frac := 0.0
+			if bk.n > prevN {
+				frac = (rank - prevN) / (bk.n - prevN)
+			}
+			return prevLE + frac*(bk.le-prevLE), int(total)
+		}
+		prevLE, prevN = bk.le, bk.n
+	}
+	return prevLE, int(total)
+}
+
+func newKey(ctx context.Context, b *bench, projectID string) (string, error) {
+	k, err := apikey.Create(ctx, b.pool, projectID, []string{"orders:write", "invoices:read"}, 0, "bench", apikey.Prefix)
+	return k.Key, err
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/o2i-service/o2i/internal/testenv"
+)
+
+// writes measures POST /v1/orders with realistic orders, the projection lag
+// meanwhile, and pgbench inserting one ~1 KB JSONB row per transaction at
+// the same concurrency (the database's own ceiling on this machine).
+func (b *bench) writes(ctx context.Context, conns int, d time.Duration) ([]result, error) {
+	tps, err := b.pgbench(ctx, conns, d)
+	if err != nil {
+		return nil, err
+	}
+	log.Printf("writes: pgbench %.0f tps", tps)
+
+	_, keys, err := b.newProject(ctx, "bench writes "+time.Now().Format(time.RFC3339), 16)
+	if err != nil {
+		return nil, err
+	}
+	before, err := b.histogram("o2i_projection_lag_seconds")
+	if err != nil {
+		return nil, err
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns}}
+	var seq atomic.Int64
+	run := time.Now().UnixNano()
+	lat, err := measure(ctx, conns, d, keys, func(ctx context.Context, key string) error {
+		n := seq.Add(1)
+		orderNo := fmt.Sprintf("W-%d-%d", run, n)
+		req, _ := http.NewRequestWithContext(ctx, "POST", b.baseURL+"/v1/orders", bytes.NewReader(orderJSON(orderNo, n)))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", orderNo)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		var buf [512]byte
+		for {
+			if _, err := resp.Body.Read(buf[:]); err != nil {
+				break
+			}
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("POST /v1/orders: %d", resp.StatusCode)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Printf("writes: orders %s", lat)
+	// Let the projector finish what the load produced before reading the lag.
+	time.Sleep(2 * time.Second)
+	after, err := b.histogram("o2i_projection_lag_seconds")
+	if err != nil {
+		return nil, err
+	}
+	p99, events := quantile(before, after, 0.99)
+	p50, _ := quantile(before, after, 0.50)
+	return []result{
+		{
+			What:     fmt.Sprintf("POST /v1/orders, realistic orders (~1 KB), %d connections, synchronous_commit on", conns),
+			Measured: fmt.Sprintf("%.0f accepted orders/s, p50 %s, p99 %s", lat.rps, ms(lat.p50), ms(lat.p99)),
+			Ceiling:  fmt.Sprintf("pgbench, one ~1 KB JSONB row per transaction, %d clients: %.0f tps", conns, tps),
+			Target:   "≥ 3,000 orders/s, p99 < 50 ms",
+		},
+		{
+			What:     "projection lag (event committed → visible in GET) while the write load runs",
+			Measured: fmt.Sprintf("p50 %.0f ms, p99 %.0f ms over %d events", p50*1000, p99*1000, events),
+			Ceiling:  "-",
+			Target:   "p99 < 250 ms",
+		},
+	}, nil
+}
+
+// orderJSON is a realistic order body: three lines at two rates, shipping,
+// full addresses; about 1 KB.
+func orderJSON(orderNo string, n int64) []byte {
+	return []byte(fmt.Sprintf(`{"orderNo":%q,"paymentRef":%q,"paymentGateway":"stripe","financialStatus":"paid","email":"kunde%d@example.com","currency":"EUR","requiresShipping":true,
+"billingAddress":{"country_code":"DE","name":"Erika Musterfrau","company_name":"Musterfrau Handels KG","street":"Lindenstraße 12","additional_address_line":"Hinterhaus, 2. OG","postal_code":"50667","city":"Köln"},
+"shippingAddress":{"country_code":"DE","name":"Erika Musterfrau","street":"Lindenstraße 12","postal_code":"50667","city":"Köln"},
+"items":[{"name":"Bio-Kaffee Espresso 1 kg","quantity":2,"unitGrossCents":1899,"taxRate":7,"sku":"KAF-ESP-1000","productId":"p-1001"},
+{"name":"Keramiktasse handgemacht","quantity":1,"unitGrossCents":2490,"taxRate":19,"sku":"TAS-KER-01","productId":"p-2002"},
+{"name":"Entkalker 500 ml","quantity":1,"unitGrossCents":799,"taxRate":19,"sku":"ENT-500","productId":"p-3003","discountNetCents":100}],
+"shippingGrossCents":490}`, orderNo, "pi_"+orderNo, n))
+}
+
+var pgbenchTPS = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+
+// pgbench inserts one ~1 KB JSONB row per transaction with conns clients.
+func (b *bench) pgbench(ctx context.Context, conns int, d time.Duration) (float64, error) {
+	bin, err := exec.LookPath("pgbench")
+	if err != nil {
+		matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pgbench")
+		if len(matches) == 0 {
+			return 0, fmt.Errorf("pgbench not found (Debian package postgresql-contrib or postgresql)")
+		}
+		bin = matches[len(matches)-1]
+	}
+	if _, err := b.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_jsonb (id bigserial PRIMARY KEY, doc jsonb NOT NULL)`); err != nil {
+		return 0, err
+	}
+	doc := strings.ReplaceAll(string(orderJSON("PGBENCH", 1)), "\n", "")
+	script := filepath.Join(b.dir, "insert.sql")
+	if err := os.WriteFile(script, []byte("INSERT INTO bench_jsonb (doc) VALUES ('"+strings.ReplaceAll(doc, "'", "''")+"');\n"), 0o644); err != nil {
+		return 0, err
+	}
+	out, err := exec.CommandContext(ctx, bin, "-n", "-c", strconv.Itoa(conns), "-j", "2", "-T", strconv.Itoa(int(d.Seconds())),
+		"-f", script, testenv.Env("O2I_DATABASE_URL")).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("pgbench: %v: %s", err, out)
+	}
+	m := pgbenchTPS.FindStringSubmatch(string(out))
+	if m == nil {
+		return 0, fmt.Errorf("pgbench output without tps:\n%s", out)
+	}
+	_, _ = b.pool.Exec(ctx, `TRUNCATE bench_jsonb`)
+	return strconv.ParseFloat(m[1], 64)
+}

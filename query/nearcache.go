@@ -1,0 +1,180 @@
+package query
+
+import (
+	"context"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/o2i-service/o2i/internal/readmodel"
+)
+
+// nearCache keeps recently served order status records in the API process,
+// so that polling clients cost no Redis round trip. Projectors announce every
+// rewrite on readmodel.ChangesChannel and the cache drops the records named
+// there: a record is served from memory only until it changes (plus the
+// announcement's delivery time, typically well under a millisecond). The
+// cache works only while subscribed; when the subscription breaks it is
+// emptied and switched off until it is back. Entries also expire after
+// nearTTL, a safety net for anything else.
+type nearCache struct {
+	shards  [32]nearShard
+	seed    maphash.Seed
+	perMax  int
+	ttl     time.Duration
+	enabled atomic.Bool
+	now     func() time.Time
+}
+
+// Near-cache sizes: at most nearMax records, each for at most nearTTL.
+const (
+	nearMax = 256 << 10
+	nearTTL = 5 * time.Second
+	// droppedFor is how long an announced revision is remembered, so that a
+	// Redis read that raced with the announcement is not cached.
+	droppedFor = 10 * time.Second
+)
+
+type nearShard struct {
+	mu      sync.Mutex
+	m       map[string]nearEntry
+	dropped map[string]droppedRev
+	ops     int
+}
+
+type nearEntry struct {
+	rev  int64
+	body []byte
+	at   time.Time
+}
+
+type droppedRev struct {
+	rev int64
+	at  time.Time
+}
+
+func newNearCache() *nearCache {
+	c := &nearCache{seed: maphash.MakeSeed(), perMax: nearMax / 32, ttl: nearTTL, now: time.Now}
+	c.clear()
+	return c
+}
+
+func nearKey(projectID, orderNo string) string { return projectID + "\x00" + orderNo }
+
+func (c *nearCache) shard(key string) *nearShard {
+	return &c.shards[maphash.String(c.seed, key)%uint64(len(c.shards))]
+}
+
+func (c *nearCache) get(key string) (int64, []byte, bool) {
+	if !c.enabled.Load() {
+		return 0, nil, false
+	}
+	s := c.shard(key)
+	s.mu.Lock()
+	e, ok := s.m[key]
+	s.mu.Unlock()
+	if !ok || c.now().Sub(e.at) > c.ttl {
+		return 0, nil, false
+	}
+	return e.rev, e.body, true
+}
+
+// put caches a record read from Redis or PostgreSQL, unless a newer
+// revision has been announced meanwhile.
+func (c *nearCache) put(key string, rev int64, body []byte) {
+	if !c.enabled.Load() {
+		return
+	}
+	now := c.now()
+	s := c.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := s.dropped[key]; ok && d.rev > rev {
+		return
+	}
+	if len(s.m) >= c.perMax {
+		for k := range s.m { // evict an arbitrary entry
+			delete(s.m, k)
+			break
+		}
+	}
+	s.m[key] = nearEntry{rev: rev, body: body, at: now}
+	s.ops++
+	if s.ops%4096 == 0 {
+		for k, d := range s.dropped {
+			if now.Sub(d.at) > droppedFor {
+				delete(s.dropped, k)
+			}
+		}
+	}
+}
+
+func (c *nearCache) invalidate(ch readmodel.Change) {
+	key := nearKey(ch.ProjectID, ch.OrderNo)
+	s := c.shard(key)
+	s.mu.Lock()
+	if e, ok := s.m[key]; ok && e.rev < ch.Rev {
+		delete(s.m, key)
+	}
+	if d := s.dropped[key]; d.rev < ch.Rev {
+		s.dropped[key] = droppedRev{rev: ch.Rev, at: c.now()}
+	}
+	s.mu.Unlock()
+}
+
+func (c *nearCache) clear() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.m = map[string]nearEntry{}
+		s.dropped = map[string]droppedRev{}
+		s.mu.Unlock()
+	}
+}
+
+// follow subscribes to the change announcements until ctx ends, keeping the
+// cache enabled exactly while the subscription stands.
+func (c *nearCache) follow(ctx context.Context, rdb *redis.Client) {
+	defer func() { c.enabled.Store(false); c.clear() }()
+	ps := rdb.Subscribe(ctx, readmodel.ChangesChannel)
+	// Receive does not return on cancellation by itself: closing does.
+	stop := context.AfterFunc(ctx, func() { ps.Close() })
+	defer stop()
+	defer ps.Close()
+	for {
+		msg, err := ps.Receive(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if c.enabled.Swap(false) {
+				slog.Warn("order status near cache off: subscription lost", "err", err)
+			}
+			c.clear()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			c.clear() // announcements may have been missed before (re)subscribing
+			c.enabled.Store(true)
+		case *redis.Message:
+			changes, err := readmodel.ParseChanges(m.Payload)
+			if err != nil {
+				c.clear()
+				continue
+			}
+			for _, ch := range changes {
+				c.invalidate(ch)
+			}
+		}
+	}
+}
