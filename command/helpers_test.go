@@ -159,3 +159,27 @@ func orderOf(t *testing.T, ev event.Event) event.Order {
 	}
 	return o
 }
+
+// benchEnv is env for benchmarks: the handler without a network server.
+type benchEnv struct {
+	handler http.Handler
+	key     string
+}
+
+func newEnvB(b *testing.B) *benchEnv {
+	b.Helper()
+	pool := testenv.Pool(b)
+	svc := command.New(pool)
+	s := &httpx.Server{Routes: svc.Routes(), Auth: apikey.NewAuthenticator(pool)}
+	project := testenv.Project(b, pool, true)
+	return &benchEnv{handler: s.Handler(), key: testenv.Key(b, pool, project)}
+}
+
+func mustJSONB(b *testing.B, v any) []byte {
+	b.Helper()
+	out, err := json.Marshal(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}

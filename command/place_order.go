@@ -26,9 +26,14 @@ import (
 // a change of only financialStatus or email is applied. A paymentRef used by
 // another order of the project is 409 payment_ref_conflict.
 //
-// The hot path is one transaction in two pipelined round trips:
-//  1. BEGIN + one statement that takes the idempotency key's advisory lock,
-//     reads a stored response, and upserts the order;
+// The hot path, a new orderNo, is one statement and one round trip: it takes
+// the idempotency key's advisory lock, reads a stored response, and inserts
+// the order, its order.created outbox row and the idempotency record, all in
+// the statement's implicit transaction (the event and the response are built
+// beforehand for the new id). When the orderNo exists it does nothing and the
+// update path runs: one transaction in two pipelined round trips,
+//  1. BEGIN + a statement that takes the lock, reads a stored response and
+//     upserts the order;
 //  2. the outbox event + the idempotency record + COMMIT.
 
 // orderHashes are SHA-256 over the normalised content, and over its
@@ -104,6 +109,13 @@ func (s *Service) placeOrder(ctx context.Context, projectID, key, reqID string, 
 		return response{}, err
 	}
 	defer conn.Release()
+	resp, done, err := s.createOrder(ctx, conn, projectID, key, reqID, c, content, contentHash, invoiceHash)
+	if err != nil && !errors.Is(err, errRetry) {
+		return response{}, err
+	}
+	if done {
+		return resp, nil
+	}
 	for attempt := 0; ; attempt++ {
 		resp, err := s.placeOrderTx(ctx, conn, projectID, key, reqID, c, content, contentHash, invoiceHash)
 		if err == nil {
@@ -131,6 +143,81 @@ func rollback(ctx context.Context, conn *pgxpool.Conn) {
 	if _, err := conn.Exec(rctx, "ROLLBACK"); err != nil {
 		_ = conn.Conn().Close(rctx)
 	}
+}
+
+const createOrderSQL = `WITH lk AS (SELECT pg_try_advisory_xact_lock($1::bigint) AS ok),
+prev AS (
+  SELECT request_hash, response_status, response_body FROM idempotency_keys
+  WHERE project_id = $2 AND endpoint = $3 AND key = $4),
+ins AS (
+  INSERT INTO orders (id, project_id, order_no, payment_ref, requires_shipping, content, content_hash, invoice_hash, created_at, updated_at)
+  SELECT $5, $2, $6, $7, $8, $9, $10, $11, $12, $12 FROM lk WHERE lk.ok AND NOT EXISTS (SELECT 1 FROM prev)
+  ON CONFLICT ON CONSTRAINT orders_order_no_key DO NOTHING
+  RETURNING id),
+ob AS (
+  INSERT INTO outbox (` + outbox.Columns + `) SELECT $13, $14, $15, $16, $17, $18 FROM ins),
+idem AS (
+  INSERT INTO idempotency_keys (project_id, endpoint, key, request_hash, response_status, response_body)
+  SELECT $2, $3, $4, $10, 201, $19 FROM ins)
+SELECT lk.ok, prev.request_hash, prev.response_status, prev.response_body, EXISTS (SELECT 1 FROM ins)
+FROM lk LEFT JOIN prev ON true`
+
+// createOrder is the one-statement path for a new orderNo. done is false
+// when the orderNo exists (nothing was written): the update path decides.
+func (s *Service) createOrder(ctx context.Context, conn *pgxpool.Conn, projectID, key, reqID string,
+	c event.OrderContent, content, contentHash, invoiceHash []byte) (response, bool, error) {
+	var paymentRef *string
+	if c.PaymentRef != "" {
+		paymentRef = &c.PaymentRef
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	row := orderRow{id: uuid.Must(uuid.NewV7()).String(), version: 1, status: "created", fulfillmentStatus: Unfulfilled, createdAt: now, updatedAt: now}
+	data, err := event.OrderData(row.state(projectID, c), content)
+	if err != nil {
+		return response{}, false, err
+	}
+	ev, err := event.New(event.OrderCreated, projectID, "order", row.id, c.OrderNo, 1, now, data)
+	if err != nil {
+		return response{}, false, err
+	}
+	ob, err := outbox.Values(ev)
+	if err != nil {
+		return response{}, false, err
+	}
+	body, err := renderData(reqID, OrderResult{ID: row.id, OrderNo: c.OrderNo, Status: row.status})
+	if err != nil {
+		return response{}, false, err
+	}
+	args := []any{lockKey(projectID, endpointOrders, key), projectID, endpointOrders, key,
+		row.id, c.OrderNo, paymentRef, c.RequiresShipping, content, contentHash, invoiceHash, now}
+	args = append(args, ob...)
+	args = append(args, body)
+	var (
+		locked     bool
+		prevHash   []byte
+		prevStatus *int16
+		prevBody   []byte
+		inserted   bool
+	)
+	err = conn.QueryRow(ctx, createOrderSQL, args...).Scan(&locked, &prevHash, &prevStatus, &prevBody, &inserted)
+	switch {
+	case store.IsUniqueViolation(err, "orders_payment_ref_key"):
+		return response{}, false, apperr.New(apperr.Conflict, "payment_ref_conflict", "another order of this project has paymentRef %q", c.PaymentRef)
+	case store.IsUniqueViolation(err, "idempotency_keys_pkey"):
+		return response{}, false, errRetry // a request with this key committed meanwhile
+	case err != nil:
+		return response{}, false, fmt.Errorf("place order %s: %w", c.OrderNo, err)
+	case !locked:
+		return response{}, false, errInProgress()
+	case prevStatus != nil:
+		if string(prevHash) != string(contentHash) {
+			return response{}, false, errKeyReused()
+		}
+		return response{status: int(*prevStatus), body: prevBody, replayed: true}, true, nil
+	case inserted:
+		return response{status: 201, body: body}, true, nil
+	}
+	return response{}, false, nil
 }
 
 type orderRow struct {
@@ -229,7 +316,11 @@ func (s *Service) placeOrderTx(ctx context.Context, conn *pgxpool.Conn, projectI
 		if *inserted {
 			typ, st = event.OrderCreated, 201
 		}
-		e, err := event.New(typ, projectID, "order", row.id, c.OrderNo, row.version, row.updatedAt, row.state(projectID, c))
+		data, err := event.OrderData(row.state(projectID, c), content)
+		if err != nil {
+			return response{}, err
+		}
+		e, err := event.New(typ, projectID, "order", row.id, c.OrderNo, row.version, row.updatedAt, data)
 		if err != nil {
 			return response{}, err
 		}

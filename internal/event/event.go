@@ -86,15 +86,19 @@ type Event struct {
 func (e Event) PartitionKey() string { return e.ProjectID + "/" + e.AggregateKey }
 
 // New returns an event of a registered type with a fresh id, the type's
-// topic and schema version, and data encoded as JSON.
+// topic and schema version, and data encoded as JSON (a json.RawMessage is
+// taken as it is: it must be valid, compact JSON).
 func New(typ, projectID, aggType, aggID, aggKey string, aggVersion int64, at time.Time, data any) (Event, error) {
 	spec, ok := Lookup(typ)
 	if !ok {
 		return Event{}, fmt.Errorf("event: unknown type %q", typ)
 	}
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return Event{}, fmt.Errorf("event: encode %s data: %w", typ, err)
+	raw, isRaw := data.(json.RawMessage)
+	if !isRaw {
+		var err error
+		if raw, err = json.Marshal(data); err != nil {
+			return Event{}, fmt.Errorf("event: encode %s data: %w", typ, err)
+		}
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -107,12 +111,38 @@ func New(typ, projectID, aggType, aggID, aggKey string, aggVersion int64, at tim
 	}, nil
 }
 
-// Encode returns the JSON of the envelope.
+// header is Event without Data: Encode appends the data as it is instead of
+// letting encoding/json re-validate and compact it.
+type header struct {
+	ID               string    `json:"eventId"`
+	Type             string    `json:"type"`
+	Version          int       `json:"version"`
+	ProjectID        string    `json:"projectId"`
+	AggregateType    string    `json:"aggregateType"`
+	AggregateID      string    `json:"aggregateId"`
+	AggregateKey     string    `json:"aggregateKey"`
+	AggregateVersion int64     `json:"aggregateVersion"`
+	OccurredAt       time.Time `json:"occurredAt"`
+}
+
+// Encode returns the JSON of the envelope (the same bytes as json.Marshal).
 func Encode(e Event) ([]byte, error) {
 	if e.ID == "" || e.Type == "" || e.ProjectID == "" {
 		return nil, errors.New("event: id, type and projectId are required")
 	}
-	return json.Marshal(e)
+	h, err := json.Marshal(header{e.ID, e.Type, e.Version, e.ProjectID, e.AggregateType, e.AggregateID, e.AggregateKey, e.AggregateVersion, e.OccurredAt})
+	if err != nil {
+		return nil, err
+	}
+	data := e.Data
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	out := make([]byte, 0, len(h)+len(data)+9)
+	out = append(out, h[:len(h)-1]...)
+	out = append(out, `,"data":`...)
+	out = append(out, data...)
+	return append(out, '}'), nil
 }
 
 // Decode reads an envelope; Data stays raw for the consumer to decode by

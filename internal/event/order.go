@@ -1,6 +1,8 @@
 package event
 
 import (
+	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/o2i-service/o2i/internal/money"
@@ -94,4 +96,39 @@ type CreditTransaction struct {
 	AmountCents int64     `json:"amount_cents"`
 	OccurredAt  time.Time `json:"occurred_at"`
 	OrderRef    string    `json:"order_ref,omitempty"`
+}
+
+// orderHead is Order without its content, in the same field order.
+type orderHead struct {
+	ID                string     `json:"id"`
+	ProjectID         string     `json:"projectId"`
+	Status            string     `json:"status"`
+	Version           int64      `json:"version"`
+	FulfillmentStatus string     `json:"fulfillmentStatus"`
+	ShippedAt         *time.Time `json:"shippedAt,omitempty"`
+	SuppliedAt        *time.Time `json:"suppliedAt,omitempty"`
+	TrackingNumber    string     `json:"trackingNumber,omitempty"`
+	CreatedAt         time.Time  `json:"createdAt"`
+	UpdatedAt         time.Time  `json:"updatedAt"`
+	InvoicedAt        *time.Time `json:"invoicedAt,omitempty"`
+}
+
+// OrderData returns the JSON of o (the bytes json.Marshal(o) gives) from
+// content, which must be json.Marshal(o.OrderContent): writers that already
+// encoded the content do not encode it again.
+func OrderData(o Order, content []byte) (json.RawMessage, error) {
+	h, err := json.Marshal(orderHead{o.ID, o.ProjectID, o.Status, o.Version, o.FulfillmentStatus, o.ShippedAt,
+		o.SuppliedAt, o.TrackingNumber, o.CreatedAt, o.UpdatedAt, o.InvoicedAt})
+	if err != nil {
+		return nil, err
+	}
+	if len(content) < 2 || content[0] != '{' {
+		return nil, errors.New("event: order content is not a JSON object")
+	}
+	out := make([]byte, 0, len(h)+len(content))
+	out = append(out, h[:len(h)-1]...)
+	if len(content) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, content[1:]...), nil
 }

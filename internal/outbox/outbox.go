@@ -18,11 +18,26 @@ import (
 const Table = "outbox"
 
 func insertSQL(table string) string {
-	return `INSERT INTO ` + table + ` (project_id, topic, msg_key, event_id, event_type, payload)
-VALUES ($1, $2, $3, $4, $5, $6)`
+	return `INSERT INTO ` + table + ` (` + Columns + `) VALUES ($1, $2, $3, $4, $5, $6)`
 }
 
 var insertOutbox = insertSQL(Table)
+
+// Columns are the columns an event fills, in the order of Values, for
+// callers that write the outbox row inside a larger statement.
+const Columns = "project_id, topic, msg_key, event_id, event_type, payload"
+
+// Values returns the column values of ev's outbox row (see Columns).
+func Values(ev event.Event) ([]any, error) {
+	payload, err := event.Encode(ev)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: encode %s: %w", ev.Type, err)
+	}
+	if ev.Topic == "" {
+		return nil, fmt.Errorf("outbox: event %s of type %s has no topic", ev.ID, ev.Type)
+	}
+	return []any{ev.ProjectID, ev.Topic, ev.PartitionKey(), ev.ID, ev.Type, payload}, nil
+}
 
 // Queue appends the inserts of evs to b, for callers that send their whole
 // transaction as pipelined batches. The events are published if and only if
@@ -33,14 +48,11 @@ func Queue(b *pgx.Batch, evs ...event.Event) error {
 
 func queueInto(b *pgx.Batch, insert string, evs ...event.Event) error {
 	for _, ev := range evs {
-		payload, err := event.Encode(ev)
+		vals, err := Values(ev)
 		if err != nil {
-			return fmt.Errorf("outbox: encode %s: %w", ev.Type, err)
+			return err
 		}
-		if ev.Topic == "" {
-			return fmt.Errorf("outbox: event %s of type %s has no topic", ev.ID, ev.Type)
-		}
-		b.Queue(insert, ev.ProjectID, ev.Topic, ev.PartitionKey(), ev.ID, ev.Type, payload)
+		b.Queue(insert, vals...)
 	}
 	return nil
 }
