@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/catalog"
 	"github.com/o2i-service/o2i/internal/httpx"
 )
@@ -57,18 +56,20 @@ func (s *Service) Routes() []httpx.Route {
 		{
 			Method: http.MethodPost, Path: "/v1/credit-transactions", Scope: httpx.ScopeOrdersWrite, Tag: "credit",
 			OperationID: "createCreditTransactions", Summary: "Report store-credit movements (at most 500 per call, each applied once per id)",
-			Input:     CreditTransactionsInput{},
-			Responses: []httpx.Response{{Status: 200, Body: CreditTransactionsResult{}}},
-			Errors:    []int{400, 413, 415, 422},
-			Handler:   notImplemented,
+			Description: creditDescription,
+			Input:       CreditTransactionsInput{},
+			Responses:   []httpx.Response{{Status: 200, Body: CreditTransactionsResult{}}},
+			Errors:      []int{400, 413, 415, 422},
+			Handler:     s.postCreditTransactions,
 		},
 		{
 			Method: http.MethodPut, Path: "/v1/credit-balances", Scope: httpx.ScopeOrdersWrite, Tag: "credit",
 			OperationID: "putCreditBalances", Summary: "Report customers' credit balances once a day for reconciliation",
-			Input:     CreditBalancesInput{},
-			Responses: []httpx.Response{{Status: 200, Body: httpx.Envelope[CreditBalancesResult]{}}},
-			Errors:    []int{400, 413, 415, 422},
-			Handler:   notImplemented,
+			Description: creditDescription,
+			Input:       CreditBalancesInput{},
+			Responses:   []httpx.Response{{Status: 200, Body: httpx.Envelope[CreditBalancesResult]{}}},
+			Errors:      []int{400, 413, 415, 422},
+			Handler:     s.putCreditBalances,
 		},
 	}
 }
@@ -90,9 +91,10 @@ const fulfillmentDescription = `status defaults to fulfilled. fulfilled sets the
 
 ` + idempotencyDescription
 
-func notImplemented(w http.ResponseWriter, r *http.Request) error {
-	return apperr.New(apperr.NotImplemented, "not_implemented", "%s %s is not available yet", r.Method, r.URL.Path)
-}
+const creditDescription = `Each transaction is applied exactly once per id: repeats (also within one call) count as duplicates. ` +
+	`accepted counts the entries of the call, applied the ones applied now. At most 500 transactions per call (more: 422, field transactions). ` +
+	`A customer's balance from the history is the sum of earn (+), redeem, payout and expire (-) and reverse (signed as sent); ` +
+	`PUT /v1/credit-balances opens a review task for every e-mail whose reported balance differs.`
 
 func (s *Service) postOrder(w http.ResponseWriter, r *http.Request) error {
 	s.maybeSweep()

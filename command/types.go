@@ -104,9 +104,10 @@ type CreditTransactionsInput struct {
 
 // CreditTransactionsResult counts what a call did.
 type CreditTransactionsResult struct {
-	Accepted   int `json:"accepted" required:"true"`
-	Duplicates int `json:"duplicates" required:"true"`
-	Applied    int `json:"applied" required:"true"`
+	Accepted   int    `json:"accepted" required:"true"`
+	Duplicates int    `json:"duplicates" required:"true"`
+	Applied    int    `json:"applied" required:"true"`
+	RequestID  string `json:"requestId" required:"true"`
 }
 
 // CreditBalance is a customer's balance as the caller sees it.

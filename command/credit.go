@@ -1,0 +1,312 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/outbox"
+	"github.com/o2i-service/o2i/internal/store"
+)
+
+// Store credit: POST /v1/credit-transactions applies each transaction exactly
+// once per id (repeats are counted as duplicates); PUT /v1/credit-balances
+// compares the caller's balances with the transaction history and opens a
+// review task (kind credit_balance_mismatch) for each customer whose balance
+// differs. The history's balance per e-mail (compared case-insensitively) is
+// the sum of: earn +|amount_cents|; redeem, payout and expire -|amount_cents|;
+// reverse amount_cents as sent (signed: it undoes an earlier transaction).
+
+// MaxCreditTransactions is the most transactions one call may carry.
+const MaxCreditTransactions = 500
+
+// MaxCreditBalances is the most balances one call may carry.
+const MaxCreditBalances = 10000
+
+// TaskCreditBalanceMismatch is the task kind a differing balance opens.
+const TaskCreditBalanceMismatch = "credit_balance_mismatch"
+
+func parseCreditTransactions(body []byte) ([]event.CreditTransaction, error) {
+	o, err := decodeObject(body)
+	if err != nil {
+		return nil, err
+	}
+	arr, ok, err := o.array("transactions")
+	if err != nil {
+		return nil, err
+	}
+	if !ok || len(arr) == 0 {
+		return nil, apperr.Field("transactions", "transactions must hold at least one entry")
+	}
+	if len(arr) > MaxCreditTransactions {
+		return nil, apperr.Field("transactions", "transactions must hold at most %d entries, got %d", MaxCreditTransactions, len(arr))
+	}
+	out := make([]event.CreditTransaction, len(arr))
+	for i, v := range arr {
+		path := atIndex("transactions", i)
+		m, isObj := v.(map[string]any)
+		if !isObj {
+			return nil, typeErr(path, "an object", v)
+		}
+		t := obj{m: m, path: path}
+		ct := &out[i]
+		if ct.ID, err = t.str("id", true); err != nil {
+			return nil, err
+		}
+		if ct.Type, err = t.str("type", true); err != nil {
+			return nil, err
+		}
+		switch ct.Type {
+		case "earn", "redeem", "reverse", "payout", "expire":
+		default:
+			return nil, apperr.Field(t.at("type"), "%s must be one of earn, redeem, reverse, payout, expire", t.at("type"))
+		}
+		if ct.Email, err = t.str("email", true); err != nil {
+			return nil, err
+		}
+		if !validEmail(ct.Email) {
+			return nil, apperr.Field(t.at("email"), "%s must be a valid e-mail address", t.at("email"))
+		}
+		amt, err := t.cents("amount_cents", -maxCents)
+		if err != nil {
+			return nil, err
+		}
+		if amt == nil {
+			return nil, apperr.Field(t.at("amount_cents"), "%s is required", t.at("amount_cents"))
+		}
+		ct.AmountCents = *amt
+		at, err := t.str("occurred_at", true)
+		if err != nil {
+			return nil, err
+		}
+		when, ok := dateTime(at)
+		if !ok {
+			return nil, apperr.Field(t.at("occurred_at"), "%s must be a date-time with UTC offset, for example 2026-03-01T10:15:00+01:00", t.at("occurred_at"))
+		}
+		ct.OccurredAt = when.UTC()
+		if ct.OrderRef, err = t.str("order_ref", false); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// balanceEffect is what a transaction does to the customer's balance.
+func balanceEffect(typ string, amount int64) int64 {
+	abs := amount
+	if abs < 0 {
+		abs = -abs
+	}
+	switch typ {
+	case "earn":
+		return abs
+	case "reverse":
+		return amount
+	default: // redeem, payout, expire
+		return -abs
+	}
+}
+
+func (s *Service) recordCreditTransactions(ctx context.Context, projectID string, txs []event.CreditTransaction) (CreditTransactionsResult, error) {
+	res := CreditTransactionsResult{Accepted: len(txs)}
+	seen := make(map[string]bool, len(txs))
+	var uniq []event.CreditTransaction
+	for _, t := range txs {
+		if seen[t.ID] {
+			res.Duplicates++
+			continue
+		}
+		seen[t.ID] = true
+		uniq = append(uniq, t)
+	}
+	n := len(uniq)
+	ids, types, emails, orderRefs := make([]string, n), make([]string, n), make([]string, n), make([]*string, n)
+	amounts := make([]int64, n)
+	occurred := make([]time.Time, n)
+	for i, t := range uniq {
+		ids[i], types[i], emails[i], amounts[i], occurred[i] = t.ID, t.Type, t.Email, t.AmountCents, t.OccurredAt
+		orderRefs[i] = nullable(t.OrderRef)
+	}
+	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `INSERT INTO credit_transactions (project_id, id, type, email, amount_cents, occurred_at, order_ref)
+SELECT $1, t.id, t.type, t.email, t.amount, t.occurred, t.ref
+FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[], $7::text[]) WITH ORDINALITY AS t(id, type, email, amount, occurred, ref, ord)
+ORDER BY t.ord
+ON CONFLICT (project_id, id) DO NOTHING
+RETURNING id`, projectID, ids, types, emails, amounts, occurred, orderRefs)
+		if err != nil {
+			return err
+		}
+		applied := map[string]bool{}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			applied[id] = true
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		res.Applied = len(applied)
+		res.Duplicates += n - res.Applied
+		var evs []event.Event
+		now := time.Now()
+		for _, t := range uniq {
+			if !applied[t.ID] {
+				continue
+			}
+			ev, err := event.New(event.CreditTransactionRecorded, projectID, "credit", "", strings.ToLower(t.Email), 0, now, t)
+			if err != nil {
+				return err
+			}
+			evs = append(evs, ev)
+		}
+		return outbox.Enqueue(ctx, tx, evs...)
+	})
+	if err != nil {
+		return CreditTransactionsResult{}, fmt.Errorf("record credit transactions: %w", err)
+	}
+	return res, nil
+}
+
+func parseCreditBalances(body []byte) ([]CreditBalance, error) {
+	o, err := decodeObject(body)
+	if err != nil {
+		return nil, err
+	}
+	arr, ok, err := o.array("balances")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apperr.Field("balances", "balances is required")
+	}
+	if len(arr) > MaxCreditBalances {
+		return nil, apperr.Field("balances", "balances must hold at most %d entries", MaxCreditBalances)
+	}
+	out := make([]CreditBalance, len(arr))
+	for i, v := range arr {
+		path := atIndex("balances", i)
+		m, isObj := v.(map[string]any)
+		if !isObj {
+			return nil, typeErr(path, "an object", v)
+		}
+		b := obj{m: m, path: path}
+		if out[i].Email, err = b.str("email", true); err != nil {
+			return nil, err
+		}
+		if !validEmail(out[i].Email) {
+			return nil, apperr.Field(b.at("email"), "%s must be a valid e-mail address", b.at("email"))
+		}
+		c, err := b.cents("balance_cents", -maxCents)
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			return nil, apperr.Field(b.at("balance_cents"), "%s is required", b.at("balance_cents"))
+		}
+		out[i].BalanceCents = *c
+	}
+	return out, nil
+}
+
+// reconcileBalances compares each reported balance with the history.
+func (s *Service) reconcileBalances(ctx context.Context, projectID string, bs []CreditBalance) (CreditBalancesResult, error) {
+	res := CreditBalancesResult{Compared: len(bs)}
+	if len(bs) == 0 {
+		return res, nil
+	}
+	emails := make([]string, len(bs))
+	for i, b := range bs {
+		emails[i] = strings.ToLower(b.Email)
+	}
+	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT lower(email), type, amount_cents FROM credit_transactions
+WHERE project_id = $1 AND lower(email) = ANY($2::text[])`, projectID, emails)
+		if err != nil {
+			return err
+		}
+		history := map[string]int64{}
+		for rows.Next() {
+			var email, typ string
+			var amount int64
+			if err := rows.Scan(&email, &typ, &amount); err != nil {
+				rows.Close()
+				return err
+			}
+			history[email] += balanceEffect(typ, amount)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i, b := range bs {
+			computed := history[emails[i]]
+			if computed == b.BalanceCents {
+				continue
+			}
+			res.Mismatches++
+			details := map[string]any{"email": b.Email, "reportedCents": b.BalanceCents, "computedCents": computed}
+			tag, err := tx.Exec(ctx, `UPDATE tasks SET details = $4, created_at = created_at
+WHERE project_id = $1 AND kind = $2 AND subject = $3 AND status = 'open'`, projectID, TaskCreditBalanceMismatch, emails[i], details)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				if _, err := tx.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details) VALUES ($1, $2, $3, $4, $5)`,
+					uuid.Must(uuid.NewV7()).String(), projectID, TaskCreditBalanceMismatch, emails[i], details); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return CreditBalancesResult{}, fmt.Errorf("reconcile credit balances: %w", err)
+	}
+	return res, nil
+}
+
+func (s *Service) postCreditTransactions(w http.ResponseWriter, r *http.Request) error {
+	body, err := httpx.ReadBody(r, httpx.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	txs, err := parseCreditTransactions(body)
+	if err != nil {
+		return err
+	}
+	res, err := s.recordCreditTransactions(r.Context(), httpx.ProjectID(r.Context()), txs)
+	if err != nil {
+		return err
+	}
+	res.RequestID = httpx.RequestID(r.Context())
+	httpx.WriteJSON(w, r, http.StatusOK, res)
+	return nil
+}
+
+func (s *Service) putCreditBalances(w http.ResponseWriter, r *http.Request) error {
+	body, err := httpx.ReadBody(r, httpx.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	bs, err := parseCreditBalances(body)
+	if err != nil {
+		return err
+	}
+	res, err := s.reconcileBalances(r.Context(), httpx.ProjectID(r.Context()), bs)
+	if err != nil {
+		return err
+	}
+	httpx.WriteData(w, r, http.StatusOK, res)
+	return nil
+}

@@ -1,0 +1,277 @@
+package command_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/internal/apikey"
+	"github.com/o2i-service/o2i/internal/einvoice"
+	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/internal/testenv"
+)
+
+// invoicing is a project with the write endpoints, for the invoicing tests.
+type invoicing struct {
+	t       *testing.T
+	pool    *pgxpool.Pool
+	svc     *command.Service
+	url     string
+	project string
+	key     string
+}
+
+func newInvoicing(t *testing.T, testMode bool, settings func(*project.Settings)) *invoicing {
+	t.Helper()
+	pool := testenv.Pool(t)
+	svc := command.New(pool)
+	srv := httptest.NewServer((&httpx.Server{Routes: svc.Routes(), Auth: apikey.NewAuthenticator(pool)}).Handler())
+	t.Cleanup(srv.Close)
+	id := testenv.Project(t, pool, testMode)
+	if settings != nil {
+		if _, err := project.Apply(context.Background(), pool, id, project.Update{Settings: settings}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &invoicing{t: t, pool: pool, svc: svc, url: srv.URL, project: id, key: testenv.Key(t, pool, id)}
+}
+
+// place posts an order and returns its id.
+func (v *invoicing) place(body string) string {
+	v.t.Helper()
+	req, _ := http.NewRequest("POST", v.url+"/v1/orders", bytes.NewReader([]byte(body)))
+	req.Header.Set("Authorization", "Bearer "+v.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", uuid.NewString())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out httpx.Envelope[command.OrderResult]
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusCreated {
+		v.t.Fatalf("POST /v1/orders: %d %v", resp.StatusCode, err)
+	}
+	return out.Data.ID
+}
+
+func simpleOrder(orderNo string, extra string) string {
+	return fmt.Sprintf(`{"orderNo":%q,"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"%s},
+		"items":[{"name":"Tee","quantity":2,"unitNetCents":1000,"taxRate":7},{"name":"Tasse","quantity":1,"unitGrossCents":1190,"taxRate":19}],
+		"requiresShipping":true,"shippingGrossCents":490}`, orderNo, extra)
+}
+
+var issueDay = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+
+func (v *invoicing) issue(orderID string) []command.Issued {
+	v.t.Helper()
+	out, err := v.svc.IssueInvoices(context.Background(), v.project, orderID, command.IssueDates{IssueDate: issueDay})
+	if err != nil {
+		v.t.Fatalf("IssueInvoices: %v", err)
+	}
+	return out
+}
+
+func TestIssueInvoicesNumbersValidatesAndRecords(t *testing.T) {
+	t.Parallel()
+	v := newInvoicing(t, true, nil)
+	first := v.issue(v.place(simpleOrder("I-1", "")))
+	second := v.issue(v.place(simpleOrder("I-2", "")))
+	if len(first) != 1 || first[0].Number != "TEST-2026-000001" || first[0].Status != "created" {
+		t.Fatalf("first order: %+v", first)
+	}
+	if len(second) != 1 || second[0].Number != "TEST-2026-000002" {
+		t.Fatalf("second order: %+v", second)
+	}
+	// Issuing again changes nothing.
+	orderID := ""
+	if err := v.pool.QueryRow(context.Background(), `SELECT order_id::text FROM invoices WHERE id = $1`, first[0].ID).Scan(&orderID); err != nil {
+		t.Fatal(err)
+	}
+	if again := v.issue(orderID); len(again) != 1 || again[0].ID != first[0].ID {
+		t.Errorf("second call: %+v, want the same document", again)
+	}
+	var status string
+	var version int64
+	var xml []byte
+	var gross int64
+	if err := v.pool.QueryRow(context.Background(), `SELECT o.status, o.version, i.xml, i.total_gross_cents FROM orders o JOIN invoices i ON i.order_id = o.id
+		WHERE i.id = $1`, first[0].ID).Scan(&status, &version, &xml, &gross); err != nil {
+		t.Fatal(err)
+	}
+	if status != "invoiced" || version < 2 {
+		t.Errorf("order status %q version %d, want invoiced and a new version", status, version)
+	}
+	// 2 x 10.00 at 7 % + 11.90 gross at 19 % + 4.90 shipping paid: 21.40 + 11.90 + 4.90.
+	if gross != 3820 {
+		t.Errorf("gross %d, want 3820", gross)
+	}
+	if fs := einvoice.CheckXML(xml); !einvoice.Valid(fs) {
+		t.Errorf("stored XML breaks rules: %v", fs)
+	}
+	if !bytes.Contains(xml, []byte("TEST-2026-000001")) {
+		t.Error("XML lacks the invoice number")
+	}
+	var events []string
+	rows, err := v.pool.Query(context.Background(), `SELECT event_type FROM outbox WHERE project_id = $1 ORDER BY id`, v.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, _ = pgx.CollectRows(rows, pgx.RowTo[string])
+	// The relay may already have published (and deleted) some rows; what is
+	// left must not contain anything but order and invoice events.
+	for _, e := range events {
+		if e != "order.created" && e != "order.updated" && e != "invoice.created" {
+			t.Errorf("unexpected event %s", e)
+		}
+	}
+}
+
+func TestInvoiceNumbersAreGaplessUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	v := newInvoicing(t, false, nil)
+	var ids []string
+	for i := range 24 {
+		ids = append(ids, v.place(simpleOrder(fmt.Sprintf("C-%d", i), "")))
+	}
+	var mu sync.Mutex
+	var numbers []string
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := v.svc.IssueInvoices(context.Background(), v.project, id, command.IssueDates{IssueDate: issueDay})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			numbers = append(numbers, out[0].Number)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	sort.Strings(numbers)
+	for i, n := range numbers {
+		if want := fmt.Sprintf("RE-2026-%06d", i+1); n != want {
+			t.Fatalf("numbers %v: position %d is %s, want %s", numbers, i, n, want)
+		}
+	}
+}
+
+func TestRolledBackInvoicingGivesItsNumberBack(t *testing.T) {
+	t.Parallel()
+	v := newInvoicing(t, true, nil)
+	id := v.place(simpleOrder("RB-1", ""))
+	// A transaction that takes numbers and rolls back.
+	tx, err := v.pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(context.Background(), `INSERT INTO number_ranges (project_id, range_key, next_seq) VALUES ($1, 'TEST-2026', 6)
+		ON CONFLICT (project_id, range_key) DO UPDATE SET next_seq = number_ranges.next_seq + 5`, v.project); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out := v.issue(id); out[0].Number != "TEST-2026-000001" {
+		t.Errorf("number %s after a rolled-back reservation, want TEST-2026-000001", out[0].Number)
+	}
+}
+
+func TestGiftCardsGetTheirOwnDocument(t *testing.T) {
+	t.Parallel()
+	v := newInvoicing(t, true, nil)
+	id := v.place(`{"orderNo":"G-1","billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+		"items":[{"name":"Buch","quantity":1,"unitGrossCents":2140,"taxRate":7},{"name":"Geschenkgutschein","quantity":1,"unitGrossCents":5000,"giftCard":true}],"requiresShipping":true}`)
+	out := v.issue(id)
+	if len(out) != 2 || out[0].Number != "TEST-2026-000001" || out[1].Number != "TEST-2026-000002" {
+		t.Fatalf("documents %+v, want two consecutive numbers", out)
+	}
+	var kinds []string
+	rows, _ := v.pool.Query(context.Background(), `SELECT type FROM invoices WHERE order_id = $1 ORDER BY seq`, id)
+	kinds, _ = pgx.CollectRows(rows, pgx.RowTo[string])
+	if fmt.Sprint(kinds) != "[invoice voucher_sale]" {
+		t.Errorf("document types %v", kinds)
+	}
+}
+
+func TestHeldOrdersTakeNoNumber(t *testing.T) {
+	t.Parallel()
+	noPhone := func(s *project.Settings) { *s = testenv.DemoSeller(); s.ContactPhone = "" }
+	v := newInvoicing(t, true, noPhone)
+	id := v.place(simpleOrder("H-1", `,"leitweg_id":"04011000-1234512345-06"`))
+	_, err := v.svc.IssueInvoices(context.Background(), v.project, id, command.IssueDates{IssueDate: issueDay})
+	var held *command.HeldError
+	if !errors.As(err, &held) || held.Kind != command.HoldContactPhone {
+		t.Fatalf("err %v, want held %s", err, command.HoldContactPhone)
+	}
+	var tasks int
+	if err := v.pool.QueryRow(context.Background(), `SELECT count(*) FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = 'H-1'`,
+		v.project, command.HoldContactPhone).Scan(&tasks); err != nil || tasks != 1 {
+		t.Errorf("tasks %d (%v), want 1", tasks, err)
+	}
+	// Once the phone is set, the same order is issued as XRechnung with the first number.
+	if _, err := project.Apply(context.Background(), v.pool, v.project, project.Update{Settings: func(s *project.Settings) { s.ContactPhone = "+49 30 1234567" }}); err != nil {
+		t.Fatal(err)
+	}
+	out := v.issue(id)
+	var format string
+	if err := v.pool.QueryRow(context.Background(), `SELECT format FROM invoices WHERE id = $1`, out[0].ID).Scan(&format); err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Number != "TEST-2026-000001" || format != "xrechnung" {
+		t.Errorf("after setting the phone: %+v format %s", out, format)
+	}
+
+	// Accrual accounting, a service without period and without product default: held.
+	w := newInvoicing(t, true, nil)
+	sid := w.place(`{"orderNo":"S-1","billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+		"items":[{"name":"Abo","quantity":1,"unitNetCents":990,"taxRate":19}]}`)
+	_, err = w.svc.IssueInvoices(context.Background(), w.project, sid, command.IssueDates{IssueDate: issueDay})
+	if !errors.As(err, &held) || held.Kind != command.HoldRevenueRecognition {
+		t.Fatalf("err %v, want held %s", err, command.HoldRevenueRecognition)
+	}
+	// With a service period it is issued.
+	pid := w.place(`{"orderNo":"S-2","billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+		"items":[{"name":"Abo","quantity":1,"unitNetCents":990,"taxRate":19}],"service_period":{"start_date":"2026-11-01","end_date":"2026-11-30"}}`)
+	if out := w.issue(pid); out[0].Number != "TEST-2026-000001" || out[0].Status != "created" {
+		t.Errorf("service with period: %+v", out)
+	}
+}
+
+func TestFailingValidationRecordsFailedInvoiceAndTask(t *testing.T) {
+	t.Parallel()
+	// A seller without VAT ID and tax number cannot issue a valid invoice
+	// (BR-CO-26, BR-S-02): the document is recorded as failed, not archived.
+	v := newInvoicing(t, true, func(s *project.Settings) { *s = testenv.DemoSeller(); s.SellerVATID = ""; s.SellerTaxNumber = "" })
+	id := v.place(simpleOrder("F-1", ""))
+	out := v.issue(id)
+	if len(out) != 1 || out[0].Status != "failed" || len(out[0].FailedRules) == 0 {
+		t.Fatalf("documents %+v, want one failed with rule ids", out)
+	}
+	var details []byte
+	if err := v.pool.QueryRow(context.Background(), `SELECT details FROM tasks WHERE project_id = $1 AND kind = $2`,
+		v.project, command.TaskValidationFailed).Scan(&details); err != nil {
+		t.Fatalf("no review task: %v", err)
+	}
+	if !bytes.Contains(details, []byte(out[0].FailedRules[0])) {
+		t.Errorf("task %s lacks the rule ids %v", details, out[0].FailedRules)
+	}
+}
