@@ -137,6 +137,11 @@ func (b *bench) wrk(ctx context.Context, url, script string, conns int, d time.D
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		return wrkResult{}, err
 	}
+	// Warm up (connections, caches, the Go runtime) before measuring.
+	warm := min(d/2, 5*time.Second)
+	if out, err := exec.CommandContext(ctx, "wrk", "-t2", "-c"+strconv.Itoa(conns), "-d"+warm.String(), "-s", path, url).CombinedOutput(); err != nil {
+		return wrkResult{}, fmt.Errorf("wrk warm-up: %v: %s", err, out)
+	}
 	out, err := exec.CommandContext(ctx, "wrk", "-t2", "-c"+strconv.Itoa(conns), "-d"+d.String(), "--latency", "-s", path, url).CombinedOutput()
 	if err != nil {
 		return wrkResult{}, fmt.Errorf("wrk: %v: %s", err, out)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/o2i-service/o2i/internal/apikey"
+	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/reqlog"
 	"github.com/o2i-service/o2i/internal/store"
@@ -141,6 +142,8 @@ var settingFlags = []struct {
 	{"seller-tax-number", func(s *project.Settings) *string { return &s.SellerTaxNumber }},
 	{"seller-iban", func(s *project.Settings) *string { return &s.SellerIBAN }},
 	{"seller-bic", func(s *project.Settings) *string { return &s.SellerBIC }},
+	{"seller-registration-id", func(s *project.Settings) *string { return &s.SellerRegistrationID }},
+	{"invoice-number-pattern", func(s *project.Settings) *string { return &s.InvoiceNumberPattern }},
 	{"contact-name", func(s *project.Settings) *string { return &s.ContactName }},
 	{"contact-phone", func(s *project.Settings) *string { return &s.ContactPhone }},
 	{"contact-email", func(s *project.Settings) *string { return &s.ContactEmail }},
@@ -163,6 +166,11 @@ func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writ
 	}
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if f.isSet("invoice-number-pattern") && *values["invoice-number-pattern"] != "" {
+		if _, err := billing.ParseNumberPattern(*values["invoice-number-pattern"]); err != nil {
+			return fmt.Errorf("--invoice-number-pattern: %w", err)
+		}
 	}
 	var u project.Update
 	if f.isSet("name") {

@@ -1,6 +1,6 @@
 // Package project holds a project (one seller account): its test mode,
 // accounting method, rate limit, seller data and invoice contact, in one place.
-// It imports internal/apperr, internal/store and pgx.
+// It imports internal/apperr, internal/billing (the seller of its invoices) and pgx.
 package project
 
 import (
@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/billing"
 )
 
 // Accounting methods.
@@ -35,11 +36,13 @@ type Settings struct {
 	SellerTaxNumber      string   `json:"sellerTaxNumber,omitempty"`
 	SellerIBAN           string   `json:"sellerIban,omitempty"`
 	SellerBIC            string   `json:"sellerBic,omitempty"`
+	SellerRegistrationID string   `json:"sellerRegistrationId,omitempty"` // commercial register entry (BT-30)
 	ContactName          string   `json:"contactName,omitempty"`
 	ContactPhone         string   `json:"contactPhone,omitempty"`
 	ContactEmail         string   `json:"contactEmail,omitempty"`
 	InvoiceFirstGateways []string `json:"invoiceFirstGateways,omitempty"`
 	OSSRegistered        bool     `json:"ossRegistered,omitempty"`
+	InvoiceNumberPattern string   `json:"invoiceNumberPattern,omitempty"` // live numbers; default RE-{YYYY}-{SEQ}
 	StripeWebhookSecret  string   `json:"stripeWebhookSecret,omitempty"`
 	StripeAPIKey         string   `json:"stripeApiKey,omitempty"`
 }
@@ -183,4 +186,16 @@ func Apply(ctx context.Context, pool *pgxpool.Pool, id string, u Update) (Projec
 		return err
 	})
 	return out, err
+}
+
+// Seller returns the seller data of the invoices of p.
+func (p Project) Seller() billing.Seller {
+	s := p.Settings
+	return billing.Seller{
+		Name: s.SellerName, Street: s.SellerStreet, PostalCode: s.SellerPostalCode, City: s.SellerCity,
+		Country: s.SellerCountry, VATID: s.SellerVATID, TaxNumber: s.SellerTaxNumber, RegistrationID: s.SellerRegistrationID,
+		IBAN: s.SellerIBAN, BIC: s.SellerBIC, ContactName: s.ContactName, ContactPhone: s.ContactPhone,
+		ContactEmail: s.ContactEmail, OSSRegistered: s.OSSRegistered, TestMode: p.TestMode,
+		NumberPattern: s.InvoiceNumberPattern,
+	}
 }
