@@ -30,6 +30,8 @@ Usage:
   o2i key list --project ID
   o2i key revoke --key-id ID
   o2i requests show REQUEST_ID
+  o2i invoice preview --order ORDER.json [--project ID] [--out FILE] [--format zugferd|xrechnung]
+  o2i invoice samples --out DIR                 one XML file per scenario of the engine's corpus
   o2i projection rebuild [--from-beginning]     repair Redis from PostgreSQL, or rebuild both read models from the events
 
 Every command reads its configuration from O2I_* environment variables;
@@ -44,6 +46,9 @@ func main() {
 		if errors.Is(err, errUsage) {
 			os.Exit(2)
 		}
+		if errors.Is(err, errReported) {
+			os.Exit(1)
+		}
 		fmt.Fprintln(os.Stderr, "o2i:", err)
 		if e := apperr.As(err); e != nil && e.Kind != apperr.Internal {
 			os.Exit(1)
@@ -53,6 +58,9 @@ func main() {
 }
 
 var errUsage = errors.New("usage")
+
+// errReported means the command already printed its error (as JSON on stderr).
+var errReported = errors.New("reported")
 
 // run is the whole program; tests call it with their own arguments and environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -85,6 +93,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return requestsCmd(ctx, cfg, args[1:], stdout, stderr)
 	case "projection":
 		return projectionCmd(ctx, cfg, args[1:], stdout, stderr)
+	case "invoice":
+		return invoiceCmd(ctx, cfg, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
