@@ -1,8 +1,25 @@
 package command
 
+import (
+	"github.com/swaggest/jsonschema-go"
+
+	"github.com/o2i-service/o2i/internal/money"
+)
+
 // The request and response bodies of the write endpoints, as the OpenAPI
 // document describes them. Decoding and validation (with exact JSON paths)
 // happen in the handlers, not through these tags.
+
+// Decimal is an exact decimal JSON number (quantities, percent rates), read
+// without rounding through binary floating point.
+type Decimal struct{ money.Decimal }
+
+// JSONSchema documents Decimal as a JSON number.
+func (Decimal) JSONSchema() (jsonschema.Schema, error) {
+	var s jsonschema.Schema
+	s.AddType(jsonschema.Number)
+	return s, nil
+}
 
 // Address is a billing or shipping address.
 type Address struct {
@@ -20,11 +37,11 @@ type Address struct {
 // Item is one order line.
 type Item struct {
 	Name             string   `json:"name" required:"true" minLength:"1"`
-	Quantity         float64  `json:"quantity" required:"true" exclusiveMinimum:"0" description:"greater than 0; an exact decimal"`
+	Quantity         Decimal  `json:"quantity" required:"true" exclusiveMinimum:"0" description:"greater than 0; an exact decimal"`
 	UnitNetCents     *int64   `json:"unitNetCents,omitempty" description:"unit net price in cents; at least one of unitNetCents and unitGrossCents"`
 	UnitGrossCents   *int64   `json:"unitGrossCents,omitempty" description:"unit gross price in cents; at least one of unitNetCents and unitGrossCents"`
 	SKU              *string  `json:"sku,omitempty"`
-	TaxRate          *float64 `json:"taxRate,omitempty" minimum:"0" description:"percent (nineteen percent is 19); null: the product's default, else the standard rate"`
+	TaxRate          *Decimal `json:"taxRate,omitempty" minimum:"0" maximum:"100" description:"percent (nineteen percent is 19); null: the product's default, else the standard rate"`
 	GiftCard         bool     `json:"giftCard,omitempty" description:"a multi-purpose voucher sale (no VAT); invoiced on a separate document"`
 	DiscountNetCents *int64   `json:"discountNetCents,omitempty" minimum:"0" description:"net discount of the line (EN 16931 BG-27); the unit price stays undiscounted"`
 	ProductID        string   `json:"productId,omitempty" description:"stable article id from the caller's system"`
@@ -59,7 +76,7 @@ type OrderInput struct {
 	ServicePeriod      *ServicePeriod     `json:"service_period,omitempty"`
 	ShippingGrossCents *int64             `json:"shippingGrossCents,omitempty" minimum:"0"`
 	ShippingNetCents   *int64             `json:"shippingNetCents,omitempty" minimum:"0"`
-	ShippingTaxRate    *float64           `json:"shippingTaxRate,omitempty" minimum:"0"`
+	ShippingTaxRate    *Decimal           `json:"shippingTaxRate,omitempty" minimum:"0" maximum:"100" description:"percent; required with shippingNetCents"`
 	CreditRedemptions  []CreditRedemption `json:"creditRedemptions,omitempty"`
 	GrossTotalCents    *int64             `json:"grossTotalCents,omitempty" minimum:"0" description:"required when creditRedemptions is sent"`
 }
