@@ -21,6 +21,17 @@ func (Decimal) JSONSchema() (jsonschema.Schema, error) {
 	return s, nil
 }
 
+// NullableDecimal is a Decimal that may be null.
+type NullableDecimal struct{ money.Decimal }
+
+// JSONSchema documents NullableDecimal as a JSON number or null.
+func (NullableDecimal) JSONSchema() (jsonschema.Schema, error) {
+	var s jsonschema.Schema
+	s.AddType(jsonschema.Null)
+	s.AddType(jsonschema.Number)
+	return s, nil
+}
+
 // Address is a billing or shipping address.
 type Address struct {
 	CountryCode           string  `json:"country_code" required:"true" pattern:"^[A-Z]{2}$" description:"ISO 3166-1 alpha-2 country code; needed for VAT determination"`
@@ -36,15 +47,15 @@ type Address struct {
 
 // Item is one order line.
 type Item struct {
-	Name             string   `json:"name" required:"true" minLength:"1"`
-	Quantity         Decimal  `json:"quantity" required:"true" exclusiveMinimum:"0" description:"greater than 0; an exact decimal"`
-	UnitNetCents     *int64   `json:"unitNetCents,omitempty" description:"unit net price in cents; at least one of unitNetCents and unitGrossCents"`
-	UnitGrossCents   *int64   `json:"unitGrossCents,omitempty" description:"unit gross price in cents; at least one of unitNetCents and unitGrossCents"`
-	SKU              *string  `json:"sku,omitempty"`
-	TaxRate          *Decimal `json:"taxRate,omitempty" minimum:"0" maximum:"100" description:"percent (nineteen percent is 19); null: the product's default, else the standard rate"`
-	GiftCard         bool     `json:"giftCard,omitempty" description:"a multi-purpose voucher sale (no VAT); invoiced on a separate document"`
-	DiscountNetCents *int64   `json:"discountNetCents,omitempty" minimum:"0" description:"net discount of the line (EN 16931 BG-27); the unit price stays undiscounted"`
-	ProductID        string   `json:"productId,omitempty" description:"stable article id from the caller's system"`
+	Name             string           `json:"name" required:"true" minLength:"1"`
+	Quantity         Decimal          `json:"quantity" required:"true" exclusiveMinimum:"0" description:"greater than 0; an exact decimal"`
+	UnitNetCents     *int64           `json:"unitNetCents,omitempty" description:"unit net price in cents; at least one of unitNetCents and unitGrossCents"`
+	UnitGrossCents   *int64           `json:"unitGrossCents,omitempty" description:"unit gross price in cents; at least one of unitNetCents and unitGrossCents"`
+	SKU              *string          `json:"sku,omitempty"`
+	TaxRate          *NullableDecimal `json:"taxRate,omitempty" minimum:"0" maximum:"100" description:"percent (nineteen percent is 19); null: the product's default, else the standard rate"`
+	GiftCard         bool             `json:"giftCard,omitempty" description:"a multi-purpose voucher sale (no VAT); invoiced on a separate document"`
+	DiscountNetCents *int64           `json:"discountNetCents,omitempty" minimum:"0" description:"net discount of the line (EN 16931 BG-27); the unit price stays undiscounted"`
+	ProductID        string           `json:"productId,omitempty" description:"stable article id from the caller's system"`
 }
 
 // ServicePeriod is the period a time-based service covers.
@@ -76,7 +87,7 @@ type OrderInput struct {
 	ServicePeriod      *ServicePeriod     `json:"service_period,omitempty"`
 	ShippingGrossCents *int64             `json:"shippingGrossCents,omitempty" minimum:"0"`
 	ShippingNetCents   *int64             `json:"shippingNetCents,omitempty" minimum:"0"`
-	ShippingTaxRate    *Decimal           `json:"shippingTaxRate,omitempty" minimum:"0" maximum:"100" description:"percent; required with shippingNetCents"`
+	ShippingTaxRate    *NullableDecimal   `json:"shippingTaxRate,omitempty" minimum:"0" maximum:"100" description:"percent; required with shippingNetCents"`
 	CreditRedemptions  []CreditRedemption `json:"creditRedemptions,omitempty"`
 	GrossTotalCents    *int64             `json:"grossTotalCents,omitempty" minimum:"0" description:"required when creditRedemptions is sent"`
 }
