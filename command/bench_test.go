@@ -14,8 +14,6 @@ import (
 // BenchmarkPlaceOrder measures POST /v1/orders through the handler stack
 // against the local PostgreSQL (run with -cpu to vary parallelism).
 func BenchmarkPlaceOrder(b *testing.B) {
-	t := &testing.T{}
-	_ = t
 	e := newEnvB(b)
 	var n atomic.Int64
 	run := uuid.NewString()[:8]
