@@ -21,7 +21,7 @@ func orderBody(orderNo string) []byte {
 // waitStatus polls GET /v1/orders/{orderNo} until ok accepts the record.
 func waitStatus(t *testing.T, c *apitest.Client, key, orderNo string, ok func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		r := c.Do("GET", "/v1/orders/"+orderNo, key, nil)
 		if r.Status == http.StatusOK {

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- runListening(ctx, []string{"serve", "--roles", "api,relay,projector"}, env, os.Stderr, func(a string) { addrc <- a })
+		done <- runListening(ctx, []string{"serve", "--roles", "api,relay,projector,invoicer"}, env, os.Stderr, func(a string) { addrc <- a })
 	}()
 	select {
 	case addr := <-addrc:

@@ -56,6 +56,8 @@ func (w *wiring) worker(role string) func(context.Context) error {
 	switch role {
 	case "relay":
 		return command.NewRelay(w.d.pool, w.d.cfg.KafkaBrokers, w.reg).Run
+	case "invoicer":
+		return command.NewInvoicer(w.commands, w.d.cfg.KafkaBrokers).Run
 	case "projector":
 		return projection.New(w.d.pool, w.d.redis, w.d.cfg.KafkaBrokers, w.reg).Run
 	}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/internal/testenv"
+)
+
+// TestDueOrdersAreInvoicedAndVisible: an order paid completely with store
+// credit is invoiced without a payment; a goods order with an invoice-first
+// gateway is invoiced at the fulfilled report. Both invoices appear in the
+// order status, the metadata and the listing.
+func TestDueOrdersAreInvoicedAndVisible(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	pid := testenv.Project(t, pool, true)
+	if _, err := project.Apply(context.Background(), pool, pid, project.Update{Settings: func(s *project.Settings) {
+		s.InvoiceFirstGateways = []string{"invoice"}
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	key := testenv.Key(t, pool, pid)
+	c := client(t)
+	suffix := uuid.NewString()[:8]
+
+	credit := "CR-" + suffix
+	r := c.Do("POST", "/v1/orders", key, []byte(fmt.Sprintf(`{"orderNo":%q,"paymentRef":%q,"financialStatus":"paid",
+		"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+		"items":[{"name":"Online-Kurs","quantity":1,"unitGrossCents":4900,"taxRate":19}],
+		"service_period":{"start_date":"2026-11-01","end_date":"2026-11-30"},
+		"creditRedemptions":[{"type":"referral_credit","amountCents":4900,"externalRef":"ref-1"}],"grossTotalCents":4900}`, credit, "pay-"+credit)),
+		"Idempotency-Key", credit)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("credit order: %d %s", r.Status, r.Body)
+	}
+	data := waitStatus(t, c, key, credit, func(d map[string]any) bool {
+		return len(d["invoices"].([]any)) == 1 && d["status"] == "invoiced"
+	})
+	inv := data["invoices"].([]any)[0].(map[string]any)
+	if !strings.HasPrefix(inv["number"].(string), "TEST-") || inv["status"] != "created" || data["status"] != "invoiced" {
+		t.Errorf("credit order status record %v", data)
+	}
+	for _, ref := range []string{inv["id"].(string), inv["number"].(string), credit, "pay-" + credit} {
+		r := c.Do("GET", "/v1/invoices/"+ref, key, nil)
+		var body struct{ Data map[string]any }
+		if err := json.Unmarshal(r.Body, &body); err != nil || r.Status != 200 || body.Data["id"] != inv["id"] {
+			t.Errorf("GET /v1/invoices/%s: %d %s", ref, r.Status, r.Body)
+			continue
+		}
+		if body.Data["totalGrossCents"] != float64(4900) || body.Data["testMode"] != true || body.Data["format"] != "zugferd" {
+			t.Errorf("metadata %v", body.Data)
+		}
+	}
+
+	goods := "IF-" + suffix
+	r = c.Do("POST", "/v1/orders", key, []byte(fmt.Sprintf(`{"orderNo":%q,"paymentGateway":"invoice","requiresShipping":true,
+		"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+		"items":[{"name":"Tee","quantity":3,"unitNetCents":500,"taxRate":7}]}`, goods)), "Idempotency-Key", goods)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("goods order: %d %s", r.Status, r.Body)
+	}
+	waitStatus(t, c, key, goods, func(d map[string]any) bool { return d["status"] == "created" })
+	r = c.Do("POST", "/v1/fulfillments", key, []byte(fmt.Sprintf(`{"orderNo":%q,"status":"partial"}`, goods)), "Idempotency-Key", goods+"-p")
+	if r.Status != 200 {
+		t.Fatalf("partial: %d %s", r.Status, r.Body)
+	}
+	waitStatus(t, c, key, goods, func(d map[string]any) bool { return d["fulfillmentStatus"] == "partial" })
+	if d := waitStatus(t, c, key, goods, func(map[string]any) bool { return true }); len(d["invoices"].([]any)) != 0 {
+		t.Fatalf("invoice before the complete shipment: %v", d)
+	}
+	r = c.Do("POST", "/v1/fulfillments", key, []byte(fmt.Sprintf(`{"orderNo":%q,"status":"fulfilled","shippedAt":"2026-11-21T09:30:00Z"}`, goods)), "Idempotency-Key", goods+"-f")
+	if r.Status != 200 {
+		t.Fatalf("fulfilled: %d %s", r.Status, r.Body)
+	}
+	waitStatus(t, c, key, goods, func(d map[string]any) bool { return len(d["invoices"].([]any)) == 1 })
+	var supply string
+	if err := pool.QueryRow(context.Background(), `SELECT convert_from(xml, 'UTF8') FROM invoices WHERE project_id = $1 AND order_no = $2`, pid, goods).Scan(&supply); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(supply, "20261121") {
+		t.Error("the invoice's date of supply is not the shipping date 2026-11-21")
+	}
+	page := c.Do("GET", "/v1/invoices?limit=10", key, nil)
+	if n := len(page.JSON(t)["data"].([]any)); n != 2 {
+		t.Errorf("listing has %d invoices, want 2", n)
+	}
+}

@@ -1,0 +1,184 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/project"
+)
+
+// InvoicerGroup is the Kafka consumer group of the invoicer role.
+const InvoicerGroup = "o2i-invoicer"
+
+// readyToInvoice decides from an order's state and its project whether the
+// order's invoice is due now (spec: States and transitions):
+//   - goods (requiresShipping) wait for the fulfilled report; services do not;
+//   - store credit that covers everything (sum equals grossTotalCents and
+//     financialStatus is paid) needs no incoming payment;
+//   - an invoice-first gateway enabled in the project (exact spelling)
+//     issues the invoice as an open item without a payment.
+//
+// Orders paid through the payment provider are invoiced when the payment is
+// matched by paymentRef; orders with neither stay without invoice.
+func readyToInvoice(o event.Order, gateways func() ([]string, error)) (bool, error) {
+	if o.Status != "created" {
+		return false, nil
+	}
+	if o.RequiresShipping && o.FulfillmentStatus != "fulfilled" {
+		return false, nil
+	}
+	if coveredByCredit(o.OrderContent) {
+		return true, nil
+	}
+	if o.PaymentGateway == "" {
+		return false, nil
+	}
+	enabled, err := gateways()
+	return slices.Contains(enabled, o.PaymentGateway), err
+}
+
+func coveredByCredit(c event.OrderContent) bool {
+	if len(c.CreditRedemptions) == 0 || c.GrossTotalCents == nil || c.FinancialStatus != "paid" {
+		return false
+	}
+	var sum int64
+	for _, r := range c.CreditRedemptions {
+		sum += r.AmountCents
+	}
+	return sum == *c.GrossTotalCents
+}
+
+// Invoicer consumes the order events and issues the invoices of orders that
+// became due. Delivery is at least once; IssueInvoices is idempotent.
+type Invoicer struct {
+	svc      *Service
+	brokers  []string
+	topic    string
+	group    string
+	now      func() time.Time
+	gateways map[string]cachedGateways
+}
+
+type cachedGateways struct {
+	list []string
+	at   time.Time
+}
+
+// NewInvoicer returns the invoicer role over the service's database.
+func NewInvoicer(s *Service, brokers []string) *Invoicer {
+	return &Invoicer{svc: s, brokers: brokers, topic: event.TopicOrders, group: InvoicerGroup, now: time.Now,
+		gateways: map[string]cachedGateways{}}
+}
+
+// invoiceFirstGateways returns a project's invoice-first gateways, read at
+// most every five seconds.
+func (iv *Invoicer) invoiceFirstGateways(ctx context.Context, projectID string) ([]string, error) {
+	if c, ok := iv.gateways[projectID]; ok && iv.now().Sub(c.at) < 5*time.Second {
+		return c.list, nil
+	}
+	p, err := project.Get(ctx, iv.svc.pool, projectID)
+	if err != nil {
+		return nil, err
+	}
+	iv.gateways[projectID] = cachedGateways{p.Settings.InvoiceFirstGateways, iv.now()}
+	return p.Settings.InvoiceFirstGateways, nil
+}
+
+// Run consumes until ctx ends; a failed event is not committed and comes again.
+func (iv *Invoicer) Run(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := iv.consume(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		slog.Error("invoicer: restarting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+	return nil
+}
+
+func (iv *Invoicer) consume(ctx context.Context) error {
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: iv.brokers, GroupID: iv.group, GroupTopics: []string{iv.topic},
+		MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond, StartOffset: kafka.FirstOffset})
+	defer r.Close()
+	for {
+		// Block for one event, then take what is already there, and commit
+		// the batch once every event of it is handled.
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return err
+		}
+		batch := []kafka.Message{m}
+		for len(batch) < 500 {
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Millisecond)
+			m, err := r.FetchMessage(qctx)
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				break
+			}
+			batch = append(batch, m)
+		}
+		for _, m := range batch {
+			if err := iv.handle(ctx, m.Value); err != nil {
+				return err
+			}
+		}
+		if err := r.CommitMessages(ctx, batch...); err != nil {
+			return err
+		}
+	}
+}
+
+// handle issues the order's invoices when they are due. Events it cannot
+// read are logged and skipped: the projector keeps them as dead letters.
+func (iv *Invoicer) handle(ctx context.Context, raw []byte) error {
+	ev, err := event.Decode(raw)
+	if err != nil || ev.AggregateType != "order" || ev.Version != 1 {
+		return nil
+	}
+	var o event.Order
+	if err := json.Unmarshal(ev.Data, &o); err != nil {
+		slog.Warn("invoicer: undecodable order event", "eventId", ev.ID, "err", err)
+		return nil
+	}
+	due, err := readyToInvoice(o, func() ([]string, error) { return iv.invoiceFirstGateways(ctx, ev.ProjectID) })
+	if err != nil {
+		var ae *apperr.Error
+		if errors.As(err, &ae) && ae.Kind == apperr.NotFound {
+			return nil // an event of a project that is gone
+		}
+		return err
+	}
+	if !due {
+		return nil
+	}
+	issued, err := iv.svc.IssueInvoices(ctx, ev.ProjectID, o.ID, IssueDates{IssueDate: iv.now().UTC()})
+	var held *HeldError
+	switch {
+	case errors.As(err, &held):
+		slog.Info("invoicer: order held as task", "orderNo", o.OrderNo, "task", held.Kind)
+		return nil
+	case err != nil:
+		return err
+	}
+	for _, d := range issued {
+		slog.Info("invoicer: issued", "orderNo", o.OrderNo, "number", d.Number, "status", d.Status)
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package command
+
+import (
+	"testing"
+
+	"github.com/o2i-service/o2i/internal/event"
+)
+
+func TestReadyToInvoice(t *testing.T) {
+	t.Parallel()
+	total := int64(1000)
+	covered := event.OrderContent{FinancialStatus: "paid", GrossTotalCents: &total,
+		CreditRedemptions: []event.CreditRedemption{{Type: "referral_credit", AmountCents: 600}, {Type: "referral_credit", AmountCents: 400}}}
+	partly := covered
+	partly.CreditRedemptions = covered.CreditRedemptions[:1]
+	pending := covered
+	pending.FinancialStatus = "pending"
+	gateway := func(g string, shipping bool) event.OrderContent {
+		return event.OrderContent{PaymentGateway: g, RequiresShipping: shipping}
+	}
+	order := func(status, fulfillment string, c event.OrderContent) event.Order {
+		return event.Order{Status: status, FulfillmentStatus: fulfillment, OrderContent: c}
+	}
+	enabled := func() ([]string, error) { return []string{"invoice", "Rechnung"}, nil }
+	tests := []struct {
+		name string
+		o    event.Order
+		want bool
+	}{
+		{"service fully paid with credit", order("created", "unfulfilled", covered), true},
+		{"credit covers part only", order("created", "unfulfilled", partly), false},
+		{"credit covers all but not paid", order("created", "unfulfilled", pending), false},
+		{"already invoiced", order("invoiced", "unfulfilled", covered), false},
+		{"invoice-first service", order("created", "unfulfilled", gateway("invoice", false)), true},
+		{"invoice-first goods before shipping", order("created", "partial", gateway("invoice", true)), false},
+		{"invoice-first goods shipped", order("created", "fulfilled", gateway("invoice", true)), true},
+		{"gateway spelled differently", order("created", "fulfilled", gateway("Invoice", true)), false},
+		{"gateway not enabled", order("created", "fulfilled", gateway("stripe", true)), false},
+		{"no gateway, no credit (waits for the payment)", order("created", "fulfilled", event.OrderContent{RequiresShipping: true}), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readyToInvoice(tt.o, enabled)
+			if err != nil || got != tt.want {
+				t.Errorf("readyToInvoice = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
