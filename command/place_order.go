@@ -37,20 +37,26 @@ import (
 //  2. the outbox event + the idempotency record + COMMIT.
 
 // orderHashes are SHA-256 over the normalised content, and over its
-// invoice-relevant part (everything but financialStatus and email).
+// invoice-relevant part: the content as if financialStatus and email were
+// empty, which is the content JSON without its last members.
 func orderHashes(c event.OrderContent) (content []byte, contentHash, invoiceHash []byte, err error) {
 	content, err = json.Marshal(c)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	h := sha256.Sum256(content)
-	c.FinancialStatus, c.Email = "", ""
-	inv, err := json.Marshal(c)
+	tail, err := event.NonInvoiceTail(c)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ih := sha256.Sum256(inv)
-	return content, h[:], ih[:], nil
+	ih := sha256.New()
+	if len(tail) == 0 {
+		ih.Write(content)
+	} else {
+		ih.Write(content[:len(content)-len(tail)-2]) // without ",<tail>}"
+		ih.Write([]byte{'}'})
+	}
+	return content, h[:], ih.Sum(nil), nil
 }
 
 // bindProducts sets every line's catalogue product.

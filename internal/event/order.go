@@ -59,8 +59,6 @@ type OrderContent struct {
 	Items              []Item             `json:"items"`
 	PaymentRef         string             `json:"paymentRef,omitempty"`
 	PaymentGateway     string             `json:"paymentGateway,omitempty"`
-	FinancialStatus    string             `json:"financialStatus,omitempty"`
-	Email              string             `json:"email,omitempty"`
 	Currency           string             `json:"currency"`
 	RequiresShipping   bool               `json:"requiresShipping"`
 	ServicePeriod      *ServicePeriod     `json:"service_period,omitempty"`
@@ -69,6 +67,24 @@ type OrderContent struct {
 	ShippingTaxRate    *money.Decimal     `json:"shippingTaxRate,omitempty"`
 	CreditRedemptions  []CreditRedemption `json:"creditRedemptions,omitempty"`
 	GrossTotalCents    *int64             `json:"grossTotalCents,omitempty"`
+	// The fields that are not invoice-relevant come last (see NonInvoiceTail).
+	FinancialStatus string `json:"financialStatus,omitempty"`
+	Email           string `json:"email,omitempty"`
+}
+
+// NonInvoiceTail returns the JSON members, without braces, that
+// json.Marshal(c) writes last for the fields that are not invoice-relevant
+// (financialStatus, email); "" when both are empty. The JSON of c without
+// them is the invoice-relevant part.
+func NonInvoiceTail(c OrderContent) ([]byte, error) {
+	t, err := json.Marshal(struct {
+		FinancialStatus string `json:"financialStatus,omitempty"`
+		Email           string `json:"email,omitempty"`
+	}{c.FinancialStatus, c.Email})
+	if err != nil {
+		return nil, err
+	}
+	return t[1 : len(t)-1], nil
 }
 
 // Order is the full state of an order after a change: the data of every
