@@ -111,6 +111,38 @@ func messages(t *testing.T, evs ...event.Event) []kafka.Message {
 	return out
 }
 
+// publish writes events to the fixture's own topics (created on first use).
+func (f *fixture) publish(evs ...event.Event) {
+	f.t.Helper()
+	w := &kafka.Writer{Addr: kafka.TCP(testenv.KafkaBrokers()...), Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond,
+		RequiredAcks: kafka.RequireAll, AllowAutoTopicCreation: true}
+	defer w.Close()
+	var msgs []kafka.Message
+	for _, ev := range evs {
+		raw, err := event.Encode(ev)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		topic := f.topics[0]
+		if ev.Topic == event.TopicInvoices {
+			topic = f.topics[1]
+		}
+		msgs = append(msgs, kafka.Message{Topic: topic, Key: []byte(ev.PartitionKey()), Value: raw})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		err := w.WriteMessages(ctx, msgs...)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			f.t.Fatalf("write events: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond) // the topics are being created
+	}
+}
+
 func (f *fixture) apply(evs ...event.Event) {
 	f.t.Helper()
 	if err := f.p.Apply(context.Background(), messages(f.t, evs...)); err != nil {
@@ -269,37 +301,14 @@ func TestConsumesFromKafka(t *testing.T) {
 	go func() { done <- f.p.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	w := &kafka.Writer{Addr: kafka.TCP(testenv.KafkaBrokers()...), Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond,
-		RequiredAcks: kafka.RequireAll, AllowAutoTopicCreation: true}
-	defer w.Close()
-	var msgs []kafka.Message
+	var evs []event.Event
 	for i := range 20 {
 		orderNo := fmt.Sprintf("K-%d", i)
-		id := uuid.NewString()
-		for _, ev := range []event.Event{
-			orderEvent(t, event.OrderCreated, f.project, orderNo, id, 1, "created", "unfulfilled"),
-			invoiceEvent(t, event.InvoiceCreated, f.project, orderNo, uuid.NewString(), "TEST-2026-"+orderNo, "created", 1, time.Now()),
-		} {
-			raw, _ := event.Encode(ev)
-			topic := f.topics[0]
-			if ev.Topic == event.TopicInvoices {
-				topic = f.topics[1]
-			}
-			msgs = append(msgs, kafka.Message{Topic: topic, Key: []byte(ev.PartitionKey()), Value: raw})
-		}
+		evs = append(evs,
+			orderEvent(t, event.OrderCreated, f.project, orderNo, uuid.NewString(), 1, "created", "unfulfilled"),
+			invoiceEvent(t, event.InvoiceCreated, f.project, orderNo, uuid.NewString(), "TEST-2026-"+orderNo, "created", 1, time.Now()))
 	}
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer wcancel()
-	for {
-		err := w.WriteMessages(wctx, msgs...)
-		if err == nil {
-			break
-		}
-		if wctx.Err() != nil {
-			t.Fatalf("write events: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond) // topics are being auto-created
-	}
+	f.publish(evs...)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var n int
@@ -325,9 +334,6 @@ func TestRebuildRestoresIdenticalReadModels(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 7)
 	ctx := context.Background()
-	w := &kafka.Writer{Addr: kafka.TCP(testenv.KafkaBrokers()...), Balancer: &kafka.Hash{}, BatchTimeout: 5 * time.Millisecond,
-		RequiredAcks: kafka.RequireAll, AllowAutoTopicCreation: true}
-	defer w.Close()
 	var evs []event.Event
 	for i := range 30 {
 		orderNo := fmt.Sprintf("R-%d", i)
@@ -337,27 +343,7 @@ func TestRebuildRestoresIdenticalReadModels(t *testing.T) {
 			orderEvent(t, event.OrderFulfilled, f.project, orderNo, id, 2, "created", "fulfilled"),
 			invoiceEvent(t, event.InvoiceCreated, f.project, orderNo, inv, "TEST-2026-R"+fmt.Sprint(i), "created", 1, time.Now()))
 	}
-	var msgs []kafka.Message
-	for _, ev := range evs {
-		raw, _ := event.Encode(ev)
-		topic := f.topics[0]
-		if ev.Topic == event.TopicInvoices {
-			topic = f.topics[1]
-		}
-		msgs = append(msgs, kafka.Message{Topic: topic, Key: []byte(ev.PartitionKey()), Value: raw})
-	}
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer wcancel()
-	for {
-		err := w.WriteMessages(wctx, msgs...)
-		if err == nil {
-			break
-		}
-		if wctx.Err() != nil {
-			t.Fatalf("write events: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	f.publish(evs...)
 	f.apply(evs...)
 	snapshot := func() map[string]string {
 		keys, err := f.rdb.Keys(ctx, "o2i:order:"+f.project+":*").Result()

@@ -41,6 +41,20 @@ func (f adminFlags) open(ctx context.Context) (*pgxpool.Pool, error) {
 	return store.Open(ctx, *f.dbURL, 4)
 }
 
+// print opens the database, runs do and prints its result as JSON.
+func (f adminFlags) print(ctx context.Context, w io.Writer, do func(*pgxpool.Pool) (any, error)) error {
+	pool, err := f.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	v, err := do(pool)
+	if err != nil {
+		return err
+	}
+	return printJSON(w, v)
+}
+
 func (f adminFlags) parse(args []string) error {
 	if err := f.Parse(args); err != nil {
 		return errUsage
@@ -96,31 +110,19 @@ func projectCmd(ctx context.Context, cfg Config, args []string, stdout, stderr i
 		if err := f.parse(args[1:]); err != nil {
 			return err
 		}
-		pool, err := f.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
-		p, err := project.Create(ctx, pool, *name, *testMode, *accounting)
-		if err != nil {
-			return err
-		}
-		return printJSON(stdout, p.Masked())
+		return f.print(ctx, stdout, func(pool *pgxpool.Pool) (any, error) {
+			p, err := project.Create(ctx, pool, *name, *testMode, *accounting)
+			return p.Masked(), err
+		})
 	case "show":
 		id := f.String("project", "", "project id (required)")
 		if err := f.parse(args[1:]); err != nil {
 			return err
 		}
-		pool, err := f.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
-		p, err := project.Get(ctx, pool, *id)
-		if err != nil {
-			return err
-		}
-		return printJSON(stdout, p.Masked())
+		return f.print(ctx, stdout, func(pool *pgxpool.Pool) (any, error) {
+			p, err := project.Get(ctx, pool, *id)
+			return p.Masked(), err
+		})
 	case "set":
 		return projectSet(ctx, f, args[1:], stdout)
 	}
@@ -206,16 +208,10 @@ func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writ
 			s.OSSRegistered = *oss
 		}
 	}
-	pool, err := f.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	p, err := project.Apply(ctx, pool, *id, u)
-	if err != nil {
-		return err
-	}
-	return printJSON(stdout, p.Masked())
+	return f.print(ctx, stdout, func(pool *pgxpool.Pool) (any, error) {
+		p, err := project.Apply(ctx, pool, *id, u)
+		return p.Masked(), err
+	})
 }
 
 func keyCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io.Writer) error {
@@ -246,46 +242,19 @@ func keyCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io.Wr
 		if prefix == "" {
 			return fmt.Errorf("--format must be current, legacy-test or legacy-live")
 		}
-		pool, err := f.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
-		c, err := apikey.Create(ctx, pool, *id, sc, life, *name, prefix)
-		if err != nil {
-			return err
-		}
-		return printJSON(stdout, c)
+		return f.print(ctx, stdout, func(pool *pgxpool.Pool) (any, error) { return apikey.Create(ctx, pool, *id, sc, life, *name, prefix) })
 	case "list":
 		id := f.String("project", "", "project id (required)")
 		if err := f.parse(args[1:]); err != nil {
 			return err
 		}
-		pool, err := f.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
-		keys, err := apikey.List(ctx, pool, *id, time.Now())
-		if err != nil {
-			return err
-		}
-		return printJSON(stdout, keys)
+		return f.print(ctx, stdout, func(pool *pgxpool.Pool) (any, error) { return apikey.List(ctx, pool, *id, time.Now()) })
 	case "revoke":
 		id := f.String("key-id", "", "key id (required)")
 		if err := f.parse(args[1:]); err != nil {
 			return err
 		}
-		pool, err := f.open(ctx)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
-		k, err := apikey.Revoke(ctx, pool, *id)
-		if err != nil {
-			return err
-		}
-		return printJSON(stdout, k)
+		return f.print(ctx, stdout, func(pool *pgxpool.Pool) (any, error) { return apikey.Revoke(ctx, pool, *id) })
 	}
 	fmt.Fprintf(stderr, "unknown key command %q\n", args[0])
 	return errUsage
@@ -301,14 +270,5 @@ func requestsCmd(ctx context.Context, cfg Config, args []string, stdout, stderr 
 	if err := f.parse(args[2:]); err != nil {
 		return err
 	}
-	pool, err := f.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	r, err := reqlog.Show(ctx, pool, id)
-	if err != nil {
-		return err
-	}
-	return printJSON(stdout, r)
+	return f.print(ctx, stdout, func(pool *pgxpool.Pool) (any, error) { return reqlog.Show(ctx, pool, id) })
 }
