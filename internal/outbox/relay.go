@@ -31,6 +31,13 @@ const leaderLock int64 = 0x6f32692d72656c79 // "o2i-rely"
 // publishes them again: delivery is at least once, and consumers deduplicate
 // by eventId. While Kafka is unreachable the rows stay and the relay retries
 // with backoff; accepted writes never depend on Kafka.
+//
+// Ordering: the relay keeps no high-water mark; it reads unsent rows (a
+// partial index) in id order and marks exactly the rows it published, so a
+// transaction that commits late is never skipped. Two changes of one order
+// are serialised by the order's row lock, so the later change's outbox row
+// gets the higher id and becomes visible only after the earlier one: the
+// order's events leave in commit order.
 type Relay struct {
 	Pool    *pgxpool.Pool
 	Brokers []string
