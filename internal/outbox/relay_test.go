@@ -326,9 +326,6 @@ func TestRelayPublishesInOrder(t *testing.T) {
 	gs := newTail(t, brokers, f.topic, true).collect(t, f.project, ids, 60*time.Second)
 	checkOrder(t, gs)
 	waitFor(t, 10*time.Second, "all rows marked sent", func() bool { return f.unsent(t) == 0 })
-	if len(gs) != len(ids) {
-		t.Errorf("%d messages for %d events", len(gs), len(ids))
-	}
 	for _, g := range gs {
 		if g.ev.ProjectID != f.project || g.ev.Type != event.OrderUpdated {
 			t.Fatalf("event %+v", g.ev)
