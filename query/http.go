@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/readmodel"
 )
@@ -36,10 +35,6 @@ func (s *Service) Run(ctx context.Context) error {
 		s.near.follow(ctx, s.redis)
 	}
 	return nil
-}
-
-func notImplemented(w http.ResponseWriter, r *http.Request) error {
-	return apperr.New(apperr.NotImplemented, "not_implemented", "%s %s is not available yet", r.Method, r.URL.Path)
 }
 
 // Routes are the read endpoints.
@@ -83,16 +78,18 @@ func (s *Service) Routes() []httpx.Route {
 		{
 			Method: http.MethodGet, Path: "/v1/invoices/{reference}/pdf", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
 			OperationID: "getInvoicePDF", Summary: "The archived PDF (ZUGFeRD PDF/A-3, or the XRechnung reading copy)",
-			Input:     DocumentInput{},
-			Responses: []httpx.Response{{Status: 200, Body: []byte{}, ContentType: "application/pdf"}},
-			Errors:    []int{404, 409, 501}, Handler: notImplemented,
+			Description: "409 document_not_archived while the invoice is not archived yet (retry later) or when it failed validation.",
+			Input:       DocumentInput{},
+			Responses:   []httpx.Response{{Status: 200, Body: []byte{}, ContentType: "application/pdf"}},
+			Errors:      []int{404, 409, 501}, Handler: s.getDocument,
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/invoices/{reference}/xml", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
 			OperationID: "getInvoiceXML", Summary: "The archived EN 16931 XML; 409 when not archived yet or not applicable",
-			Input:     DocumentInput{},
-			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "application/xml"}},
-			Errors:    []int{404, 409, 501}, Handler: notImplemented,
+			Description: "409 document_not_archived while the invoice is not archived yet (retry later) or when it failed validation.",
+			Input:       DocumentInput{},
+			Responses:   []httpx.Response{{Status: 200, Body: "", ContentType: "application/xml"}},
+			Errors:      []int{404, 409, 501}, Handler: s.getDocument,
 		},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -204,4 +205,23 @@ func (s *Service) listInvoices(w http.ResponseWriter, r *http.Request) error {
 	page.NextCursor = &c
 	httpx.WriteJSON(w, r, http.StatusOK, page)
 	return nil
+}
+
+// getDocument answers GET /v1/invoices/{reference}/pdf and /xml. Documents
+// are served only from the archive: before the invoice is archived the
+// answer is 409 document_not_archived (retry later); a failed document is
+// never archived.
+func (s *Service) getDocument(w http.ResponseWriter, r *http.Request) error {
+	inv, err := s.Invoice(r.Context(), httpx.ProjectID(r.Context()), chi.URLParam(r, "reference"))
+	if err != nil {
+		return err
+	}
+	switch inv.Status {
+	case "failed":
+		return apperr.New(apperr.Conflict, "document_not_archived", "invoice %s failed validation and is never archived; see its review task", inv.Number)
+	case "created":
+		return &apperr.Error{Kind: apperr.Conflict, Code: "document_not_archived", RetryAfter: 5 * time.Second,
+			Message: fmt.Sprintf("invoice %s is not archived yet; fetch again later", inv.Number)}
+	}
+	return apperr.New(apperr.NotImplemented, "not_implemented", "retrieving archived documents is not available yet")
 }

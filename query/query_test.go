@@ -416,3 +416,20 @@ func TestPaginationUnderConcurrentInserts(t *testing.T) {
 		}
 	}
 }
+
+func TestDocumentsAreServedOnlyWhenArchived(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	created, failed := uuid.NewString(), uuid.NewString()
+	e.apply(e.invoice(created, "D-1", "TEST-D-1", "created", "", time.Now()), e.invoice(failed, "D-2", "TEST-D-2", "failed", "", time.Now()))
+	for _, path := range []string{"/v1/invoices/" + created + "/xml", "/v1/invoices/TEST-D-1/pdf", "/v1/invoices/D-2/xml"} {
+		r := e.c.Do("GET", path, e.key, nil)
+		if code, _ := r.ErrorCode(t); r.Status != http.StatusConflict || code != "document_not_archived" {
+			t.Errorf("%s: %d %q, want 409 document_not_archived", path, r.Status, code)
+		}
+	}
+	r := e.c.Do("GET", "/v1/invoices/nothing/xml", e.key, nil)
+	if code, _ := r.ErrorCode(t); r.Status != http.StatusNotFound || code != "invoice_not_found" {
+		t.Errorf("unknown: %d %q", r.Status, code)
+	}
+}
