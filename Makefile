@@ -67,8 +67,9 @@ down: devstack ## Stop every process of the local stack
 clean: devstack ## Stop the local stack and remove .dev/
 	$(DEVSTACK) clean
 
-bench: migrate ## Run the benchmarks against the local stack (BENCHFLAGS=... to add flags)
-	$(LOAD_ENV) && $(GO) test -run='^$$' -bench=. $(BENCHFLAGS) ./...
+bench: migrate ## Benchmarks and load runs on the local stack; writes the figures into README.md (BENCHFLAGS=-only=reads ...)
+	$(GO) build -o bin/benchmark ./cmd/benchmark
+	$(LOAD_ENV) && bin/benchmark -readme README.md $(BENCHFLAGS)
 
 lint: tools ## OpenAPI lint, go vet and gofmt check (all run; fails if any fails)
 	@failed=""; \

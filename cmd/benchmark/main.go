@@ -2,6 +2,8 @@
 // against the local stack and prints each figure next to the machine's own
 // ceiling measured in the same run (`make bench`):
 //
+//   - engine: computing, rendering and validating one invoice, next to the
+//     official validator on the same invoice;
 //   - reads:  GET /v1/orders/{orderNo} over 100,000 projected orders, and a
 //     trivial chi handler returning fixed JSON (the HTTP ceiling), both with wrk;
 //   - list:   GET /v1/invoices pages of 100 at 10 million invoices in the read model;
@@ -43,7 +45,7 @@ func main() {
 		return
 	}
 	var (
-		only     = flag.String("only", "reads,list,writes", "stages to run: reads, list, writes")
+		only     = flag.String("only", "engine,reads,list,writes", "stages to run: engine, reads, list, writes")
 		duration = flag.Duration("duration", 10*time.Second, "length of each load run")
 		conns    = flag.Int("conns", 64, "connections of the read load")
 		wconns   = flag.Int("write-conns", 16, "connections of the write load (and pgbench clients)")
@@ -65,6 +67,13 @@ func main() {
 	stages := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
 		stages[strings.TrimSpace(s)] = true
+	}
+	if stages["engine"] {
+		r, err := b.engine(ctx)
+		if err != nil {
+			log.Fatalf("engine: %v", err)
+		}
+		results = append(results, r...)
 	}
 	if stages["reads"] {
 		r, err := b.reads(ctx, *orders, *conns, *duration)
