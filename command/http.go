@@ -19,6 +19,7 @@ import (
 type Service struct {
 	pool      *pgxpool.Pool
 	catalog   *catalog.Catalog
+	sellers   sellerCache
 	lastSweep atomic.Int64 // unix nanoseconds of the last idempotency sweep started here
 }
 
@@ -108,6 +109,9 @@ func (s *Service) postOrder(w http.ResponseWriter, r *http.Request) error {
 	}
 	c, err := parseOrder(body)
 	if err != nil {
+		return err
+	}
+	if err := s.engineCheck(r.Context(), httpx.ProjectID(r.Context()), c); err != nil {
 		return err
 	}
 	resp, err := s.placeOrder(r.Context(), httpx.ProjectID(r.Context()), key, httpx.RequestID(r.Context()), c)

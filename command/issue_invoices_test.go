@@ -69,6 +69,23 @@ func (v *invoicing) place(body string) string {
 	return out.Data.ID
 }
 
+// post sends an order and returns the status and, for errors, the field.
+func (v *invoicing) post(body string) (int, string) {
+	v.t.Helper()
+	req, _ := http.NewRequest("POST", v.url+"/v1/orders", bytes.NewReader([]byte(body)))
+	req.Header.Set("Authorization", "Bearer "+v.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", uuid.NewString())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e httpx.ErrorBody
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	return resp.StatusCode, e.Error.Field
+}
+
 func simpleOrder(orderNo string, extra string) string {
 	return fmt.Sprintf(`{"orderNo":%q,"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"%s},
 		"items":[{"name":"Tee","quantity":2,"unitNetCents":1000,"taxRate":7},{"name":"Tasse","quantity":1,"unitGrossCents":1190,"taxRate":19}],

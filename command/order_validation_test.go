@@ -45,8 +45,9 @@ func TestPlaceOrderValidation(t *testing.T) {
 			m["shippingTaxRate"] = json.Number("19")
 		}, status: 201},
 		{name: "credit equal to total", change: func(m map[string]any) {
-			m["creditRedemptions"] = []any{redemption("1000"), redemption("380")}
-			m["grossTotalCents"] = json.Number("1380")
+			// The base order's computed amount payable is 41.65.
+			m["creditRedemptions"] = []any{redemption("4000"), redemption("165")}
+			m["grossTotalCents"] = json.Number("4165")
 		}, status: 201},
 		{name: "nulls for optional fields", change: func(m map[string]any) {
 			m["paymentRef"], m["email"], m["shippingGrossCents"], m["service_period"], m["currency"] = nil, nil, nil, nil, nil
