@@ -48,7 +48,7 @@ func main() {
 		only     = flag.String("only", "engine,reads,list,writes", "stages to run: engine, reads, list, writes")
 		duration = flag.Duration("duration", 10*time.Second, "length of each load run")
 		conns    = flag.Int("conns", 64, "connections of the read load")
-		wconns   = flag.Int("write-conns", 16, "connections of the write load (and pgbench clients)")
+		wconns   = flag.Int("write-conns", 32, "connections of the write load (and pgbench clients)")
 		orders   = flag.Int("orders", 100_000, "projected orders for the read load")
 		invoices = flag.Int("invoices", 10_000_000, "invoices in the read model for the listing benchmark")
 		bin      = flag.String("o2i", "bin/o2i", "the service binary")
