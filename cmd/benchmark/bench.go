@@ -26,6 +26,8 @@ type bench struct {
 	pool    *pgxpool.Pool
 	rdb     *redis.Client
 	server  *exec.Cmd
+	bin     string
+	addr    string
 	baseURL string
 	dir     string // scratch files
 }
@@ -46,18 +48,24 @@ func newBench(ctx context.Context, bin, addr string) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{pool: pool, rdb: redis.NewClient(opt), baseURL: "http://" + addr, dir: dir}
-	b.server = exec.Command(bin, "serve")
-	b.server.Env = append(os.Environ(), "O2I_HTTP_ADDR="+addr, "O2I_LOG_LEVEL=warn")
+	return &bench{pool: pool, rdb: redis.NewClient(opt), baseURL: "http://" + addr, bin: bin, addr: addr, dir: dir}, nil
+}
+
+// serve starts the service under test (all roles) unless it runs already.
+func (b *bench) serve(ctx context.Context) error {
+	if b.server != nil {
+		return nil
+	}
+	b.server = exec.Command(b.bin, "serve")
+	b.server.Env = append(os.Environ(), "O2I_HTTP_ADDR="+b.addr, "O2I_LOG_LEVEL=warn")
 	b.server.Stdout, b.server.Stderr = os.Stderr, os.Stderr
 	if err := b.server.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return fmt.Errorf("start %s: %w", b.bin, err)
 	}
 	if err := waitHTTP(ctx, b.baseURL+"/api/health"); err != nil {
-		b.close()
-		return nil, fmt.Errorf("service under test: %w", err)
+		return fmt.Errorf("service under test: %w", err)
 	}
-	return b, nil
+	return nil
 }
 
 func (b *bench) close() {

@@ -25,6 +25,9 @@ const listProjectFile = ".dev/bench-list-project"
 // model, at random depths (cursors) and with a status filter, next to the
 // same keyset query sent straight to PostgreSQL.
 func (b *bench) list(ctx context.Context, n int, d time.Duration) ([]result, error) {
+	if err := b.serve(ctx); err != nil {
+		return nil, err
+	}
 	projectID, keys, err := b.listProject(ctx, n)
 	if err != nil {
 		return nil, err

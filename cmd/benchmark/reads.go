@@ -17,6 +17,9 @@ import (
 // reads measures GET /v1/orders/{orderNo} over n projected orders against
 // the HTTP ceiling of a trivial chi handler, both with wrk.
 func (b *bench) reads(ctx context.Context, n, conns int, d time.Duration) ([]result, error) {
+	if err := b.serve(ctx); err != nil {
+		return nil, err
+	}
 	projectID, keys, err := b.newProject(ctx, "bench reads "+time.Now().Format(time.RFC3339), 64)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,9 @@ import (
 // meanwhile, and pgbench inserting one ~1 KB JSONB row per transaction at
 // the same concurrency (the database's own ceiling on this machine).
 func (b *bench) writes(ctx context.Context, conns int, d time.Duration) ([]result, error) {
+	if err := b.serve(ctx); err != nil {
+		return nil, err
+	}
 	tps, err := b.pgbench(ctx, conns, d)
 	if err != nil {
 		return nil, err
