@@ -53,6 +53,9 @@ var Specs = []Spec{
 	{OrderFulfilled, TopicOrders, 1},
 	{OrderFulfillmentUpdated, TopicOrders, 1},
 	{CreditTransactionRecorded, TopicPayments, 1},
+	{InvoiceCreated, TopicInvoices, 1},
+	{InvoiceArchived, TopicInvoices, 1},
+	{InvoiceFailed, TopicInvoices, 1},
 }
 
 // Lookup returns the spec of an event type.

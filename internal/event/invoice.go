@@ -11,14 +11,6 @@ const (
 	InvoiceFailed   = "invoice.failed"   // validation failed; a review task lists the rule ids
 )
 
-func init() {
-	Specs = append(Specs,
-		Spec{InvoiceCreated, TopicInvoices, 1},
-		Spec{InvoiceArchived, TopicInvoices, 1},
-		Spec{InvoiceFailed, TopicInvoices, 1},
-	)
-}
-
 // Invoice is the full metadata of one document after a change.
 type Invoice struct {
 	ID              string     `json:"id"` // UUID of the document
