@@ -10,6 +10,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/project"
@@ -56,10 +57,11 @@ func coveredByCredit(c event.OrderContent) bool {
 	return sum == *c.GrossTotalCents
 }
 
-// Invoicer consumes the order events and issues the invoices of orders that
-// became due. Delivery is at least once; IssueInvoices is idempotent.
+// Invoicer consumes the order events, issues the invoices of orders that
+// became due and archives them. Delivery is at least once; IssueInvoices is idempotent.
 type Invoicer struct {
 	svc      *Service
+	archive  *archive.Archive
 	brokers  []string
 	topic    string
 	group    string
@@ -72,9 +74,10 @@ type cachedGateways struct {
 	at   time.Time
 }
 
-// NewInvoicer returns the invoicer role over the service's database.
-func NewInvoicer(s *Service, brokers []string) *Invoicer {
-	return &Invoicer{svc: s, brokers: brokers, topic: event.TopicOrders, group: InvoicerGroup, now: time.Now,
+// NewInvoicer returns the invoicer role over the service's database; it
+// archives what it issues in a.
+func NewInvoicer(s *Service, a *archive.Archive, brokers []string) *Invoicer {
+	return &Invoicer{svc: s, archive: a, brokers: brokers, topic: event.TopicOrders, group: InvoicerGroup, now: time.Now,
 		gateways: map[string]cachedGateways{}}
 }
 
@@ -179,6 +182,14 @@ func (iv *Invoicer) handle(ctx context.Context, raw []byte) error {
 	}
 	for _, d := range issued {
 		slog.Info("invoicer: issued", "orderNo", o.OrderNo, "number", d.Number, "status", d.Status)
+		if d.Status == "failed" {
+			continue // never archived; a review task lists the rules
+		}
+		// An archive outage fails the batch: it comes again, and issuing
+		// is idempotent, so archiving is retried.
+		if err := iv.svc.ArchiveInvoice(ctx, iv.archive, ev.ProjectID, d.ID); err != nil {
+			return err
+		}
 	}
 	return nil
 }

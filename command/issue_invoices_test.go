@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/command"
 	"github.com/o2i-service/o2i/internal/apikey"
 	"github.com/o2i-service/o2i/internal/einvoice"
@@ -290,5 +292,44 @@ func TestFailingValidationRecordsFailedInvoiceAndTask(t *testing.T) {
 	}
 	if !bytes.Contains(details, []byte(out[0].FailedRules[0])) {
 		t.Errorf("task %s lacks the rule ids %v", details, out[0].FailedRules)
+	}
+}
+
+func TestArchiveInvoiceIsWriteOnceAndSkipsFailedDocuments(t *testing.T) {
+	t.Parallel()
+	c := testenv.S3(t)
+	a := archive.New(c, "test-cmd-archive-"+strings.ReplaceAll(uuid.NewString(), "-", "")[:12])
+	if err := a.EnsureBucket(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	v := newInvoicing(t, true, nil)
+	doc := v.issue(v.place(simpleOrder("A-1", "")))[0]
+	ctx := context.Background()
+	for range 2 { // the second call changes nothing
+		if err := v.svc.ArchiveInvoice(ctx, a, v.project, doc.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var status string
+	var version int64
+	var stored []byte
+	if err := v.pool.QueryRow(ctx, `SELECT status, version, xml FROM invoices WHERE id = $1`, doc.ID).Scan(&status, &version, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if status != "archived" || version != 2 {
+		t.Errorf("status %s version %d, want archived 2", status, version)
+	}
+	got, _, err := a.Get(ctx, archive.InvoiceXMLKey(v.project, doc.ID))
+	if err != nil || !bytes.Equal(got, stored) {
+		t.Errorf("archived XML differs from the issued one (%v)", err)
+	}
+	// A failed document is never archived.
+	w := newInvoicing(t, true, func(s *project.Settings) { *s = testenv.DemoSeller(); s.SellerVATID = ""; s.SellerTaxNumber = "" })
+	failed := w.issue(w.place(simpleOrder("A-2", "")))[0]
+	if err := w.svc.ArchiveInvoice(ctx, a, w.project, failed.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Stat(ctx, archive.InvoiceXMLKey(w.project, failed.ID)); !errors.Is(err, archive.ErrNotFound) {
+		t.Errorf("a failed document reached the archive: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/readmodel"
 )
@@ -20,7 +21,11 @@ type Service struct {
 	redis   *redis.Client // nil: PostgreSQL only
 	cursors *cursorKey
 	near    *nearCache
+	archive *archive.Archive // nil: documents are not served
 }
+
+// ServeDocumentsFrom makes the PDF and XML endpoints read archived documents from a.
+func (s *Service) ServeDocumentsFrom(a *archive.Archive) { s.archive = a }
 
 // New returns the read side. Its in-process cache of order status records
 // works only while Run follows the projectors' change announcements.

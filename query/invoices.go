@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/readmodel"
@@ -223,5 +224,22 @@ func (s *Service) getDocument(w http.ResponseWriter, r *http.Request) error {
 		return &apperr.Error{Kind: apperr.Conflict, Code: "document_not_archived", RetryAfter: 5 * time.Second,
 			Message: fmt.Sprintf("invoice %s is not archived yet; fetch again later", inv.Number)}
 	}
-	return apperr.New(apperr.NotImplemented, "not_implemented", "retrieving archived documents is not available yet")
+	if strings.HasSuffix(r.URL.Path, "/pdf") || s.archive == nil {
+		return apperr.New(apperr.NotImplemented, "not_implemented", "the archived PDF is not available yet; the XML is")
+	}
+	xml, _, err := s.archive.Get(r.Context(), archive.InvoiceXMLKey(httpx.ProjectID(r.Context()), inv.ID))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/xml")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+strings.Map(safeFileRune, inv.Number)+`.xml"`)
+	_, err = w.Write(xml)
+	return err
+}
+
+func safeFileRune(r rune) rune {
+	if r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+		return r
+	}
+	return '_'
 }

@@ -151,9 +151,10 @@ func ensureBucket(cfg *config, limit time.Duration) error {
 		if err != nil || ok {
 			return err
 		}
-		err = client.MakeBucket(ctx, cfg.s3Bucket, minio.MakeBucketOptions{})
+		// The archive keeps documents write-once: object lock from the start.
+		err = client.MakeBucket(ctx, cfg.s3Bucket, minio.MakeBucketOptions{ObjectLocking: true})
 		if err == nil {
-			logf("minio: created bucket %s", cfg.s3Bucket)
+			logf("minio: created bucket %s with object lock", cfg.s3Bucket)
 		}
 		return err
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/internal/store"
 )
 
@@ -58,6 +59,10 @@ func connect(ctx context.Context, cfg Config) (*deps, error) {
 	if err := d.checkS3(ctx); err != nil {
 		d.close()
 		return nil, fmt.Errorf("dependency S3 at %s (O2I_S3_ENDPOINT) unreachable: %w", cfg.S3Endpoint, err)
+	}
+	if err := withTimeout(ctx, archive.New(d.s3, cfg.S3Bucket).EnsureBucket); err != nil {
+		d.close()
+		return nil, fmt.Errorf("dependency S3 archive bucket (O2I_S3_BUCKET): %w", err)
 	}
 	return d, nil
 }

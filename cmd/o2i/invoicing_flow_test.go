@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/o2i-service/o2i/internal/einvoice"
 	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
@@ -42,11 +43,20 @@ func TestDueOrdersAreInvoicedAndVisible(t *testing.T) {
 		t.Fatalf("credit order: %d %s", r.Status, r.Body)
 	}
 	data := waitStatus(t, c, key, credit, func(d map[string]any) bool {
-		return len(d["invoices"].([]any)) == 1 && d["status"] == "invoiced"
+		invs := d["invoices"].([]any)
+		return len(invs) == 1 && d["status"] == "invoiced" && invs[0].(map[string]any)["status"] == "archived"
 	})
 	inv := data["invoices"].([]any)[0].(map[string]any)
-	if !strings.HasPrefix(inv["number"].(string), "TEST-") || inv["status"] != "created" || data["status"] != "invoiced" {
+	if !strings.HasPrefix(inv["number"].(string), "TEST-") {
 		t.Errorf("credit order status record %v", data)
+	}
+	// The archived XML is served and passes the rules.
+	xml := c.Do("GET", "/v1/invoices/"+inv["id"].(string)+"/xml", key, nil)
+	if xml.Status != 200 || !strings.HasPrefix(xml.Header.Get("Content-Type"), "application/xml") {
+		t.Fatalf("GET xml: %d %s", xml.Status, xml.Body)
+	}
+	if fs := einvoice.CheckXML(xml.Body); !einvoice.Valid(fs) || !strings.Contains(string(xml.Body), inv["number"].(string)) {
+		t.Errorf("archived XML: %v", fs)
 	}
 	for _, ref := range []string{inv["id"].(string), inv["number"].(string), credit, "pay-" + credit} {
 		r := c.Do("GET", "/v1/invoices/"+ref, key, nil)
@@ -55,7 +65,8 @@ func TestDueOrdersAreInvoicedAndVisible(t *testing.T) {
 			t.Errorf("GET /v1/invoices/%s: %d %s", ref, r.Status, r.Body)
 			continue
 		}
-		if body.Data["totalGrossCents"] != float64(4900) || body.Data["testMode"] != true || body.Data["format"] != "zugferd" {
+		if body.Data["totalGrossCents"] != float64(4900) || body.Data["testMode"] != true || body.Data["format"] != "zugferd" ||
+			body.Data["archivedAt"] == nil {
 			t.Errorf("metadata %v", body.Data)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/command"
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/projection"
@@ -20,15 +21,21 @@ type wiring struct {
 	reg      prometheus.Registerer
 	commands *command.Service
 	queries  *query.Service
+	archive  *archive.Archive
 }
 
 func newWiring(d *deps, reg prometheus.Registerer) *wiring {
-	return &wiring{
+	w := &wiring{
 		d:        d,
 		reg:      reg,
 		commands: command.New(d.pool),
 		queries:  query.New(d.pool, d.redis),
 	}
+	if d.s3 != nil {
+		w.archive = archive.New(d.s3, d.cfg.S3Bucket)
+		w.queries.ServeDocumentsFrom(w.archive)
+	}
+	return w
 }
 
 // apiRoutes are the versioned endpoints of both sides.
@@ -57,7 +64,7 @@ func (w *wiring) worker(role string) func(context.Context) error {
 	case "relay":
 		return command.NewRelay(w.d.pool, w.d.cfg.KafkaBrokers, w.reg).Run
 	case "invoicer":
-		return command.NewInvoicer(w.commands, w.d.cfg.KafkaBrokers).Run
+		return command.NewInvoicer(w.commands, w.archive, w.d.cfg.KafkaBrokers).Run
 	case "projector":
 		return projection.New(w.d.pool, w.d.redis, w.d.cfg.KafkaBrokers, w.reg).Run
 	}

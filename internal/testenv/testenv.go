@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/o2i-service/o2i/internal/apikey"
@@ -124,4 +126,21 @@ func Key(t testing.TB, pool *pgxpool.Pool, projectID string, scopes ...string) s
 		t.Fatalf("create key: %v", err)
 	}
 	return c.Key
+}
+
+// S3 returns a client of the local stack's MinIO.
+func S3(t testing.TB) *minio.Client {
+	t.Helper()
+	c, err := minio.New(Env("O2I_S3_ENDPOINT"), &minio.Options{
+		Creds: credentials.NewStaticV4(Env("O2I_S3_ACCESS_KEY"), Env("O2I_S3_SECRET_KEY"), ""),
+	})
+	if err != nil {
+		t.Fatalf("O2I_S3_ENDPOINT: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.ListBuckets(ctx); err != nil {
+		t.Fatalf("MinIO of the local stack is required (run `make test`): %v", err)
+	}
+	return c
 }

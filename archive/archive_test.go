@@ -1,0 +1,90 @@
+package archive_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/minio/minio-go/v7"
+
+	"github.com/o2i-service/o2i/archive"
+	"github.com/o2i-service/o2i/internal/testenv"
+)
+
+func newArchive(t *testing.T) (*archive.Archive, *minio.Client, string) {
+	t.Helper()
+	c := testenv.S3(t)
+	bucket := "test-archive-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
+	a := archive.New(c, bucket)
+	if err := a.EnsureBucket(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return a, c, bucket
+}
+
+func TestRetainUntilEndOfYearPlusEight(t *testing.T) {
+	t.Parallel()
+	got := archive.RetainUntil(time.Date(2026, 11, 22, 15, 0, 0, 0, time.UTC), archive.RetentionYears)
+	if want := time.Date(2035, 1, 1, 0, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("RetainUntil = %v, want %v", got, want)
+	}
+}
+
+func TestPutIsWriteOnceWithComplianceRetention(t *testing.T) {
+	t.Parallel()
+	a, c, bucket := newArchive(t)
+	ctx := context.Background()
+	doc := []byte(`<rsm:CrossIndustryInvoice>TEST-2026-000001</rsm:CrossIndustryInvoice>`)
+	until := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+	st, err := a.Put(ctx, "p/2026/TEST-2026-000001.xml", doc, "application/xml", until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, st2, err := a.Get(ctx, st.Key)
+	if err != nil || string(got) != string(doc) || st2.SHA256 != st.SHA256 {
+		t.Fatalf("Get: %q %+v %v", got, st2, err)
+	}
+	mode, retain, err := c.GetObjectRetention(ctx, bucket, st.Key, "")
+	if err != nil || mode == nil || *mode != minio.Compliance || retain == nil || !retain.Equal(until) {
+		t.Errorf("retention %v until %v (%v), want COMPLIANCE until %v", mode, retain, err, until)
+	}
+	// The same bytes again: success, nothing changes.
+	if again, err := a.Put(ctx, st.Key, doc, "application/xml", until); err != nil || again.SHA256 != st.SHA256 {
+		t.Errorf("re-put of the same document: %+v %v", again, err)
+	}
+	// Other bytes under the same key: refused.
+	if _, err := a.Put(ctx, st.Key, []byte("<changed/>"), "application/xml", until); !errors.Is(err, archive.ErrConflict) {
+		t.Errorf("put of other bytes: %v, want ErrConflict", err)
+	}
+	// Nobody can delete the locked version, not even with the governance bypass.
+	info, err := c.StatObject(ctx, bucket, st.Key, minio.StatObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.RemoveObject(ctx, bucket, st.Key, minio.RemoveObjectOptions{VersionID: info.VersionID, GovernanceBypass: true})
+	if err == nil {
+		t.Error("a COMPLIANCE-locked document version was deleted")
+	}
+	if got, _, err := a.Get(ctx, st.Key); err != nil || string(got) != string(doc) {
+		t.Errorf("after the delete attempt: %q %v", got, err)
+	}
+	if _, _, err := a.Get(ctx, "p/none.xml"); !errors.Is(err, archive.ErrNotFound) {
+		t.Errorf("missing key: %v, want ErrNotFound", err)
+	}
+}
+
+func TestBucketWithoutObjectLockIsRefused(t *testing.T) {
+	t.Parallel()
+	c := testenv.S3(t)
+	bucket := "test-nolock-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
+	if err := c.MakeBucket(context.Background(), bucket, minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.RemoveBucket(context.Background(), bucket) })
+	if err := archive.New(c, bucket).EnsureBucket(context.Background()); err == nil {
+		t.Error("a bucket without object lock was accepted")
+	}
+}
