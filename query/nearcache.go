@@ -33,7 +33,7 @@ type nearCache struct {
 // Near-cache sizes: at most nearMax records, each for at most nearTTL.
 const (
 	nearMax = 256 << 10
-	nearTTL = 5 * time.Second
+	nearTTL = time.Minute
 	// droppedFor is how long an announced revision is remembered, so that a
 	// Redis read that raced with the announcement is not cached.
 	droppedFor = 10 * time.Second

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/o2i-service/o2i/internal/apperr"
@@ -107,33 +108,28 @@ func (l *Log) Run(ctx context.Context) {
 func (l *Log) Wait() { <-l.done }
 
 func (l *Log) write(ctx context.Context, batch []httpx.Entry) error {
+	// Values of the exact column types, so that COPY encodes them without
+	// conversions (this runs for every request).
 	rows := make([][]any, 0, len(batch))
 	for _, e := range batch {
 		id, err := uuid.Parse(e.RequestID)
 		if err != nil {
 			continue
 		}
-		rows = append(rows, []any{id, e.At, nullUUID(e.ProjectID), nullStr(e.KeyPrefix), e.Method, e.Path,
-			e.Route, int16(e.Status), e.Duration.Microseconds(), nullStr(e.IdempotencyKey)})
+		project := pgtype.UUID{}
+		if p, err := uuid.Parse(e.ProjectID); err == nil {
+			project = pgtype.UUID{Bytes: p, Valid: true}
+		}
+		rows = append(rows, []any{pgtype.UUID{Bytes: id, Valid: true}, pgtype.Timestamptz{Time: e.At, Valid: true}, project,
+			pgtype.Text{String: e.KeyPrefix, Valid: e.KeyPrefix != ""}, pgtype.Text{String: e.Method, Valid: true},
+			pgtype.Text{String: e.Path, Valid: true}, pgtype.Text{String: e.Route, Valid: true},
+			pgtype.Int2{Int16: int16(e.Status), Valid: true}, pgtype.Int8{Int64: e.Duration.Microseconds(), Valid: true},
+			pgtype.Text{String: e.IdempotencyKey, Valid: e.IdempotencyKey != ""}})
 	}
 	_, err := l.pool.CopyFrom(ctx, pgx.Identifier{"request_log"},
 		[]string{"request_id", "at", "project_id", "key_prefix", "method", "path", "route", "status", "duration_us", "idempotency_key"},
 		pgx.CopyFromRows(rows))
 	return err
-}
-
-func nullStr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func nullUUID(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // EnsurePartitions creates the daily partitions from yesterday to three days
