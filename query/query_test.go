@@ -433,3 +433,48 @@ func TestDocumentsAreServedOnlyWhenArchived(t *testing.T) {
 		t.Errorf("unknown: %d %q", r.Status, code)
 	}
 }
+
+// TestNearCacheFollowsProjectedChanges: with the announcements followed, a
+// status record read once (and cached in the process) shows the next change
+// at once, not after the cache entry's lifetime.
+func TestNearCacheFollowsProjectedChanges(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	svc := query.New(e.pool, e.rdb)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go svc.Run(ctx)
+	srv := httptest.NewServer((&httpx.Server{Routes: svc.Routes(), Auth: apikey.NewAuthenticator(e.pool)}).Handler())
+	t.Cleanup(srv.Close)
+	c := &apitest.Client{T: t, BaseURL: srv.URL, V: doc}
+
+	e.apply(e.order("N-1", 1, "created", "unfulfilled"))
+	time.Sleep(300 * time.Millisecond) // the subscription stands
+	first := c.Do("GET", "/v1/orders/N-1", e.key, nil)
+	// Change Redis behind the projectors' back (same revision, no
+	// announcement): the process keeps serving what it cached.
+	rev, _, err := readmodel.Get(context.Background(), e.rdb, e.project, "N-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.HSet(context.Background(), readmodel.OrderKey(e.project, "N-1"), "rev", rev,
+		"body", `{"orderNo":"N-1","status":"created","fulfillmentStatus":"partial","invoices":[]}`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := c.Do("GET", "/v1/orders/N-1", e.key, nil)
+	if got, want := r.JSON(t)["data"].(map[string]any)["fulfillmentStatus"], first.JSON(t)["data"].(map[string]any)["fulfillmentStatus"]; got != want {
+		t.Fatalf("not served from the process cache: %v, want %v", got, want)
+	}
+	e.apply(e.order("N-1", 2, "created", "fulfilled"))
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		r := c.Do("GET", "/v1/orders/N-1", e.key, nil)
+		if data, _ := r.JSON(t)["data"].(map[string]any); data["fulfillmentStatus"] == "fulfilled" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the change is not visible after 3 s: %s", r.Body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
