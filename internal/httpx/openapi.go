@@ -121,7 +121,7 @@ func decorate(raw []byte) ([]byte, error) {
 		}
 	}
 	if info, ok := doc["info"].(map[string]any); ok {
-		info["license"] = map[string]any{"name": "Proprietary"}
+		info["license"] = map[string]any{"name": "Proprietary", "identifier": "LicenseRef-Proprietary"}
 	}
 	paths, _ := doc["paths"].(map[string]any)
 	for _, item := range paths {
