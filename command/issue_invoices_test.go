@@ -52,8 +52,9 @@ func newInvoicing(t *testing.T, testMode bool, settings func(*project.Settings))
 	return &invoicing{t: t, pool: pool, svc: svc, url: srv.URL, project: id, key: testenv.Key(t, pool, id)}
 }
 
-// place posts an order and returns its id.
-func (v *invoicing) place(body string) string {
+// send posts an order body with a fresh Idempotency-Key and returns the
+// status and the raw body.
+func (v *invoicing) send(body string) (int, []byte) {
 	v.t.Helper()
 	req, _ := http.NewRequest("POST", v.url+"/v1/orders", bytes.NewReader([]byte(body)))
 	req.Header.Set("Authorization", "Bearer "+v.key)
@@ -64,9 +65,18 @@ func (v *invoicing) place(body string) string {
 		v.t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	return resp.StatusCode, buf.Bytes()
+}
+
+// place posts an order and returns its id.
+func (v *invoicing) place(body string) string {
+	v.t.Helper()
+	status, raw := v.send(body)
 	var out httpx.Envelope[command.OrderResult]
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusCreated {
-		v.t.Fatalf("POST /v1/orders: %d %v", resp.StatusCode, err)
+	if err := json.Unmarshal(raw, &out); err != nil || status != http.StatusCreated {
+		v.t.Fatalf("POST /v1/orders: %d %s", status, raw)
 	}
 	return out.Data.ID
 }
@@ -74,18 +84,10 @@ func (v *invoicing) place(body string) string {
 // post sends an order and returns the status and, for errors, the field.
 func (v *invoicing) post(body string) (int, string) {
 	v.t.Helper()
-	req, _ := http.NewRequest("POST", v.url+"/v1/orders", bytes.NewReader([]byte(body)))
-	req.Header.Set("Authorization", "Bearer "+v.key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", uuid.NewString())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		v.t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	status, raw := v.send(body)
 	var e httpx.ErrorBody
-	_ = json.NewDecoder(resp.Body).Decode(&e)
-	return resp.StatusCode, e.Error.Field
+	_ = json.Unmarshal(raw, &e)
+	return status, e.Error.Field
 }
 
 func simpleOrder(orderNo string, extra string) string {
