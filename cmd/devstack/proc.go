@@ -139,7 +139,16 @@ func waitFor(what string, limit time.Duration, alive func() bool, check func() e
 			return nil
 		}
 		if alive != nil && !alive() {
-			return fmt.Errorf("process exited while waiting for %s: %v", what, last)
+			// Look once more before giving up: a process can look gone for
+			// a moment while it starts (seen with MinIO on an existing data
+			// directory) and still come up.
+			time.Sleep(time.Second)
+			if last = check(); last == nil {
+				return nil
+			}
+			if !alive() {
+				return fmt.Errorf("process exited while waiting for %s: %v", what, last)
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("timed out after %s waiting for %s: %v", limit, what, last)
