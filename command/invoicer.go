@@ -155,11 +155,25 @@ func (iv *Invoicer) handle(ctx context.Context, raw []byte) error {
 	if err != nil || ev.AggregateType != "order" || ev.Version != 1 {
 		return nil
 	}
-	var o event.Order
-	if err := json.Unmarshal(ev.Data, &o); err != nil {
+	// Only what the decision needs: the lines and addresses stay undecoded.
+	var head struct {
+		ID                string                   `json:"id"`
+		OrderNo           string                   `json:"orderNo"`
+		Status            string                   `json:"status"`
+		FulfillmentStatus string                   `json:"fulfillmentStatus"`
+		RequiresShipping  bool                     `json:"requiresShipping"`
+		PaymentGateway    string                   `json:"paymentGateway"`
+		FinancialStatus   string                   `json:"financialStatus"`
+		GrossTotalCents   *int64                   `json:"grossTotalCents"`
+		CreditRedemptions []event.CreditRedemption `json:"creditRedemptions"`
+	}
+	if err := json.Unmarshal(ev.Data, &head); err != nil {
 		slog.Warn("invoicer: undecodable order event", "eventId", ev.ID, "err", err)
 		return nil
 	}
+	o := event.Order{ID: head.ID, Status: head.Status, FulfillmentStatus: head.FulfillmentStatus, OrderContent: event.OrderContent{
+		OrderNo: head.OrderNo, RequiresShipping: head.RequiresShipping, PaymentGateway: head.PaymentGateway,
+		FinancialStatus: head.FinancialStatus, GrossTotalCents: head.GrossTotalCents, CreditRedemptions: head.CreditRedemptions}}
 	due, err := readyToInvoice(o, func() ([]string, error) { return iv.invoiceFirstGateways(ctx, ev.ProjectID) })
 	if err != nil {
 		var ae *apperr.Error

@@ -47,7 +47,13 @@ func queue(b *pgx.Batch, t Tables, ev event.Event) (orderRef, error) {
 		if ev.Version != 1 {
 			return orderRef{}, poisonError{fmt.Errorf("%s schema version %d is not supported", ev.Type, ev.Version)}
 		}
-		var o event.Order
+		var o struct { // what the status record needs; lines and addresses stay undecoded
+			ID                string `json:"id"`
+			OrderNo           string `json:"orderNo"`
+			Status            string `json:"status"`
+			Version           int64  `json:"version"`
+			FulfillmentStatus string `json:"fulfillmentStatus"`
+		}
 		if err := json.Unmarshal(ev.Data, &o); err != nil {
 			return orderRef{}, poisonError{fmt.Errorf("decode %s: %w", ev.Type, err)}
 		}
