@@ -30,34 +30,48 @@ type frame struct {
 	node   *pathNode // path as a node of the shared path tree
 }
 
-// pathNode interns element paths: every document repeats the same paths,
-// so each is built once and shared (building them per element was a fifth
-// of the XML check's time).
+// pathNode interns element paths and their place in the schema: every
+// document repeats the same paths, so each is built and looked up in the
+// schema once and shared (per element, this was half of the XML check).
+// A path determines its parent's type, so the schema position is fixed.
 type pathNode struct {
 	path     string
+	idx      int         // index in the parent type's sequence; -1: not allowed there
+	schema   schemaChild // the schema entry at idx
 	mu       sync.RWMutex
 	children map[string]*pathNode
 }
 
-var rootPath = &pathNode{path: "CrossIndustryInvoice"}
+var rootPath = &pathNode{path: "CrossIndustryInvoice", idx: -1}
 
-// child returns the node of path n.path + "/" + local.
-func (n *pathNode) child(local []byte) *pathNode {
+// child returns the node of element local under n, whose type is parentTyp.
+// Only elements the schema allows are kept in the tree, so that foreign
+// documents cannot grow it.
+func (n *pathNode) child(parentTyp string, local []byte) *pathNode {
 	n.mu.RLock()
 	c := n.children[string(local)]
 	n.mu.RUnlock()
 	if c != nil {
 		return c
 	}
+	c = &pathNode{path: n.path + "/" + string(local), idx: -1}
+	if parentTyp == "" {
+		return c
+	}
+	i, sc := childIndex(parentTyp, local)
+	if i < 0 {
+		return c
+	}
+	c.idx, c.schema = i, sc
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if c = n.children[string(local)]; c == nil {
-		if n.children == nil {
-			n.children = map[string]*pathNode{}
-		}
-		c = &pathNode{path: n.path + "/" + string(local)}
-		n.children[string(local)] = c
+	if old := n.children[string(local)]; old != nil {
+		return old
 	}
+	if n.children == nil {
+		n.children = map[string]*pathNode{}
+	}
+	n.children[string(local)] = c
 	return c
 }
 
@@ -129,17 +143,11 @@ func parseCII(data []byte) (*doc, []Finding) {
 				f.typ, f.path, f.node = "CrossIndustryInvoiceType", rootPath.path, rootPath
 			} else {
 				parent := &stack[len(stack)-1]
-				// Only paths the schema allows are interned, so that foreign
-				// documents cannot grow the shared tree.
-				if i, _ := childIndex(parent.typ, local); parent.typ != "" && i >= 0 {
-					f.node = parent.node.child(local)
-				} else {
-					f.node = &pathNode{path: parent.node.path + "/" + string(local)}
-				}
+				f.node = parent.node.child(parent.typ, local)
 				f.path = f.node.path
 				if parent.typ == "" {
 					xsd(f.path, "element not allowed in a simple value")
-				} else if i, c := childIndex(parent.typ, local); i < 0 {
+				} else if i, c := f.node.idx, f.node.schema; i < 0 {
 					xsd(f.path, "element not allowed here (profile EN 16931)")
 				} else {
 					if nsURI[c.ns] != space {
