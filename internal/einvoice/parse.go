@@ -38,6 +38,7 @@ type pathNode struct {
 	path     string
 	idx      int         // index in the parent type's sequence; -1: not allowed there
 	schema   schemaChild // the schema entry at idx
+	uri      string      // the namespace the schema wants for the element
 	mu       sync.RWMutex
 	children map[string]*pathNode
 }
@@ -62,7 +63,7 @@ func (n *pathNode) child(parentTyp string, local []byte) *pathNode {
 	if i < 0 {
 		return c
 	}
-	c.idx, c.schema = i, sc
+	c.idx, c.schema, c.uri = i, sc, nsURI[sc.ns]
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if old := n.children[string(local)]; old != nil {
@@ -150,7 +151,7 @@ func parseCII(data []byte) (*doc, []Finding) {
 				} else if i, c := f.node.idx, f.node.schema; i < 0 {
 					xsd(f.path, "element not allowed here (profile EN 16931)")
 				} else {
-					if nsURI[c.ns] != space {
+					if f.node.uri != space {
 						xsd(f.path, "wrong namespace %q, want %s", space, nsURI[c.ns])
 					}
 					if i < parent.last {
