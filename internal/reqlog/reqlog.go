@@ -58,7 +58,7 @@ func (l *Log) Run(ctx context.Context) {
 	if err := EnsurePartitions(ctx, l.pool, time.Now()); err != nil {
 		slog.Error("request log: partitions", "err", err)
 	}
-	tick := time.NewTicker(200 * time.Millisecond)
+	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	maint := time.NewTicker(time.Hour)
 	defer maint.Stop()
