@@ -39,7 +39,7 @@ func TestEnvVarsContract(t *testing.T) {
 func TestRenderEnvSourced(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh")
+		t.Fatalf("sh is required to source .dev/env: %v", err)
 	}
 	vars := append(envVars(newConfig("/repo")),
 		envVar{"O2I_TEST_QUOTE", `it's "quoted" $HOME ; & | * ?`},
