@@ -35,6 +35,11 @@ func (b *bench) writes(ctx context.Context, conns int, d time.Duration) ([]resul
 	if err != nil {
 		return nil, err
 	}
+	// Warm-up: the projectors must have joined their consumer group before
+	// the lag is measured (a join can wait for a former member's session).
+	if err := b.probeProjection(ctx, keys[0]); err != nil {
+		return nil, err
+	}
 	before, err := b.histogram("o2i_projection_lag_seconds")
 	if err != nil {
 		return nil, err
@@ -136,4 +141,27 @@ func (b *bench) pgbench(ctx context.Context, conns int, d time.Duration) (float6
 	}
 	_, _ = b.pool.Exec(ctx, `TRUNCATE bench_jsonb`)
 	return strconv.ParseFloat(m[1], 64)
+}
+
+// probeProjection posts one order and waits until GET shows it.
+func (b *bench) probeProjection(ctx context.Context, key string) error {
+	orderNo := fmt.Sprintf("PROBE-%d", time.Now().UnixNano())
+	req, _ := http.NewRequestWithContext(ctx, "POST", b.baseURL+"/v1/orders", bytes.NewReader(orderJSON(orderNo, 0)))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", orderNo)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	start := time.Now()
+	for time.Since(start) < 90*time.Second {
+		if err := get(ctx, http.DefaultClient, b.baseURL+"/v1/orders/"+orderNo, key); err == nil {
+			log.Printf("writes: projection ready after %s", time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the probe order was not projected within 90 s")
 }

@@ -112,6 +112,13 @@ func classify(ctx context.Context, err error) *apperr.Error {
 // WriteError renders err as the error body. Internal errors are logged with
 // their chain; the client sees only "internal error".
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+		// The client went away: nothing reaches it, and it is no server
+		// error. 499 (client closed request) is what the metrics and the
+		// request log record.
+		w.WriteHeader(499)
+		return
+	}
 	e := classify(r.Context(), err)
 	status := Status(e.Kind)
 	if e.Kind == apperr.Internal || e.Kind == apperr.Unavailable {

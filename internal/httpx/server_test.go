@@ -202,3 +202,34 @@ func TestErrorCodesAreSnakeCaseAndUnique(t *testing.T) {
 		seen[c.Code] = true
 	}
 }
+
+func TestClientGoneIsNoServerError(t *testing.T) {
+	t.Parallel()
+	got := make(chan int, 1)
+	routes := []httpx.Route{{Method: "GET", Path: "/slow", Handler: func(w http.ResponseWriter, r *http.Request) error {
+		<-r.Context().Done()
+		return r.Context().Err()
+	}}}
+	rec := recorderFunc(func(e httpx.Entry) { got <- e.Status })
+	s := &httpx.Server{Routes: routes, Auth: staticAuth{}, Recorder: rec}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/slow", nil)
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("the request was not cancelled")
+	}
+	select {
+	case status := <-got:
+		if status != 499 {
+			t.Errorf("recorded status %d, want 499", status)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no request recorded")
+	}
+}
+
+type recorderFunc func(httpx.Entry)
+
+func (f recorderFunc) Record(e httpx.Entry) { f(e) }
