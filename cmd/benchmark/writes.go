@@ -40,6 +40,7 @@ func (b *bench) writes(ctx context.Context, conns int, d time.Duration) ([]resul
 	if err := b.probeProjection(ctx, keys[0]); err != nil {
 		return nil, err
 	}
+	defer b.drainOutbox(ctx) // leave no backlog to the next run
 	before, err := b.histogram("o2i_projection_lag_seconds")
 	if err != nil {
 		return nil, err
@@ -164,4 +165,18 @@ func (b *bench) probeProjection(ctx context.Context, key string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("the probe order was not projected within 90 s")
+}
+
+// drainOutbox waits (at most a minute) until the relay has published every
+// event, so that a following run does not start with an old backlog.
+func (b *bench) drainOutbox(ctx context.Context) {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		var n int
+		if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE sent_at IS NULL`).Scan(&n); err != nil || n == 0 {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	log.Printf("writes: the outbox still holds unsent events after a minute")
 }
