@@ -208,6 +208,14 @@ func (s *Service) createOrder(ctx context.Context, conn *pgxpool.Conn, projectID
 	err = conn.QueryRow(ctx, createOrderSQL, args...).Scan(&locked, &prevHash, &prevStatus, &prevBody, &inserted)
 	switch {
 	case store.IsUniqueViolation(err, "orders_payment_ref_key"):
+		// ON CONFLICT covers only the orderNo: a concurrent delivery of the
+		// same order can trip the paymentRef index first. Then it is this
+		// very order, and the update path answers for it.
+		var same bool
+		if qerr := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orders WHERE project_id = $1 AND order_no = $2 AND payment_ref = $3)`,
+			projectID, c.OrderNo, c.PaymentRef).Scan(&same); qerr == nil && same {
+			return response{}, false, nil
+		}
 		return response{}, false, apperr.New(apperr.Conflict, "payment_ref_conflict", "another order of this project has paymentRef %q", c.PaymentRef)
 	case store.IsUniqueViolation(err, "idempotency_keys_pkey"):
 		return response{}, false, errRetry // a request with this key committed meanwhile
