@@ -97,13 +97,18 @@ const creditDescription = `Each transaction is applied exactly once per id: repe
 	`A customer's balance from the history is the sum of earn (+), redeem, payout and expire (-) and reverse (signed as sent); ` +
 	`PUT /v1/credit-balances opens a review task for every e-mail whose reported balance differs.`
 
+// readCommand returns the Idempotency-Key and the JSON body of a write request.
+func readCommand(r *http.Request) (key string, body []byte, err error) {
+	if key, err = idempotencyKey(r); err != nil {
+		return "", nil, err
+	}
+	body, err = httpx.ReadBody(r, httpx.MaxBodyBytes)
+	return key, body, err
+}
+
 func (s *Service) postOrder(w http.ResponseWriter, r *http.Request) error {
 	s.maybeSweep()
-	key, err := idempotencyKey(r)
-	if err != nil {
-		return err
-	}
-	body, err := httpx.ReadBody(r, httpx.MaxBodyBytes)
+	key, body, err := readCommand(r)
 	if err != nil {
 		return err
 	}
@@ -124,11 +129,7 @@ func (s *Service) postOrder(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Service) postFulfillment(w http.ResponseWriter, r *http.Request) error {
 	received := time.Now()
-	key, err := idempotencyKey(r)
-	if err != nil {
-		return err
-	}
-	body, err := httpx.ReadBody(r, httpx.MaxBodyBytes)
+	key, body, err := readCommand(r)
 	if err != nil {
 		return err
 	}

@@ -78,32 +78,24 @@ func TestPatternFor(t *testing.T) {
 	}
 }
 
+// TestValidLeitwegID covers what the engine adds to package leitweg (which
+// owns format and check digits): letters compared upper-cased, blanks trimmed.
 func TestValidLeitwegID(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		id   string
 		want bool
 	}{
-		// verified values from DOMAIN.md
 		{"04011000-1234512345-06", true},
-		{"991-33333TEST-33", true},
 		{"991-33333test-33", true},
-		{"04011000-900X999-08", true},
-		{"992-90009-96", true},
-		{"09564000-NUE0001-49", true},
+		{" 992-90009-96 ", true},
 		{"04011000-1234512345-07", false}, // wrong check digits
-		{"1-12345-06", false},             // coarse address too short
-		{"04011000", false},
 		{"", false},
-		{"04011000_1234512345-06", false},
 	}
 	for _, tc := range tests {
-		t.Run(tc.id, func(t *testing.T) {
-			t.Parallel()
-			if got := ValidLeitwegID(tc.id); got != tc.want {
-				t.Errorf("ValidLeitwegID(%q) = %v, want %v", tc.id, got, tc.want)
-			}
-		})
+		if got := ValidLeitwegID(tc.id); got != tc.want {
+			t.Errorf("ValidLeitwegID(%q) = %v, want %v", tc.id, got, tc.want)
+		}
 	}
 }
 
