@@ -19,13 +19,14 @@ import (
 type Service struct {
 	pool      *pgxpool.Pool
 	catalog   *catalog.Catalog
+	creates   *createBatcher
 	sellers   sellerCache
 	lastSweep atomic.Int64 // unix nanoseconds of the last idempotency sweep started here
 }
 
 // New returns the write side over pool.
 func New(pool *pgxpool.Pool) *Service {
-	s := &Service{pool: pool, catalog: catalog.New(pool)}
+	s := &Service{pool: pool, catalog: catalog.New(pool), creates: &createBatcher{pool: pool}}
 	s.lastSweep.Store(time.Now().Add(-sweepEvery + time.Minute).UnixNano()) // first sweep a minute after start
 	return s
 }

@@ -26,7 +26,8 @@ import (
 // a change of only financialStatus or email is applied. A paymentRef used by
 // another order of the project is 409 payment_ref_conflict.
 //
-// The hot path, a new orderNo, is one statement and one round trip: it takes
+// The hot path, a new orderNo, is one statement and one round trip, shared
+// with the other new orders arriving meanwhile (create_batch.go): it takes
 // the idempotency key's advisory lock, reads a stored response, and inserts
 // the order, its order.created outbox row and the idempotency record, all in
 // the statement's implicit transaction (the event and the response are built
@@ -101,7 +102,9 @@ VALUES ($1, $2, $3, $4, $5, $6)`
 // with the same key committed between our snapshot and our lock.
 var errRetry = errors.New("retry")
 
-// placeOrder stores the order and returns the response to send.
+// placeOrder stores the order and returns the response to send. A new
+// orderNo is created in a batch with other new orders (create_batch.go);
+// when its batch fails, alone on the one-statement path.
 func (s *Service) placeOrder(ctx context.Context, projectID, key, reqID string, c event.OrderContent) (response, error) {
 	if err := s.bindProducts(ctx, projectID, &c); err != nil {
 		return response{}, err
@@ -110,17 +113,33 @@ func (s *Service) placeOrder(ctx context.Context, projectID, key, reqID string, 
 	if err != nil {
 		return response{}, err
 	}
+	a, err := newCreateArgs(projectID, key, reqID, c, content, contentHash, invoiceHash)
+	if err != nil {
+		return response{}, err
+	}
+	r, err := s.creates.create(ctx, a)
+	if err != nil {
+		return response{}, err
+	}
+	if !r.fallback {
+		resp, done, err := a.answer(r)
+		if err != nil || done {
+			return resp, err
+		}
+	}
 	conn, err := store.Acquire(ctx, s.pool)
 	if err != nil {
 		return response{}, err
 	}
 	defer conn.Release()
-	resp, done, err := s.createOrder(ctx, conn, projectID, key, reqID, c, content, contentHash, invoiceHash)
-	if err != nil && !errors.Is(err, errRetry) {
-		return response{}, err
-	}
-	if done {
-		return resp, nil
+	if r.fallback {
+		resp, done, err := s.createOrder(ctx, conn, a)
+		if err != nil && !errors.Is(err, errRetry) {
+			return response{}, err
+		}
+		if done {
+			return resp, nil
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		resp, err := s.placeOrderTx(ctx, conn, projectID, key, reqID, c, content, contentHash, invoiceHash)
@@ -168,10 +187,24 @@ idem AS (
 SELECT lk.ok, prev.request_hash, prev.response_status, prev.response_body, EXISTS (SELECT 1 FROM ins)
 FROM lk LEFT JOIN prev ON true`
 
-// createOrder is the one-statement path for a new orderNo. done is false
-// when the orderNo exists (nothing was written): the update path decides.
-func (s *Service) createOrder(ctx context.Context, conn *pgxpool.Conn, projectID, key, reqID string,
-	c event.OrderContent, content, contentHash, invoiceHash []byte) (response, bool, error) {
+// createArgs is everything the creation of a new order writes: the order
+// row, its order.created event and its 201 response, built beforehand for
+// a fresh id.
+type createArgs struct {
+	lockKey          int64
+	projectID, key   string
+	id, orderNo      string
+	paymentRef       *string
+	requiresShipping bool
+	content          []byte
+	contentHash      []byte
+	invoiceHash      []byte
+	at               time.Time
+	event            outbox.Row
+	body             []byte
+}
+
+func newCreateArgs(projectID, key, reqID string, c event.OrderContent, content, contentHash, invoiceHash []byte) (createArgs, error) {
 	var paymentRef *string
 	if c.PaymentRef != "" {
 		paymentRef = &c.PaymentRef
@@ -180,32 +213,61 @@ func (s *Service) createOrder(ctx context.Context, conn *pgxpool.Conn, projectID
 	row := orderRow{id: uuid.Must(uuid.NewV7()).String(), version: 1, status: "created", fulfillmentStatus: Unfulfilled, createdAt: now, updatedAt: now}
 	data, err := event.OrderData(row.state(projectID, c), content)
 	if err != nil {
-		return response{}, false, err
+		return createArgs{}, err
 	}
 	ev, err := event.New(event.OrderCreated, projectID, "order", row.id, c.OrderNo, 1, now, data)
 	if err != nil {
-		return response{}, false, err
+		return createArgs{}, err
 	}
-	ob, err := outbox.Values(ev)
+	ob, err := outbox.RowOf(ev)
 	if err != nil {
-		return response{}, false, err
+		return createArgs{}, err
 	}
 	body, err := renderData(reqID, OrderResult{ID: row.id, OrderNo: c.OrderNo, Status: row.status})
 	if err != nil {
-		return response{}, false, err
+		return createArgs{}, err
 	}
-	args := []any{lockKey(projectID, endpointOrders, key), projectID, endpointOrders, key,
-		row.id, c.OrderNo, paymentRef, c.RequiresShipping, content, contentHash, invoiceHash, now}
-	args = append(args, ob...)
-	args = append(args, body)
-	var (
-		locked     bool
-		prevHash   []byte
-		prevStatus *int16
-		prevBody   []byte
-		inserted   bool
-	)
-	err = conn.QueryRow(ctx, createOrderSQL, args...).Scan(&locked, &prevHash, &prevStatus, &prevBody, &inserted)
+	return createArgs{
+		lockKey: lockKey(projectID, endpointOrders, key), projectID: projectID, key: key,
+		id: row.id, orderNo: c.OrderNo, paymentRef: paymentRef, requiresShipping: c.RequiresShipping,
+		content: content, contentHash: contentHash, invoiceHash: invoiceHash, at: now, event: ob, body: body,
+	}, nil
+}
+
+// uniqueKeys are what no two orders of one batch may share.
+func (a createArgs) uniqueKeys() []string {
+	ks := []string{"key\x00" + a.projectID + "\x00" + a.key, "orderNo\x00" + a.projectID + "\x00" + a.orderNo}
+	if a.paymentRef != nil {
+		ks = append(ks, "paymentRef\x00"+a.projectID+"\x00"+*a.paymentRef)
+	}
+	return ks
+}
+
+// answer turns the statement's result into the response. done is false
+// when the orderNo exists (nothing was written): the update path decides.
+func (a createArgs) answer(r createResult) (response, bool, error) {
+	switch {
+	case !r.locked:
+		return response{}, false, errInProgress()
+	case r.prevStatus != nil:
+		if string(r.prevHash) != string(a.contentHash) {
+			return response{}, false, errKeyReused()
+		}
+		return response{status: int(*r.prevStatus), body: r.prevBody, replayed: true}, true, nil
+	case r.inserted:
+		return response{status: 201, body: a.body}, true, nil
+	}
+	return response{}, false, nil
+}
+
+// createOrder is the one-statement path for one new orderNo, for orders
+// whose batch failed: it answers the errors a batch cannot attribute.
+func (s *Service) createOrder(ctx context.Context, conn *pgxpool.Conn, a createArgs) (response, bool, error) {
+	var r createResult
+	err := conn.QueryRow(ctx, createOrderSQL, a.lockKey, a.projectID, endpointOrders, a.key,
+		a.id, a.orderNo, a.paymentRef, a.requiresShipping, a.content, a.contentHash, a.invoiceHash, a.at,
+		a.event.ProjectID, a.event.Topic, a.event.Key, a.event.EventID, a.event.Type, a.event.Payload, a.body).
+		Scan(&r.locked, &r.prevHash, &r.prevStatus, &r.prevBody, &r.inserted)
 	switch {
 	case store.IsUniqueViolation(err, "orders_payment_ref_key"):
 		// ON CONFLICT covers only the orderNo: a concurrent delivery of the
@@ -213,25 +275,16 @@ func (s *Service) createOrder(ctx context.Context, conn *pgxpool.Conn, projectID
 		// very order, and the update path answers for it.
 		var same bool
 		if qerr := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orders WHERE project_id = $1 AND order_no = $2 AND payment_ref = $3)`,
-			projectID, c.OrderNo, c.PaymentRef).Scan(&same); qerr == nil && same {
+			a.projectID, a.orderNo, a.paymentRef).Scan(&same); qerr == nil && same {
 			return response{}, false, nil
 		}
-		return response{}, false, apperr.New(apperr.Conflict, "payment_ref_conflict", "another order of this project has paymentRef %q", c.PaymentRef)
+		return response{}, false, apperr.New(apperr.Conflict, "payment_ref_conflict", "another order of this project has paymentRef %q", *a.paymentRef)
 	case store.IsUniqueViolation(err, "idempotency_keys_pkey"):
 		return response{}, false, errRetry // a request with this key committed meanwhile
 	case err != nil:
-		return response{}, false, fmt.Errorf("place order %s: %w", c.OrderNo, err)
-	case !locked:
-		return response{}, false, errInProgress()
-	case prevStatus != nil:
-		if string(prevHash) != string(contentHash) {
-			return response{}, false, errKeyReused()
-		}
-		return response{status: int(*prevStatus), body: prevBody, replayed: true}, true, nil
-	case inserted:
-		return response{status: 201, body: body}, true, nil
+		return response{}, false, fmt.Errorf("place order %s: %w", a.orderNo, err)
 	}
-	return response{}, false, nil
+	return a.answer(r)
 }
 
 type orderRow struct {

@@ -27,16 +27,31 @@ var insertOutbox = insertSQL(Table)
 // callers that write the outbox row inside a larger statement.
 const Columns = "project_id, topic, msg_key, event_id, event_type, payload"
 
-// Values returns the column values of ev's outbox row (see Columns).
-func Values(ev event.Event) ([]any, error) {
+// Row is an event's outbox row.
+type Row struct {
+	ProjectID, Topic, Key, EventID, Type string
+	Payload                              []byte
+}
+
+// RowOf returns ev's outbox row.
+func RowOf(ev event.Event) (Row, error) {
 	payload, err := event.Encode(ev)
 	if err != nil {
-		return nil, fmt.Errorf("outbox: encode %s: %w", ev.Type, err)
+		return Row{}, fmt.Errorf("outbox: encode %s: %w", ev.Type, err)
 	}
 	if ev.Topic == "" {
-		return nil, fmt.Errorf("outbox: event %s of type %s has no topic", ev.ID, ev.Type)
+		return Row{}, fmt.Errorf("outbox: event %s of type %s has no topic", ev.ID, ev.Type)
 	}
-	return []any{ev.ProjectID, ev.Topic, ev.PartitionKey(), ev.ID, ev.Type, payload}, nil
+	return Row{ProjectID: ev.ProjectID, Topic: ev.Topic, Key: ev.PartitionKey(), EventID: ev.ID, Type: ev.Type, Payload: payload}, nil
+}
+
+// Values returns the column values of ev's outbox row (see Columns).
+func Values(ev event.Event) ([]any, error) {
+	r, err := RowOf(ev)
+	if err != nil {
+		return nil, err
+	}
+	return []any{r.ProjectID, r.Topic, r.Key, r.EventID, r.Type, r.Payload}, nil
 }
 
 // Queue appends the inserts of evs to b, for callers that send their whole
