@@ -32,7 +32,7 @@ import (
 //     which answers each error for its own order.
 
 const (
-	createRunners  = 4   // batch statements in flight at once
+	createRunners  = 2   // batch statements in flight at once
 	createMaxBatch = 100 // orders per statement
 )
 

@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -167,7 +166,7 @@ func (iv *Invoicer) handle(ctx context.Context, raw []byte) error {
 		GrossTotalCents   *int64                   `json:"grossTotalCents"`
 		CreditRedemptions []event.CreditRedemption `json:"creditRedemptions"`
 	}
-	if err := json.Unmarshal(ev.Data, &head); err != nil {
+	if err := ev.DecodeData(&head); err != nil {
 		slog.Warn("invoicer: undecodable order event", "eventId", ev.ID, "err", err)
 		return nil
 	}

@@ -9,7 +9,6 @@ package projection
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -54,7 +53,7 @@ func queue(b *pgx.Batch, t Tables, ev event.Event) (orderRef, error) {
 			Version           int64  `json:"version"`
 			FulfillmentStatus string `json:"fulfillmentStatus"`
 		}
-		if err := json.Unmarshal(ev.Data, &o); err != nil {
+		if err := ev.DecodeData(&o); err != nil {
 			return orderRef{}, poisonError{fmt.Errorf("decode %s: %w", ev.Type, err)}
 		}
 		if o.OrderNo == "" || !isUUID(ev.ProjectID) || !isUUID(o.ID) {
@@ -73,7 +72,7 @@ func queue(b *pgx.Batch, t Tables, ev event.Event) (orderRef, error) {
 			return orderRef{}, poisonError{fmt.Errorf("%s schema version %d is not supported", ev.Type, ev.Version)}
 		}
 		var inv event.Invoice
-		if err := json.Unmarshal(ev.Data, &inv); err != nil {
+		if err := ev.DecodeData(&inv); err != nil {
 			return orderRef{}, poisonError{fmt.Errorf("decode %s: %w", ev.Type, err)}
 		}
 		if inv.OrderNo == "" || !isUUID(ev.ProjectID) || !isUUID(inv.ID) {

@@ -1,7 +1,9 @@
 // Package event is the versioned contract of what the service publishes to
 // Kafka: the envelope every message carries and the payloads of each event
 // type. It is public to consumers, so it imports only the standard library,
-// internal/money (exact decimals) and uuid; never billing or the store.
+// internal/money (exact decimals), uuid and a faster drop-in JSON decoder
+// (segmentio/encoding: every consumer decodes every event); never billing or
+// the store.
 //
 // Compatibility rule: within one schema version fields are only added, never
 // renamed, removed or retyped; anything else is a new version, and producers
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // Topics. All events of one aggregate go to one topic, keyed by
@@ -148,11 +151,15 @@ func Encode(e Event) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
+// DecodeData decodes e.Data into v, as encoding/json.Unmarshal would, several
+// times faster (consumers decode every event).
+func (e Event) DecodeData(v any) error { return fastjson.Unmarshal(e.Data, v) }
+
 // Decode reads an envelope; Data stays raw for the consumer to decode by
 // Type and Version. Topic is filled in from the type's spec when known.
 func Decode(b []byte) (Event, error) {
 	var e Event
-	if err := json.Unmarshal(b, &e); err != nil {
+	if err := fastjson.Unmarshal(b, &e); err != nil {
 		return Event{}, fmt.Errorf("event: decode: %w", err)
 	}
 	if e.ID == "" || e.Type == "" {
