@@ -114,11 +114,12 @@ func (iv *Invoicer) Run(ctx context.Context) error {
 
 func (iv *Invoicer) consume(ctx context.Context) error {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: iv.brokers, GroupID: iv.group, GroupTopics: []string{iv.topic},
-		MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond, StartOffset: kafka.FirstOffset})
+		MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond, StartOffset: kafka.FirstOffset,
+		CommitInterval: 100 * time.Millisecond}) // handled batches are committed in the background; a crash replays them, and issuing is idempotent
 	defer r.Close()
 	for {
-		// Block for one event, then take what is already there, and commit
-		// the batch once every event of it is handled.
+		// Block for one event, then take what is already there, and hand
+		// the batch to the committer once every event of it is handled.
 		m, err := r.FetchMessage(ctx)
 		if err != nil {
 			return err

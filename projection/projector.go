@@ -97,7 +97,10 @@ func (p *Projector) consume(ctx context.Context) error {
 		MaxBytes:       10 << 20,
 		MaxWait:        100 * time.Millisecond,
 		StartOffset:    kafka.FirstOffset,
-		CommitInterval: 0, // commit synchronously, after the read models are written
+		// Offsets are handed to the reader only after the read models are
+		// written; it commits them in the background every CommitInterval,
+		// so a crash replays at most that much, which apply ignores.
+		CommitInterval: 100 * time.Millisecond,
 		QueueCapacity:  MaxBatch * 2,
 	})
 	defer r.Close()
