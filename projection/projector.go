@@ -90,13 +90,13 @@ func (p *Projector) Run(ctx context.Context) error {
 
 func (p *Projector) consume(ctx context.Context) error {
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:        p.brokers,
-		GroupID:        p.group,
-		GroupTopics:    p.topics,
-		MinBytes:       1,
-		MaxBytes:       10 << 20,
-		MaxWait:        100 * time.Millisecond,
-		StartOffset:    kafka.FirstOffset,
+		Brokers:     p.brokers,
+		GroupID:     p.group,
+		GroupTopics: p.topics,
+		MinBytes:    1,
+		MaxBytes:    10 << 20,
+		MaxWait:     100 * time.Millisecond,
+		StartOffset: kafka.FirstOffset,
 		// Offsets are handed to the reader only after the read models are
 		// written; it commits them in the background every CommitInterval,
 		// so a crash replays at most that much, which apply ignores.

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/o2i-service/o2i/internal/outbox"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
 
@@ -172,8 +173,7 @@ func (b *bench) probeProjection(ctx context.Context, key string) error {
 func (b *bench) drainOutbox(ctx context.Context) {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		var n int
-		if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE sent_at IS NULL`).Scan(&n); err != nil || n == 0 {
+		if n, err := outbox.Backlog(ctx, b.pool); err != nil || n == 0 {
 			return
 		}
 		time.Sleep(200 * time.Millisecond)

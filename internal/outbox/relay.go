@@ -23,21 +23,25 @@ const leaderLock int64 = 0x6f32692d72656c79 // "o2i-rely"
 
 // Relay publishes outbox rows to Kafka. Several replicas may run: one holds
 // the leader lock (a session advisory lock) and publishes; the others retry
-// the lock every StandbyPoll. The leader reads the oldest rows in id order,
-// publishes them with one WriteMessages call (RequiredAcks all, keyed by
-// project and aggregate so that each order stays on one partition), and
-// marks them sent after Kafka acknowledged every message (sent rows are
+// the lock every StandbyPoll. The leader reads the rows after its position
+// in (tx_id, id) order, publishes them with one WriteMessages call
+// (RequiredAcks all, keyed by project and aggregate so that each order stays
+// on one partition), and stores the position of the last one after Kafka
+// acknowledged every message (one row in outbox_relay_positions; rows are
 // deleted after Retention by the global leader). A crash in between
 // publishes them again: delivery is at least once, and consumers deduplicate
 // by eventId. While Kafka is unreachable the rows stay and the relay retries
 // with backoff; accepted writes never depend on Kafka.
 //
-// Ordering: the relay keeps no high-water mark; it reads unsent rows (a
-// partial index) in id order and marks exactly the rows it published, so a
-// transaction that commits late is never skipped. Two changes of one order
-// are serialised by the order's row lock, so the later change's outbox row
-// gets the higher id and becomes visible only after the earlier one: the
-// order's events leave in commit order.
+// Ordering: tx_id is the writing transaction's id. The relay reads only rows
+// of transactions older than every running one (tx_id <
+// pg_snapshot_xmin(pg_current_snapshot())): those have all committed or
+// rolled back, and every later row sorts after them, so a transaction that
+// commits late is never skipped; it only holds the relay back while it runs
+// (keep write transactions short). Two changes of one order are serialised
+// by the order's row lock, so the later change's transaction commits after
+// the earlier one and its rows are read later: the order's events leave in
+// commit order.
 type Relay struct {
 	Pool    *pgxpool.Pool
 	Brokers []string
@@ -46,7 +50,7 @@ type Relay struct {
 	Poll        time.Duration // wait when the outbox is empty; default 10ms
 	StandbyPoll time.Duration // how often a standby replica tries the leader lock; default 1s
 	MaxBackoff  time.Duration // longest wait between failed publishes; default 5s
-	Retention   time.Duration // how long sent rows are kept before the leader deletes them; default 1h
+	Retention   time.Duration // how long published rows are kept before the leader deletes them; default 1h
 
 	// Projects restricts the relay to these projects' rows, with its own
 	// leader lock. For tests; a production relay leaves it empty.
@@ -58,8 +62,8 @@ type Relay struct {
 	// table is the outbox table (tests use copies); default Table.
 	table string
 	sql   relaySQL
-	// beforeMark runs after a successful publish and before the rows are
-	// marked sent; tests use it to simulate a crash.
+	// beforeMark runs after a successful publish and before the position is
+	// stored; tests use it to simulate a crash.
 	beforeMark func(n int) error
 
 	m *relayMetrics
@@ -201,7 +205,11 @@ func (r *Relay) lead(ctx context.Context) (bool, error) {
 		}
 	}()
 	r.m.leader.Set(1)
-	r.Logger.Info("outbox relay: leading", "projects", len(r.Projects))
+	pos, err := r.loadPosition(ctx, conn.Conn())
+	if err != nil {
+		return true, err
+	}
+	r.Logger.Info("outbox relay: leading", "projects", len(r.Projects), "txId", pos.txID, "id", pos.id)
 
 	w := r.newWriter()
 	defer func() { w.Close() }()
@@ -209,16 +217,16 @@ func (r *Relay) lead(ctx context.Context) (bool, error) {
 	var lastBacklog, lastPurge time.Time
 	for ctx.Err() == nil {
 		if time.Since(lastBacklog) > 5*time.Second {
-			r.sampleBacklog(ctx, conn.Conn())
+			r.sampleBacklog(ctx, conn.Conn(), pos)
 			lastBacklog = time.Now()
 		}
 		if len(r.Projects) == 0 && time.Since(lastPurge) > time.Minute {
-			if err := r.purge(ctx, conn.Conn()); err != nil {
+			if err := r.purge(ctx, conn.Conn(), pos); err != nil {
 				return true, err
 			}
 			lastPurge = time.Now()
 		}
-		n, err := r.relayBatch(ctx, conn.Conn(), w)
+		n, err := r.relayBatch(ctx, conn.Conn(), w, &pos)
 		var pub *publishError
 		switch {
 		case errors.As(err, &pub):
@@ -267,47 +275,69 @@ type publishError struct{ err error }
 
 func (e *publishError) Error() string { return "publish: " + e.err.Error() }
 
+// position is where a relay stands: the (tx_id, id) of the last row it
+// published; tx_id as text (xid8 has no binary codec in pgx).
+type position struct {
+	txID string
+	id   int64
+}
+
 type relaySQL struct {
-	selectAll, selectProjects, markSent, purge, backlog, backlogProjects string
+	selectAll, selectProjects, savePosition, loadPosition, purge, backlog, backlogProjects string
 }
 
 func newRelaySQL(table string) relaySQL {
-	cols := `SELECT id, topic, msg_key, event_id, event_type, payload FROM ` + table
+	cols := `SELECT id, tx_id::text, topic, msg_key, event_id, event_type, payload FROM ` + table
+	after := ` WHERE (tx_id, id) > ($2::text::xid8, $3::bigint) AND tx_id < pg_snapshot_xmin(pg_current_snapshot())`
 	return relaySQL{
-		selectAll:      cols + ` WHERE sent_at IS NULL ORDER BY id LIMIT $1`,
-		selectProjects: cols + ` WHERE sent_at IS NULL AND project_id = ANY($2::uuid[]) ORDER BY id LIMIT $1`,
-		markSent:       `UPDATE ` + table + ` SET sent_at = now() WHERE id = ANY($1::bigint[])`,
+		selectAll:      cols + after + ` ORDER BY tx_id, id LIMIT $1`,
+		selectProjects: cols + after + ` AND project_id = ANY($4::uuid[]) ORDER BY tx_id, id LIMIT $1`,
+		savePosition: `INSERT INTO outbox_relay_positions (relay, tx_id, id) VALUES ($1, $2::text::xid8, $3)
+  ON CONFLICT (relay) DO UPDATE SET tx_id = EXCLUDED.tx_id, id = EXCLUDED.id, updated_at = now()`,
+		loadPosition: `SELECT tx_id::text, id FROM outbox_relay_positions WHERE relay = $1`,
 		purge: `DELETE FROM ` + table + ` WHERE ctid = ANY (ARRAY(
-  SELECT ctid FROM ` + table + ` WHERE created_at < $1 AND sent_at IS NOT NULL LIMIT 10000))`,
-		backlog:         `SELECT count(*) FROM (SELECT 1 FROM ` + table + ` WHERE sent_at IS NULL LIMIT 10000000) o`,
-		backlogProjects: `SELECT count(*) FROM ` + table + ` WHERE sent_at IS NULL AND project_id = ANY($1::uuid[])`,
+  SELECT ctid FROM ` + table + ` WHERE created_at < $1 AND (tx_id, id) <= ($2::text::xid8, $3::bigint) LIMIT 10000))`,
+		backlog:         `SELECT count(*) FROM (SELECT 1 FROM ` + table + ` WHERE (tx_id, id) > ($1::text::xid8, $2::bigint) LIMIT 10000000) o`,
+		backlogProjects: `SELECT count(*) FROM ` + table + ` WHERE (tx_id, id) > ($1::text::xid8, $2::bigint) AND project_id = ANY($3::uuid[])`,
 	}
 }
 
-// relayBatch publishes the oldest unsent rows and marks them sent; it returns how many
-// rows it read. A Kafka failure is a *publishError.
-func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn, w *kafka.Writer) (int, error) {
+// loadPosition reads the relay's stored position; a relay that never
+// published starts before the first row.
+func (r *Relay) loadPosition(ctx context.Context, conn *pgx.Conn) (position, error) {
+	pos := position{txID: "0"}
+	err := conn.QueryRow(ctx, r.sql.loadPosition, r.lockKey()).Scan(&pos.txID, &pos.id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return position{txID: "0"}, nil
+	}
+	if err != nil {
+		return position{}, fmt.Errorf("read relay position: %w", err)
+	}
+	return pos, nil
+}
+
+// relayBatch publishes the rows after pos and advances pos past them; it
+// returns how many rows it read. A Kafka failure is a *publishError.
+func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn, w *kafka.Writer, pos *position) (int, error) {
 	var rows pgx.Rows
 	var err error
 	if len(r.Projects) == 0 {
-		rows, err = conn.Query(ctx, r.sql.selectAll, r.BatchSize)
+		rows, err = conn.Query(ctx, r.sql.selectAll, r.BatchSize, pos.txID, pos.id)
 	} else {
-		rows, err = conn.Query(ctx, r.sql.selectProjects, r.BatchSize, r.Projects)
+		rows, err = conn.Query(ctx, r.sql.selectProjects, r.BatchSize, pos.txID, pos.id, r.Projects)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read outbox: %w", err)
 	}
-	ids := make([]int64, 0, r.BatchSize)
+	var last position
 	msgs := make([]kafka.Message, 0, r.BatchSize)
 	for rows.Next() {
-		var id int64
 		var topic, key, eventID, typ string
 		var payload []byte
-		if err := rows.Scan(&id, &topic, &key, &eventID, &typ, &payload); err != nil {
+		if err := rows.Scan(&last.id, &last.txID, &topic, &key, &eventID, &typ, &payload); err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("read outbox: %w", err)
 		}
-		ids = append(ids, id)
 		msgs = append(msgs, kafka.Message{
 			Topic: topic, Key: []byte(key), Value: payload,
 			Headers: []kafka.Header{{Key: "eventId", Value: []byte(eventID)}, {Key: "type", Value: []byte(typ)}},
@@ -328,30 +358,36 @@ func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn, w *kafka.Writer)
 	}
 	r.m.batch.Observe(time.Since(start).Seconds())
 	if r.beforeMark != nil {
-		if err := r.beforeMark(len(ids)); err != nil {
-			return len(ids), err
+		if err := r.beforeMark(len(msgs)); err != nil {
+			return len(msgs), err
 		}
 	}
-	if _, err := conn.Exec(ctx, r.sql.markSent, ids); err != nil {
-		return len(ids), fmt.Errorf("mark outbox rows sent: %w", err)
+	if _, err := conn.Exec(ctx, r.sql.savePosition, r.lockKey(), last.txID, last.id); err != nil {
+		return len(msgs), fmt.Errorf("store relay position: %w", err)
 	}
+	*pos = last
 	for _, m := range msgs {
 		r.m.published.WithLabelValues(m.Topic).Inc()
 	}
-	return len(ids), nil
+	return len(msgs), nil
 }
 
-func (r *Relay) sampleBacklog(ctx context.Context, conn *pgx.Conn) {
+func (r *Relay) sampleBacklog(ctx context.Context, conn *pgx.Conn, pos position) {
+	if n, err := r.backlog(ctx, conn, pos); err == nil {
+		r.m.backlog.Set(float64(n))
+	}
+}
+
+// backlog counts the rows after pos (committed or not yet visible).
+func (r *Relay) backlog(ctx context.Context, conn *pgx.Conn, pos position) (int64, error) {
 	var n int64
 	var err error
 	if len(r.Projects) == 0 {
-		err = conn.QueryRow(ctx, r.sql.backlog).Scan(&n)
+		err = conn.QueryRow(ctx, r.sql.backlog, pos.txID, pos.id).Scan(&n)
 	} else {
-		err = conn.QueryRow(ctx, r.sql.backlogProjects, r.Projects).Scan(&n)
+		err = conn.QueryRow(ctx, r.sql.backlogProjects, pos.txID, pos.id, r.Projects).Scan(&n)
 	}
-	if err == nil {
-		r.m.backlog.Set(float64(n))
-	}
+	return n, err
 }
 
 type backoff struct {
@@ -380,11 +416,11 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// purge deletes rows sent longer than Retention ago.
-func (r *Relay) purge(ctx context.Context, conn *pgx.Conn) error {
+// purge deletes published rows written longer than Retention ago.
+func (r *Relay) purge(ctx context.Context, conn *pgx.Conn, pos position) error {
 	cutoff := time.Now().Add(-r.Retention)
 	for {
-		tag, err := conn.Exec(ctx, r.sql.purge, cutoff)
+		tag, err := conn.Exec(ctx, r.sql.purge, cutoff, pos.txID, pos.id)
 		if err != nil {
 			return fmt.Errorf("purge sent outbox rows: %w", err)
 		}
@@ -392,4 +428,19 @@ func (r *Relay) purge(ctx context.Context, conn *pgx.Conn) error {
 			return nil
 		}
 	}
+}
+
+// Backlog counts the outbox rows the service's relay has not published yet.
+func Backlog(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	return backlogOf(ctx, pool, Table, leaderLock)
+}
+
+// backlogOf counts the rows of table after the stored position of the relay
+// with lock key relay (all rows when it never published).
+func backlogOf(ctx context.Context, pool *pgxpool.Pool, table string, relay int64) (int64, error) {
+	var n int64
+	err := pool.QueryRow(ctx, `WITH p AS (
+  SELECT coalesce(max(tx_id), '0') AS tx_id, coalesce(max(id), 0) AS id FROM outbox_relay_positions WHERE relay = $1)
+SELECT count(*) FROM p JOIN `+table+` o ON (o.tx_id, o.id) > (p.tx_id, p.id)`, relay).Scan(&n)
+	return n, err
 }

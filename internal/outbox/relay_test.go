@@ -96,11 +96,12 @@ func (f *fixture) enqueue(t *testing.T, orders, steps int) []string {
 
 func (f *fixture) unsent(t *testing.T) int {
 	t.Helper()
-	var n int
-	if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+f.table+` WHERE sent_at IS NULL`).Scan(&n); err != nil {
+	r := f.relay(nil)
+	n, err := backlogOf(context.Background(), f.pool, f.table, r.lockKey())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return int(n)
 }
 
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
@@ -325,7 +326,7 @@ func TestRelayPublishesInOrder(t *testing.T) {
 	ids = append(ids, f.enqueue(t, 8, 5)...)
 	gs := newTail(t, brokers, f.topic, true).collect(t, f.project, ids, 60*time.Second)
 	checkOrder(t, gs)
-	waitFor(t, 10*time.Second, "all rows marked sent", func() bool { return f.unsent(t) == 0 })
+	waitFor(t, 10*time.Second, "position past every row", func() bool { return f.unsent(t) == 0 })
 	for _, g := range gs {
 		if g.ev.ProjectID != f.project || g.ev.Type != event.OrderUpdated {
 			t.Fatalf("event %+v", g.ev)
@@ -334,7 +335,7 @@ func TestRelayPublishesInOrder(t *testing.T) {
 }
 
 // TestRelayCrashRepublishes: a relay that dies after Kafka acknowledged but
-// before marking the rows leaves them to the next relay: published again,
+// before storing its position leaves them to the next relay: published again,
 // never lost.
 func TestRelayCrashRepublishes(t *testing.T) {
 	t.Parallel()
@@ -342,7 +343,7 @@ func TestRelayCrashRepublishes(t *testing.T) {
 	brokers := testenv.KafkaBrokers()
 	ids := f.enqueue(t, 3, 4)
 
-	// The first relay publishes, then "crashes" before marking the rows sent.
+	// The first relay publishes, then "crashes" before storing its position.
 	ctx1, kill := context.WithCancel(context.Background())
 	defer kill()
 	crashed := make(chan struct{})
@@ -369,7 +370,7 @@ func TestRelayCrashRepublishes(t *testing.T) {
 	startRelay(t, f.relay(brokers))
 	again := tl.collect(t, f.project, ids, 30*time.Second)
 	checkOrder(t, append(first, again...))
-	waitFor(t, 10*time.Second, "rows marked sent", func() bool { return f.unsent(t) == 0 })
+	waitFor(t, 10*time.Second, "position past every row", func() bool { return f.unsent(t) == 0 })
 }
 
 func freePort(t *testing.T) int {
@@ -434,4 +435,50 @@ func TestRelayKafkaDownAndBack(t *testing.T) {
 	if slices.ContainsFunc(gs, func(g got) bool { return g.ev.ProjectID != f.project }) {
 		t.Error("foreign event")
 	}
+}
+
+// TestRelayNeverSkipsALateCommit: a transaction that wrote its event first
+// but commits after a later one was published is published too, and the
+// relay's position never passes a transaction that is still running.
+func TestRelayNeverSkipsALateCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, testTopic(t))
+	brokers := testenv.KafkaBrokers()
+	newEvent := func(no string) event.Event {
+		ev, err := event.New(event.OrderUpdated, f.project, "order", "", no, 1, time.Now(), seq{no, 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Topic = f.topic
+		return ev
+	}
+	late := newEvent("LATE")
+	slow, err := f.pool.Begin(ctx) // writes first, commits last
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Rollback(ctx)
+	if err := enqueueInto(ctx, slow, insertSQL(f.table), late); err != nil {
+		t.Fatal(err)
+	}
+	early := newEvent("EARLY")
+	if err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error { return enqueueInto(ctx, tx, insertSQL(f.table), early) }); err != nil {
+		t.Fatal(err)
+	}
+	startRelay(t, f.relay(brokers))
+	tl := newTail(t, brokers, f.topic, true)
+	// While the slow transaction runs, nothing after it is published: the
+	// committed event waits, so the position cannot pass the late one.
+	time.Sleep(300 * time.Millisecond)
+	if n := f.unsent(t); n != 1 { // the running transaction's row is not visible yet
+		var dump string
+		f.pool.QueryRow(ctx, `SELECT string_agg(tx_id::text || '/' || id || '/' || msg_key, ' ') || ' pos ' || coalesce((SELECT string_agg(tx_id::text || '/' || id, ',') FROM outbox_relay_positions WHERE relay = $1), '-') || ' xmin ' || pg_snapshot_xmin(pg_current_snapshot())::text FROM `+f.table, f.relay(nil).lockKey()).Scan(&dump)
+		t.Fatalf("%d rows waiting while an older transaction runs, want 1 (the committed one must wait): %s", n, dump)
+	}
+	if err := slow.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tl.collect(t, f.project, []string{late.ID, early.ID}, 30*time.Second)
+	waitFor(t, 10*time.Second, "position past both", func() bool { return f.unsent(t) == 0 })
 }
