@@ -38,9 +38,18 @@ type poisonError struct{ err error }
 
 func (e poisonError) Error() string { return e.err.Error() }
 
-// queue adds the statements that apply ev to b and returns the order whose
-// status record the event touches.
-func queue(b *pgx.Batch, t Tables, ev event.Event) (orderRef, error) {
+// orderState is what an order event sets in the order's status record.
+type orderState struct {
+	orderID           string
+	version           int64
+	status            string
+	fulfillmentStatus string
+}
+
+// queue adds the statements that apply ev to b, or for order events its
+// state to orders (written by queueOrders, one statement per batch), and
+// returns the order whose status record the event touches.
+func queue(b *pgx.Batch, orders map[orderRef]orderState, t Tables, ev event.Event) (orderRef, error) {
 	switch ev.Type {
 	case event.OrderCreated, event.OrderUpdated, event.OrderFulfilled, event.OrderFulfillmentUpdated:
 		if ev.Version != 1 {
@@ -59,13 +68,13 @@ func queue(b *pgx.Batch, t Tables, ev event.Event) (orderRef, error) {
 		if o.OrderNo == "" || !isUUID(ev.ProjectID) || !isUUID(o.ID) {
 			return orderRef{}, poisonError{fmt.Errorf("%s without orderNo, or with an invalid projectId or id", ev.Type)}
 		}
-		b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, order_id, order_version, status, fulfillment_status, rev, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, nextval('read_model_rev'), now())
-			ON CONFLICT (project_id, order_no) DO UPDATE SET order_id = EXCLUDED.order_id, order_version = EXCLUDED.order_version,
-				status = EXCLUDED.status, fulfillment_status = EXCLUDED.fulfillment_status, rev = EXCLUDED.rev, updated_at = now()
-			WHERE v.order_version < EXCLUDED.order_version`,
-			ev.ProjectID, o.OrderNo, o.ID, o.Version, o.Status, o.FulfillmentStatus)
-		return orderRef{ev.ProjectID, o.OrderNo}, nil
+		ref := orderRef{ev.ProjectID, o.OrderNo}
+		// Of several events of one order in a batch the newest wins, as it
+		// would statement by statement (the upsert is version-guarded).
+		if cur, ok := orders[ref]; !ok || o.Version > cur.version {
+			orders[ref] = orderState{o.ID, o.Version, o.Status, o.FulfillmentStatus}
+		}
+		return ref, nil
 
 	case event.InvoiceCreated, event.InvoiceArchived, event.InvoiceFailed:
 		if ev.Version != 1 {
@@ -103,6 +112,30 @@ func queue(b *pgx.Batch, t Tables, ev event.Event) (orderRef, error) {
 		return orderRef{ev.ProjectID, inv.OrderNo}, nil
 	}
 	return orderRef{}, poisonError{fmt.Errorf("unknown event type %q", ev.Type)}
+}
+
+// queueOrders adds one version-guarded upsert of every order state of the
+// batch. It commutes with the invoice statements: they set other columns,
+// and both take a new rev.
+func queueOrders(b *pgx.Batch, t Tables, orders map[orderRef]orderState) {
+	if len(orders) == 0 {
+		return
+	}
+	var projects, orderNos, ids, statuses, fulfillments []string
+	var versions []int64
+	for ref, o := range orders {
+		projects, orderNos, ids = append(projects, ref.projectID), append(orderNos, ref.orderNo), append(ids, o.orderID)
+		versions, statuses, fulfillments = append(versions, o.version), append(statuses, o.status), append(fulfillments, o.fulfillmentStatus)
+	}
+	b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, order_id, order_version, status, fulfillment_status, rev, updated_at)
+		SELECT k.project_id, k.order_no, k.order_id, k.order_version, k.status, k.fulfillment_status, nextval('read_model_rev'), now()
+		FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::text[], $6::text[])
+			AS k(project_id, order_no, order_id, order_version, status, fulfillment_status)
+		ORDER BY k.project_id, k.order_no
+		ON CONFLICT (project_id, order_no) DO UPDATE SET order_id = EXCLUDED.order_id, order_version = EXCLUDED.order_version,
+			status = EXCLUDED.status, fulfillment_status = EXCLUDED.fulfillment_status, rev = EXCLUDED.rev, updated_at = now()
+		WHERE v.order_version < EXCLUDED.order_version`,
+		projects, orderNos, ids, versions, statuses, fulfillments)
 }
 
 // statusRow is an order_view row as the status record needs it.

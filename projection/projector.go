@@ -193,6 +193,7 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 		b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, int64(lockKey))
 	}
 	touched := map[orderRef]bool{}
+	orders := map[orderRef]orderState{}
 	var refs []orderRef
 	var events []event.Event
 	var dead []kafka.Message
@@ -204,7 +205,7 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 		ev, err := event.Decode(m.Value)
 		var ref orderRef
 		if err == nil {
-			ref, err = queue(&b, p.tables, ev)
+			ref, err = queue(&b, orders, p.tables, ev)
 		} else {
 			err = poisonError{err}
 		}
@@ -223,6 +224,7 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 			refs = append(refs, ref)
 		}
 	}
+	queueOrders(&b, p.tables, orders)
 	for i, m := range dead {
 		b.Queue(`INSERT INTO projection_dead_letters (projector, topic, partition, "offset", msg_key, payload, error)
 			VALUES ($1, $2, $3, $4, $5, $6, $7)`, p.group, m.Topic, m.Partition, m.Offset, string(m.Key), m.Value, deadErr[i])

@@ -245,6 +245,21 @@ func TestDuplicateAndOutOfOrderDeliveryChangeNothing(t *testing.T) {
 	if got.FulfillmentStatus != "fulfilled" || len(got.Invoices) != 1 || got.Invoices[0].Status != "archived" {
 		t.Errorf("record %+v, want fulfilled with one archived invoice", got)
 	}
+	// Several events of one new order in one batch: the newest wins,
+	// whatever their order in the batch.
+	for i, batch := range [][]int64{{1, 2, 3}, {3, 1, 2}, {2, 3, 1}} {
+		no := fmt.Sprintf("B-batch-%d", i)
+		id := uuid.NewString()
+		fs := map[int64]string{1: "unfulfilled", 2: "partial", 3: "fulfilled"}
+		var evs []event.Event
+		for _, v := range batch {
+			evs = append(evs, orderEvent(t, event.OrderUpdated, f.project, no, id, v, "created", fs[v]))
+		}
+		f.apply(evs...)
+		if got, _ := f.status(no); got.FulfillmentStatus != "fulfilled" {
+			t.Errorf("versions %v in one batch: fulfillmentStatus %q, want the newest (fulfilled)", batch, got.FulfillmentStatus)
+		}
+	}
 	// A stale record never overwrites a newer one in Redis either.
 	ctx := context.Background()
 	p := f.rdb.Pipeline()
