@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -55,6 +56,9 @@ type createResult struct {
 
 type createBatcher struct {
 	pool *pgxpool.Pool
+
+	// What was written: statements, orders in them, orders that fell back.
+	statements, orders, fallbacks atomic.Int64
 
 	mu      sync.Mutex
 	pending []*createItem
@@ -141,6 +145,11 @@ func (b *createBatcher) write(batch []*createItem) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	results, err := b.exec(ctx, batch)
+	b.statements.Add(1)
+	b.orders.Add(int64(len(batch)))
+	if err != nil {
+		b.fallbacks.Add(int64(len(batch)))
+	}
 	for i, it := range batch {
 		if err != nil {
 			it.done <- createResult{fallback: true}

@@ -8,3 +8,9 @@ const (
 	EndpointOrders       = endpointOrders
 	EndpointFulfillments = endpointFulfillments
 )
+
+// CreateBatches reports the group commit's statements, the new orders in
+// them and the orders that fell back to one statement each.
+func (s *Service) CreateBatches() (statements, orders, fallbacks int64) {
+	return s.creates.statements.Load(), s.creates.orders.Load(), s.creates.fallbacks.Load()
+}

@@ -418,3 +418,117 @@ func TestOrderLinesBoundToCatalogue(t *testing.T) {
 		t.Errorf("bindings (-want +got):\n%s", diff)
 	}
 }
+
+// TestGroupCommitGivesEachOrderItsOwnAnswer: new orders arriving together
+// are created in shared statements, and each still gets exactly its own
+// answer: a paymentRef conflict fails only its order, parallel deliveries of
+// one orderNo create it once, every created order has one event.
+func TestGroupCommitGivesEachOrderItsOwnAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	taken := order(uniqueNo("TAKEN"))
+	if r := e.postOrder(mustJSON(t, taken)); r.status != 201 {
+		t.Fatalf("setup: %d %s", r.status, r.body)
+	}
+	type sent struct {
+		body []byte
+		kind string // new, conflict, same
+	}
+	var reqs []sent
+	for range 50 {
+		reqs = append(reqs, sent{mustJSON(t, order(uniqueNo("GC"))), "new"})
+	}
+	for range 6 {
+		o := order(uniqueNo("GC-CONFLICT"))
+		o["paymentRef"] = taken["paymentRef"]
+		reqs = append(reqs, sent{mustJSON(t, o), "conflict"})
+	}
+	same := mustJSON(t, order(uniqueNo("GC-SAME")))
+	for range 8 {
+		reqs = append(reqs, sent{same, "same"})
+	}
+	statementsBefore, ordersBefore, fallbacksBefore := e.svc.CreateBatches()
+	replies := make([]reply, len(reqs))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, s := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/v1/orders", bytes.NewReader(s.body))
+			req.Header.Set("Authorization", "Bearer "+e.key)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", uuid.NewString())
+			<-start
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			var buf bytes.Buffer
+			buf.ReadFrom(resp.Body)
+			replies[i] = reply{status: resp.StatusCode, header: resp.Header, body: buf.Bytes()}
+		}()
+	}
+	close(start)
+	wg.Wait()
+
+	sameIDs := map[string]bool{}
+	sameCreated := 0
+	for i, s := range reqs {
+		r := replies[i]
+		switch s.kind {
+		case "new":
+			if r.status != 201 {
+				t.Errorf("new order: %d %s", r.status, r.body)
+			}
+		case "conflict":
+			if r.status != 409 || r.errBody(t).Error.Code != "payment_ref_conflict" {
+				t.Errorf("paymentRef conflict: %d %s", r.status, r.body)
+			}
+		case "same":
+			if r.status != 201 && r.status != 200 {
+				t.Errorf("same orderNo: %d %s", r.status, r.body)
+				continue
+			}
+			if r.status == 201 {
+				sameCreated++
+			}
+			sameIDs[r.order(t).ID] = true
+		}
+	}
+	if sameCreated != 1 || len(sameIDs) != 1 {
+		t.Errorf("parallel deliveries of one orderNo: %d created, %d ids; want 1 and 1", sameCreated, len(sameIDs))
+	}
+	created := map[string]int{}
+	for _, ev := range e.outboxEvents() {
+		if ev.Type == event.OrderCreated {
+			created[ev.AggregateKey]++
+		}
+	}
+	if len(created) != 1+50+1 {
+		t.Errorf("%d orders have an order.created event, want 52", len(created))
+	}
+	for no, n := range created {
+		if n != 1 {
+			t.Errorf("order %s has %d order.created events", no, n)
+		}
+	}
+	var conflicting int
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM orders WHERE project_id = $1 AND order_no LIKE 'GC-CONFLICT-%'`, e.project).Scan(&conflicting); err != nil {
+		t.Fatal(err)
+	}
+	if conflicting != 0 {
+		t.Errorf("%d conflicting orders were stored", conflicting)
+	}
+	statements, orders, fallbacks := e.svc.CreateBatches()
+	statements, orders, fallbacks = statements-statementsBefore, orders-ordersBefore, fallbacks-fallbacksBefore
+	t.Logf("group commit: %d new orders in %d statements, %d fell back", orders, statements, fallbacks)
+	if statements >= orders {
+		t.Errorf("%d orders took %d statements: no order shared a statement", orders, statements)
+	}
+	if fallbacks < 6 {
+		t.Errorf("%d orders fell back to one statement, want at least the 6 conflicting ones", fallbacks)
+	}
+}

@@ -72,7 +72,7 @@ func (b *bench) reads(ctx context.Context, n, conns int, d time.Duration) ([]res
 	log.Printf("reads: projected %d orders in %s", n, time.Since(start).Round(time.Millisecond))
 
 	var out []result
-	for _, c := range []int{conns / 2, conns} {
+	for _, c := range []int{conns / 4, conns / 2, conns} {
 		r, err := b.readLoad(ctx, keys, n, c, d)
 		if err != nil {
 			return nil, err
