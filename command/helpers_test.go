@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -91,6 +92,37 @@ func (e *env) do(method, path, idemKey string, body []byte) reply {
 func (e *env) postOrder(body []byte) reply {
 	e.t.Helper()
 	return e.do(http.MethodPost, "/v1/orders", uuid.NewString(), body)
+}
+
+// postAtOnce sends POST /v1/orders with bodies[i] and Idempotency-Key
+// keys[i], all released at the same moment, each on its own connection.
+func (e *env) postAtOnce(bodies [][]byte, keys []string) []reply {
+	e.t.Helper()
+	replies := make([]reply, len(bodies))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/v1/orders", bytes.NewReader(bodies[i]))
+			req.Header.Set("Authorization", "Bearer "+e.key)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", keys[i])
+			<-start
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				e.t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			replies[i] = reply{status: resp.StatusCode, header: resp.Header, body: b}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return replies
 }
 
 // order is a valid order input as a generic JSON object, so that tests can

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -303,35 +302,14 @@ func TestParallelDeliveries(t *testing.T) {
 			body := mustJSON(t, order(no))
 			key := uuid.NewString()
 			const n = 24
-			replies := make([]reply, n)
-			start := make(chan struct{})
-			var wg sync.WaitGroup
+			bodies, keys := make([][]byte, n), make([]string, n)
 			for i := range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					k := key
-					if !sameKey {
-						k = uuid.NewString()
-					}
-					req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/v1/orders", bytes.NewReader(body))
-					req.Header.Set("Authorization", "Bearer "+e.key)
-					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set("Idempotency-Key", k)
-					<-start
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					defer resp.Body.Close()
-					var buf bytes.Buffer
-					buf.ReadFrom(resp.Body)
-					replies[i] = reply{status: resp.StatusCode, header: resp.Header, body: buf.Bytes()}
-				}()
+				bodies[i], keys[i] = body, key
+				if !sameKey {
+					keys[i] = uuid.NewString()
+				}
 			}
-			close(start)
-			wg.Wait()
+			replies := e.postAtOnce(bodies, keys)
 			counts := map[int]int{}
 			ids := map[string]bool{}
 			var created []byte
@@ -448,31 +426,11 @@ func TestGroupCommitGivesEachOrderItsOwnAnswer(t *testing.T) {
 		reqs = append(reqs, sent{same, "same"})
 	}
 	statementsBefore, ordersBefore, fallbacksBefore := e.svc.CreateBatches()
-	replies := make([]reply, len(reqs))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
+	bodies, keys := make([][]byte, len(reqs)), make([]string, len(reqs))
 	for i, s := range reqs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/v1/orders", bytes.NewReader(s.body))
-			req.Header.Set("Authorization", "Bearer "+e.key)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Idempotency-Key", uuid.NewString())
-			<-start
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer resp.Body.Close()
-			var buf bytes.Buffer
-			buf.ReadFrom(resp.Body)
-			replies[i] = reply{status: resp.StatusCode, header: resp.Header, body: buf.Bytes()}
-		}()
+		bodies[i], keys[i] = s.body, uuid.NewString()
 	}
-	close(start)
-	wg.Wait()
+	replies := e.postAtOnce(bodies, keys)
 
 	sameIDs := map[string]bool{}
 	sameCreated := 0
