@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Group commit of new orders. Under load, PostgreSQL spends most of its CPU
@@ -59,10 +60,25 @@ type createBatcher struct {
 
 	// What was written: statements, orders in them, orders that fell back.
 	statements, orders, fallbacks atomic.Int64
+	sizes                         prometheus.Histogram
+	fallbackCount                 prometheus.Counter
 
 	mu      sync.Mutex
 	pending []*createItem
 	running int
+}
+
+func newCreateBatcher(pool *pgxpool.Pool) *createBatcher {
+	return &createBatcher{
+		pool: pool,
+		sizes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "o2i_order_create_batch_orders", Help: "New orders per group-commit statement.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100},
+		}),
+		fallbackCount: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "o2i_order_create_fallbacks_total", Help: "New orders written alone after their batch failed.",
+		}),
+	}
 }
 
 // create writes one new order, in a batch with others arriving meanwhile.
@@ -147,8 +163,10 @@ func (b *createBatcher) write(batch []*createItem) {
 	results, err := b.exec(ctx, batch)
 	b.statements.Add(1)
 	b.orders.Add(int64(len(batch)))
+	b.sizes.Observe(float64(len(batch)))
 	if err != nil {
 		b.fallbacks.Add(int64(len(batch)))
+		b.fallbackCount.Add(float64(len(batch)))
 	}
 	for i, it := range batch {
 		if err != nil {

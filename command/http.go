@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/o2i-service/o2i/internal/catalog"
 	"github.com/o2i-service/o2i/internal/httpx"
@@ -26,9 +27,20 @@ type Service struct {
 
 // New returns the write side over pool.
 func New(pool *pgxpool.Pool) *Service {
-	s := &Service{pool: pool, catalog: catalog.New(pool), creates: &createBatcher{pool: pool}}
+	s := &Service{pool: pool, catalog: catalog.New(pool), creates: newCreateBatcher(pool)}
 	s.lastSweep.Store(time.Now().Add(-sweepEvery + time.Minute).UnixNano()) // first sweep a minute after start
 	return s
+}
+
+// RegisterMetrics exports the write side's metrics (the group commit of new
+// orders) to reg.
+func (s *Service) RegisterMetrics(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{s.creates.sizes, s.creates.fallbackCount} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Routes are the write endpoints.

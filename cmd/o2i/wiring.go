@@ -31,6 +31,9 @@ func newWiring(d *deps, reg prometheus.Registerer) *wiring {
 		commands: command.New(d.pool),
 		queries:  query.New(d.pool, d.redis),
 	}
+	if reg != nil {
+		_ = w.commands.RegisterMetrics(reg) // only fails on a second registration
+	}
 	if d.s3 != nil {
 		w.archive = archive.New(d.s3, d.cfg.S3Bucket)
 		w.queries.ServeDocumentsFrom(w.archive)
