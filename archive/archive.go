@@ -79,6 +79,12 @@ func InvoiceXMLKey(projectID, invoiceID string) string {
 	return projectID + "/invoices/" + invoiceID + ".xml"
 }
 
+// InvoicePDFKey is where an invoice's PDF lies (ZUGFeRD PDF/A-3, or the
+// XRechnung reading copy).
+func InvoicePDFKey(projectID, invoiceID string) string {
+	return projectID + "/invoices/" + invoiceID + ".pdf"
+}
+
 // Stored describes an archived document.
 type Stored struct {
 	Key         string

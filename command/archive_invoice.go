@@ -13,16 +13,18 @@ import (
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/outbox"
 	"github.com/o2i-service/o2i/internal/store"
+	"github.com/o2i-service/o2i/render"
 )
 
 // TestRetention is how long test documents are kept: they have no tax
 // effect and can be discarded, so the legal retention does not apply.
 const TestRetention = 30 * 24 * time.Hour
 
-// ArchiveInvoice stores a validated invoice's XML write-once (COMPLIANCE
-// retention to the end of the eighth year after the year of issue; test
-// documents 30 days), then marks it archived and publishes invoice.archived.
-// A failed document is never archived. Calling it again is harmless.
+// ArchiveInvoice renders a validated invoice's PDF from its XML (PDF/A-3
+// with the XML embedded), stores both write-once (COMPLIANCE retention to
+// the end of the eighth year after the year of issue; test documents 30
+// days), then marks it archived and publishes invoice.archived. A failed
+// document is never archived. Calling it again is harmless.
 func (s *Service) ArchiveInvoice(ctx context.Context, a *archive.Archive, projectID, invoiceID string) (err error) {
 	defer apperr.Wrap(&err, "archive invoice %s", invoiceID)
 	var inv event.Invoice
@@ -47,6 +49,16 @@ func (s *Service) ArchiveInvoice(ctx context.Context, a *archive.Archive, projec
 	until := archive.RetainUntil(issue, archive.RetentionYears)
 	if inv.TestMode {
 		until = time.Now().Add(TestRetention)
+	}
+	pdf, err := render.PDF(xml)
+	if err != nil {
+		return fmt.Errorf("render PDF: %w", err)
+	}
+	// A retry after a failure between the two puts renders the PDF again,
+	// with other bytes (the PDF writer stamps its time): the one archived
+	// first stands, it shows the same XML.
+	if _, err := a.Put(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", until); err != nil && !errors.Is(err, archive.ErrConflict) {
+		return err
 	}
 	if _, err := a.Put(ctx, archive.InvoiceXMLKey(projectID, invoiceID), xml, "application/xml", until); err != nil {
 		return err

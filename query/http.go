@@ -1,6 +1,7 @@
 // Package query is the read side: order status, invoice lookup and listing,
 // served from the read models (Redis first, PostgreSQL fallback), and the
-// read endpoints. It imports internal packages, never command.
+// read endpoints. It imports internal packages, archive and render (documents),
+// never command.
 package query
 
 import (

@@ -18,6 +18,7 @@ import (
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/readmodel"
+	"github.com/o2i-service/o2i/render"
 )
 
 // Page sizes of GET /v1/invoices.
@@ -224,17 +225,47 @@ func (s *Service) getDocument(w http.ResponseWriter, r *http.Request) error {
 		return &apperr.Error{Kind: apperr.Conflict, Code: "document_not_archived", RetryAfter: 5 * time.Second,
 			Message: fmt.Sprintf("invoice %s is not archived yet; fetch again later", inv.Number)}
 	}
-	if strings.HasSuffix(r.URL.Path, "/pdf") || s.archive == nil {
-		return apperr.New(apperr.NotImplemented, "not_implemented", "the archived PDF is not available yet; the XML is")
+	if s.archive == nil {
+		return apperr.New(apperr.NotImplemented, "not_implemented", "this service does not serve archived documents")
 	}
-	xml, _, err := s.archive.Get(r.Context(), archive.InvoiceXMLKey(httpx.ProjectID(r.Context()), inv.ID))
+	projectID := httpx.ProjectID(r.Context())
+	var doc []byte
+	contentType, ext := "application/xml", ".xml"
+	if strings.HasSuffix(r.URL.Path, "/pdf") {
+		contentType, ext = "application/pdf", ".pdf"
+		doc, err = s.archivedPDF(r.Context(), projectID, inv.ID)
+	} else {
+		doc, _, err = s.archive.Get(r.Context(), archive.InvoiceXMLKey(projectID, inv.ID))
+	}
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "application/xml")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+strings.Map(safeFileRune, inv.Number)+`.xml"`)
-	_, err = w.Write(xml)
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Content-Disposition", `attachment; filename="`+strings.Map(safeFileRune, inv.Number)+ext+`"`)
+	_, err = w.Write(doc)
 	return err
+}
+
+// archivedPDF returns the invoice's archived PDF. An invoice archived before
+// PDFs were rendered gets its PDF now, from its archived XML, archived with
+// the XML's retention.
+func (s *Service) archivedPDF(ctx context.Context, projectID, invoiceID string) ([]byte, error) {
+	pdf, _, err := s.archive.Get(ctx, archive.InvoicePDFKey(projectID, invoiceID))
+	if !errors.Is(err, archive.ErrNotFound) {
+		return pdf, err
+	}
+	xml, st, err := s.archive.Get(ctx, archive.InvoiceXMLKey(projectID, invoiceID))
+	if err != nil {
+		return nil, err
+	}
+	if pdf, err = render.PDF(xml); err != nil {
+		return nil, fmt.Errorf("render PDF of invoice %s: %w", invoiceID, err)
+	}
+	_, err = s.archive.Put(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", st.RetainUntil)
+	if errors.Is(err, archive.ErrConflict) { // a concurrent request archived its rendering first: serve that one
+		pdf, _, err = s.archive.Get(ctx, archive.InvoicePDFKey(projectID, invoiceID))
+	}
+	return pdf, err
 }
 
 func safeFileRune(r rune) rune {

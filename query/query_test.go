@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/internal/apikey"
 	"github.com/o2i-service/o2i/internal/apitest"
 	"github.com/o2i-service/o2i/internal/event"
@@ -38,6 +40,7 @@ type env struct {
 	project string
 	key     string
 	proj    *projection.Projector
+	archive *archive.Archive // the local stack's archive bucket
 }
 
 var (
@@ -61,10 +64,13 @@ func newEnv(t *testing.T, rdb *redis.Client) *env {
 	if rdb == nil {
 		rdb = live
 	}
-	srv := &httpx.Server{Routes: query.New(pool, rdb).Routes(), Auth: apikey.NewAuthenticator(pool)}
+	q := query.New(pool, rdb)
+	a := archive.New(testenv.S3(t), testenv.Env("O2I_S3_BUCKET"))
+	q.ServeDocumentsFrom(a)
+	srv := &httpx.Server{Routes: q.Routes(), Auth: apikey.NewAuthenticator(pool)}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	e := &env{t: t, pool: pool, rdb: rdb, project: testenv.Project(t, pool, true)}
+	e := &env{t: t, pool: pool, rdb: rdb, project: testenv.Project(t, pool, true), archive: a}
 	e.key = testenv.Key(t, pool, e.project, "invoices:read")
 	e.c = &apitest.Client{T: t, BaseURL: ts.URL, V: doc}
 	e.proj = projection.New(pool, live, testenv.KafkaBrokers(), nil)
@@ -431,6 +437,44 @@ func TestDocumentsAreServedOnlyWhenArchived(t *testing.T) {
 	r := e.c.Do("GET", "/v1/invoices/nothing/xml", e.key, nil)
 	if code, _ := r.ErrorCode(t); r.Status != http.StatusNotFound || code != "invoice_not_found" {
 		t.Errorf("unknown: %d %q", r.Status, code)
+	}
+}
+
+// TestArchivedDocumentsAreServed: the archived XML and PDF are served as
+// stored; an invoice archived before PDFs were rendered gets its PDF from its
+// archived XML on first request, archived with the XML's retention.
+func TestArchivedDocumentsAreServed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	xml, err := os.ReadFile("../render/testdata/test-mode.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.NewString()
+	until := time.Now().Add(24 * time.Hour).Truncate(time.Second)
+	if _, err := e.archive.Put(ctx, archive.InvoiceXMLKey(e.project, id), xml, "application/xml", until); err != nil {
+		t.Fatal(err)
+	}
+	e.apply(e.invoice(id, "A-1", "TEST-A-1", "archived", "", time.Now()))
+
+	r := e.c.Do("GET", "/v1/invoices/TEST-A-1/xml", e.key, nil)
+	if r.Status != 200 || string(r.Body) != string(xml) || r.Header.Get("Content-Disposition") != `attachment; filename="TEST-A-1.xml"` {
+		t.Fatalf("xml: %d %s", r.Status, r.Header)
+	}
+	r = e.c.Do("GET", "/v1/invoices/"+id+"/pdf", e.key, nil)
+	if r.Status != 200 || r.Header.Get("Content-Type") != "application/pdf" || !strings.HasPrefix(string(r.Body), "%PDF-") {
+		t.Fatalf("pdf: %d %s %.100q", r.Status, r.Header, r.Body)
+	}
+	stored, st, err := e.archive.Get(ctx, archive.InvoicePDFKey(e.project, id))
+	if err != nil {
+		t.Fatalf("the rendered PDF was not archived: %v", err)
+	}
+	if string(stored) != string(r.Body) || !st.RetainUntil.Equal(until) {
+		t.Errorf("archived PDF: %d bytes retained until %v, served %d bytes, XML retained until %v", len(stored), st.RetainUntil, len(r.Body), until)
+	}
+	if again := e.c.Do("GET", "/v1/invoices/A-1/pdf", e.key, nil); again.Status != 200 || string(again.Body) != string(stored) {
+		t.Errorf("second GET: %d, %d bytes", again.Status, len(again.Body))
 	}
 }
 

@@ -1,12 +1,18 @@
-// Package render turns a fully computed billing.Invoice into its documents.
-// For now that is the UN/CEFACT Cross Industry Invoice (CII D16B) XML of
-// ZUGFeRD 2.x / Factur-X profile EN 16931 and of XRechnung 3.0; the PDF
-// comes later and will be rendered from the same value.
+// Package render turns a fully computed billing.Invoice into its documents:
+// the UN/CEFACT Cross Industry Invoice (CII D16B) XML of ZUGFeRD 2.x /
+// Factur-X profile EN 16931 and of XRechnung 3.0 (CII), and the PDF/A-3 that
+// shows it.
+//
+// The PDF is rendered from the XML, not from the invoice value: PDF parses
+// the XML that CII wrote, lays it out with maroto and embeds the very same
+// bytes, so the PDF shows exactly what the legally binding XML says and any
+// archived XML can get its PDF later.
 //
 // render is pure: no network, database or clock. It never recomputes an
-// amount: every number in the XML is a field of the invoice value. It
-// imports internal/billing and internal/money (and, for Preview and
-// Samples, nothing else).
+// amount: every number in the XML is a field of the invoice value, and every
+// number in the PDF is a decimal string of the XML. It imports
+// internal/billing and internal/money (and, for Preview and Samples,
+// nothing else), and for the PDF maroto (layout) and pdfcpu (PDF/A-3).
 //
 // The XML is written by a small streaming writer in the element order of the
 // CII D16B schema (and of the stricter Factur-X EN 16931 schema, a subset in

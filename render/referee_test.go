@@ -70,19 +70,30 @@ func TestOfficialValidator(t *testing.T) {
 			}
 			t.Logf("%s: %d files in %v (%.0f ms per file)", run.name, len(run.files), rep.Elapsed,
 				float64(rep.Elapsed.Milliseconds())/float64(len(run.files)))
-			files := append([]string(nil), run.files...)
-			sort.Strings(files)
-			for _, f := range files {
-				res := rep.Results[f]
-				if res.Clean() {
-					continue
-				}
-				var b strings.Builder
-				for _, fd := range res.Findings {
-					fmt.Fprintf(&b, "\n    %s", fd)
-				}
-				t.Errorf("%s: %s%s", filepath.Base(f), res.Counts, b.String())
-			}
+			requireClean(t, rep, run.files)
 		})
+	}
+}
+
+// requireClean fails the test for every file the referee did not find clean
+// (errors or warnings), with its findings.
+func requireClean(t *testing.T, rep *referee.Report, files []string) {
+	t.Helper()
+	files = append([]string(nil), files...)
+	sort.Strings(files)
+	for _, f := range files {
+		res, ok := rep.Results[f]
+		if !ok {
+			t.Errorf("%s: not judged", filepath.Base(f))
+			continue
+		}
+		if res.Clean() {
+			continue
+		}
+		var b strings.Builder
+		for _, fd := range res.Findings {
+			fmt.Fprintf(&b, "\n    %s", fd)
+		}
+		t.Errorf("%s: %s%s", filepath.Base(f), res.Counts, b.String())
 	}
 }

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/o2i-service/o2i/internal/einvoice"
+	"github.com/o2i-service/o2i/internal/einvoice/referee"
 	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
@@ -57,6 +60,27 @@ func TestDueOrdersAreInvoicedAndVisible(t *testing.T) {
 	}
 	if fs := einvoice.CheckXML(xml.Body); !einvoice.Valid(fs) || !strings.Contains(string(xml.Body), inv["number"].(string)) {
 		t.Errorf("archived XML: %v", fs)
+	}
+	// So is the PDF: a ZUGFeRD PDF/A-3 with the XML embedded, clean by the
+	// official rules.
+	pdf := c.Do("GET", "/v1/invoices/"+inv["number"].(string)+"/pdf", key, nil)
+	if pdf.Status != 200 || pdf.Header.Get("Content-Type") != "application/pdf" || !strings.HasPrefix(string(pdf.Body), "%PDF-") {
+		t.Fatalf("GET pdf: %d %s %.200q", pdf.Status, pdf.Header.Get("Content-Type"), pdf.Body)
+	}
+	file := filepath.Join(t.TempDir(), "invoice.pdf")
+	if err := os.WriteFile(file, pdf.Body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	validator, err := referee.Path()
+	if err != nil {
+		t.Fatalf("the official validator is required: %v", err)
+	}
+	report, err := referee.Run(validator, []string{"--strict"}, "en16931", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := report.Results[file]; !ok || !r.Clean() {
+		t.Errorf("archived PDF by the official rules: %+v", report.Results)
 	}
 	for _, ref := range []string{inv["id"].(string), inv["number"].(string), credit, "pay-" + credit} {
 		r := c.Do("GET", "/v1/invoices/"+ref, key, nil)

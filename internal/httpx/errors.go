@@ -53,7 +53,7 @@ var ErrorCodes = []struct {
 	{"idempotency_key_reused", 422, "the Idempotency-Key was used before with a different body"},
 	{"rate_limited", 429, "the key's request rate limit is exceeded; see Retry-After"},
 	{"internal_error", 500, "unexpected server error; retry with backoff"},
-	{"not_implemented", 501, "the endpoint is part of the interface but not available yet"},
+	{"not_implemented", 501, "the endpoint is part of the interface but not available in this deployment (documents without an archive)"},
 	{"unavailable", 503, "temporarily overloaded or a dependency is down; see Retry-After"},
 }
 

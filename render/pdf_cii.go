@@ -1,0 +1,600 @@
+package render
+
+import (
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/o2i-service/o2i/internal/billing"
+)
+
+// The PDF is rendered from the CII XML, never from the invoice value: what
+// the reader sees is exactly what the legally binding XML says, and an
+// archived XML can get its PDF at any time. This file reads the elements CII
+// writes (and nothing else) into a view whose strings are ready to print.
+
+// ciiDoc mirrors the elements written by CII. encoding/xml matches them by
+// local name; the root element is checked with its namespace.
+type ciiDoc struct {
+	XMLName   xml.Name  `xml:"urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100 CrossIndustryInvoice"`
+	Guideline string    `xml:"ExchangedDocumentContext>GuidelineSpecifiedDocumentContextParameter>ID"`
+	Number    string    `xml:"ExchangedDocument>ID"`
+	TypeCode  string    `xml:"ExchangedDocument>TypeCode"`
+	IssueDate ciiDate   `xml:"ExchangedDocument>IssueDateTime>DateTimeString"`
+	Notes     []string  `xml:"ExchangedDocument>IncludedNote>Content"`
+	Lines     []ciiLine `xml:"SupplyChainTradeTransaction>IncludedSupplyChainTradeLineItem"`
+	Agreement struct {
+		BuyerReference string   `xml:"BuyerReference"`
+		Seller         ciiParty `xml:"SellerTradeParty"`
+		Buyer          ciiParty `xml:"BuyerTradeParty"`
+		OrderNo        string   `xml:"SellerOrderReferencedDocument>IssuerAssignedID"`
+	} `xml:"SupplyChainTradeTransaction>ApplicableHeaderTradeAgreement"`
+	Delivery struct {
+		ShipTo     *ciiParty `xml:"ShipToTradeParty"`
+		SupplyDate ciiDate   `xml:"ActualDeliverySupplyChainEvent>OccurrenceDateTime>DateTimeString"`
+	} `xml:"SupplyChainTradeTransaction>ApplicableHeaderTradeDelivery"`
+	Settlement struct {
+		PaymentReference string `xml:"PaymentReference"`
+		Currency         string `xml:"InvoiceCurrencyCode"`
+		Means            []struct {
+			TypeCode    string `xml:"TypeCode"`
+			Information string `xml:"Information"`
+			IBAN        string `xml:"PayeePartyCreditorFinancialAccount>IBANID"`
+			BIC         string `xml:"PayeeSpecifiedCreditorFinancialInstitution>BICID"`
+		} `xml:"SpecifiedTradeSettlementPaymentMeans"`
+		Taxes []struct {
+			Tax             string `xml:"CalculatedAmount"`
+			ExemptionReason string `xml:"ExemptionReason"`
+			Base            string `xml:"BasisAmount"`
+			Category        string `xml:"CategoryCode"`
+			ExemptionCode   string `xml:"ExemptionReasonCode"`
+			Rate            string `xml:"RateApplicablePercent"`
+		} `xml:"ApplicableTradeTax"`
+		Period *struct {
+			Start ciiDate `xml:"StartDateTime>DateTimeString"`
+			End   ciiDate `xml:"EndDateTime>DateTimeString"`
+		} `xml:"BillingSpecifiedPeriod"`
+		Terms  []string `xml:"SpecifiedTradePaymentTerms>Description"`
+		Totals struct {
+			LineNet   string `xml:"LineTotalAmount"`
+			Charges   string `xml:"ChargeTotalAmount"`
+			Allowance string `xml:"AllowanceTotalAmount"`
+			TaxBasis  string `xml:"TaxBasisTotalAmount"`
+			Tax       string `xml:"TaxTotalAmount"`
+			Rounding  string `xml:"RoundingAmount"`
+			Grand     string `xml:"GrandTotalAmount"`
+			Prepaid   string `xml:"TotalPrepaidAmount"`
+			Due       string `xml:"DuePayableAmount"`
+		} `xml:"SpecifiedTradeSettlementHeaderMonetarySummation"`
+		Preceding []struct {
+			Number    string  `xml:"IssuerAssignedID"`
+			IssueDate ciiDate `xml:"FormattedIssueDateTime>DateTimeString"`
+		} `xml:"InvoiceReferencedDocument"`
+	} `xml:"SupplyChainTradeTransaction>ApplicableHeaderTradeSettlement"`
+}
+
+type ciiDate struct {
+	Format string `xml:"format,attr"`
+	Value  string `xml:",chardata"`
+}
+
+type ciiLine struct {
+	ID       string `xml:"AssociatedDocumentLineDocument>LineID"`
+	SKU      string `xml:"SpecifiedTradeProduct>SellerAssignedID"`
+	Name     string `xml:"SpecifiedTradeProduct>Name"`
+	Price    string `xml:"SpecifiedLineTradeAgreement>NetPriceProductTradePrice>ChargeAmount"`
+	Quantity struct {
+		Unit  string `xml:"unitCode,attr"`
+		Value string `xml:",chardata"`
+	} `xml:"SpecifiedLineTradeDelivery>BilledQuantity"`
+	Category         string `xml:"SpecifiedLineTradeSettlement>ApplicableTradeTax>CategoryCode"`
+	Rate             string `xml:"SpecifiedLineTradeSettlement>ApplicableTradeTax>RateApplicablePercent"`
+	AllowanceCharges []struct {
+		Charge string `xml:"ChargeIndicator>Indicator"`
+		Amount string `xml:"ActualAmount"`
+		Reason string `xml:"Reason"`
+	} `xml:"SpecifiedLineTradeSettlement>SpecifiedTradeAllowanceCharge"`
+	Net string `xml:"SpecifiedLineTradeSettlement>SpecifiedTradeSettlementLineMonetarySummation>LineTotalAmount"`
+}
+
+type ciiParty struct {
+	ID      string `xml:"ID"`
+	Name    string `xml:"Name"`
+	LegalID string `xml:"SpecifiedLegalOrganization>ID"`
+	Contact struct {
+		Name  string `xml:"PersonName"`
+		Phone string `xml:"TelephoneUniversalCommunication>CompleteNumber"`
+		Email string `xml:"EmailURIUniversalCommunication>URIID"`
+	} `xml:"DefinedTradeContact"`
+	Address struct {
+		PostalCode string `xml:"PostcodeCode"`
+		Line1      string `xml:"LineOne"`
+		Line2      string `xml:"LineTwo"`
+		City       string `xml:"CityName"`
+		Country    string `xml:"CountryID"`
+	} `xml:"PostalTradeAddress"`
+	Electronic ciiScheme   `xml:"URIUniversalCommunication>URIID"`
+	TaxIDs     []ciiScheme `xml:"SpecifiedTaxRegistration>ID"`
+}
+
+type ciiScheme struct {
+	Scheme string `xml:"schemeID,attr"`
+	Value  string `xml:",chardata"`
+}
+
+// view is the invoice as printed: every string formatted, every amount
+// taken verbatim from the XML (German decimal notation, never via float).
+type view struct {
+	Number        string
+	Title         string // German document title
+	TitleEN       string
+	XRechnung     bool
+	Test          bool
+	IssueDate     time.Time // midnight UTC; also the PDF's creation date
+	Issue         string    // 02.01.2006
+	Supply        string    // date of supply (BT-72), or the invoicing period (BG-14)
+	SupplyLabel   string
+	Preceding     string // "RE-2026-000101 vom 02.03.2026"
+	OrderNo       string
+	BuyerRef      string // BT-10: the Leitweg-ID for XRechnung
+	Seller, Buyer party
+	ShipTo        *party
+	Lines         []lineView
+	VAT           []vat
+	Totals        []total
+	Payment       []labelled
+	Notes         []string
+	Currency      string
+}
+
+type party struct {
+	Name       string
+	Address    []string // street lines, "postcode city", country
+	VATID      string   // VA
+	TaxNumber  string   // FC
+	ID         string   // seller identifier (BT-29)
+	LegalID    string   // register entry (BT-30)
+	Contact    []string // person, phone, e-mail
+	Electronic string   // electronic address (BT-34/BT-49) in words
+}
+
+type lineView struct {
+	ID, Name, SKU       string
+	Quantity, Unit      string
+	Price, Net, Tax     string
+	AllowancesOrCharges []labelled // "Rabatt" -> "-5,00 €"
+}
+
+type vat struct {
+	Category, Rate, Base, Tax string
+	Reason                    string // exemption reason text and code
+}
+
+type total struct {
+	Label, LabelEN, Amount string
+	Strong                 bool
+}
+
+type labelled struct{ Label, Value string }
+
+// errNotCII is returned for input that is not a CII invoice as CII writes it.
+var errNotCII = errors.New("not a CII invoice written by render.CII")
+
+// readView parses xml and formats every field of the PDF.
+func readView(data []byte) (*view, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty input", errNotCII)
+	}
+	var d ciiDoc
+	if err := xml.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("%w: %v", errNotCII, err)
+	}
+	r := &reader{}
+	v := &view{
+		Number: r.required("BT-1 invoice number", d.Number),
+	}
+	v.XRechnung = d.Guideline == billing.GuidelineXRechnung
+	if d.Guideline != billing.GuidelineEN16931 && !v.XRechnung {
+		r.fail("BT-24 guideline %q is neither EN 16931 nor XRechnung 3.0", d.Guideline)
+	}
+	switch d.TypeCode {
+	case string(billing.TypeInvoice):
+		v.Title, v.TitleEN = "Rechnung", "Invoice"
+	case string(billing.TypeCreditNote):
+		// billing issues 381 only as a cancellation (positive amounts); a
+		// seller's document is never titled "Gutschrift" (self-billing).
+		v.Title, v.TitleEN = "Stornorechnung", "Cancellation invoice"
+	case string(billing.TypeCorrected):
+		v.Title, v.TitleEN = "Rechnungskorrektur", "Corrected invoice"
+	default:
+		r.fail("BT-3 type code %q is not 380, 381 or 384", d.TypeCode)
+	}
+	v.IssueDate = r.date("BT-2 issue date", d.IssueDate, true)
+	v.Issue = germanDate(v.IssueDate)
+	v.Test = strings.HasPrefix(d.Number, "TEST-")
+	for _, n := range d.Notes {
+		v.Test = v.Test || n == billing.TestNote
+		v.Notes = append(v.Notes, n)
+	}
+	v.Currency = r.required("BT-5 currency", d.Settlement.Currency)
+	v.OrderNo = d.Agreement.OrderNo
+	v.BuyerRef = d.Agreement.BuyerReference
+	v.Seller = r.party("seller", &d.Agreement.Seller, true)
+	v.Buyer = r.party("buyer", &d.Agreement.Buyer, true)
+	if st := d.Delivery.ShipTo; st != nil {
+		p := r.party("ship-to", st, false)
+		v.ShipTo = &p
+	}
+	if t := r.date("BT-72 date of supply", d.Delivery.SupplyDate, false); !t.IsZero() {
+		v.Supply, v.SupplyLabel = germanDate(t), "Lieferdatum / Delivery date"
+	}
+	if p := d.Settlement.Period; p != nil {
+		v.Supply = germanDate(r.date("BT-73 period start", p.Start, true)) + " – " +
+			germanDate(r.date("BT-74 period end", p.End, true))
+		v.SupplyLabel = "Leistungszeitraum / Invoicing period"
+	}
+	for _, p := range d.Settlement.Preceding {
+		s := p.Number
+		if t := r.date("BT-26 preceding invoice date", p.IssueDate, false); !t.IsZero() {
+			s += " vom " + germanDate(t)
+		}
+		v.Preceding = s
+	}
+
+	if len(d.Lines) == 0 {
+		r.fail("no invoice line (BG-25)")
+	}
+	for i := range d.Lines {
+		v.Lines = append(v.Lines, r.line(&d.Lines[i], v.Currency))
+	}
+	for _, t := range d.Settlement.Taxes {
+		x := vat{
+			Category: t.Category + " – " + categoryName(t.Category),
+			Rate:     r.decimal("BT-119 VAT rate", t.Rate, 0) + " %",
+			Base:     r.money("BT-116 taxable amount", t.Base, v.Currency),
+			Tax:      r.money("BT-117 VAT amount", t.Tax, v.Currency),
+			Reason:   t.ExemptionReason,
+		}
+		if t.ExemptionCode != "" {
+			x.Reason = strings.TrimSpace(x.Reason + " (" + t.ExemptionCode + ")")
+		}
+		v.VAT = append(v.VAT, x)
+	}
+	if len(v.VAT) == 0 {
+		r.fail("no VAT breakdown (BG-23)")
+	}
+	v.Totals = r.totals(&d, v.Currency)
+
+	for _, m := range d.Settlement.Means {
+		v.Payment = append(v.Payment, labelled{"Zahlungsart", paymentMeans(m.TypeCode, m.Information)})
+		if m.IBAN != "" {
+			v.Payment = append(v.Payment, labelled{"IBAN", m.IBAN})
+		}
+		if m.BIC != "" {
+			v.Payment = append(v.Payment, labelled{"BIC", m.BIC})
+		}
+	}
+	if ref := d.Settlement.PaymentReference; ref != "" {
+		v.Payment = append(v.Payment, labelled{"Verwendungszweck", ref})
+	}
+	for _, t := range d.Settlement.Terms {
+		v.Payment = append(v.Payment, labelled{"Zahlungsbedingungen", t})
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return v, nil
+}
+
+// reader collects the first error while formatting, so readView reads as a
+// list of fields.
+type reader struct{ err error }
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: "+format, append([]any{errNotCII}, args...)...)
+	}
+}
+
+func (r *reader) required(what, s string) string {
+	if s == "" {
+		r.fail("%s missing", what)
+	}
+	return s
+}
+
+// date parses a format-102 date (YYYYMMDD) as midnight UTC.
+func (r *reader) date(what string, d ciiDate, required bool) time.Time {
+	if d.Value == "" && !required {
+		return time.Time{}
+	}
+	t, err := time.Parse("20060102", d.Value)
+	if err != nil || d.Format != "102" {
+		r.fail("%s %q is not a date in format 102", what, d.Value)
+		return time.Time{}
+	}
+	return t
+}
+
+func (r *reader) decimal(what, s string, minFrac int) string {
+	out, err := germanDecimal(s, minFrac)
+	if err != nil {
+		r.fail("%s: %v", what, err)
+	}
+	return out
+}
+
+func (r *reader) money(what, s, currency string) string {
+	return r.decimal(what, s, 2) + " " + currencySymbol(currency)
+}
+
+func (r *reader) party(role string, p *ciiParty, named bool) party {
+	out := party{Name: p.Name, ID: p.ID, LegalID: p.LegalID}
+	if named {
+		r.required(role+" name", p.Name)
+	}
+	a := &p.Address
+	for _, s := range []string{a.Line1, a.Line2} {
+		if s != "" {
+			out.Address = append(out.Address, s)
+		}
+	}
+	if city := strings.TrimSpace(a.PostalCode + " " + a.City); city != "" {
+		out.Address = append(out.Address, city)
+	}
+	out.Address = append(out.Address, countryName(r.required(role+" country", a.Country)))
+	for _, t := range p.TaxIDs {
+		switch t.Scheme {
+		case "VA":
+			out.VATID = t.Value
+		case "FC":
+			out.TaxNumber = t.Value
+		}
+	}
+	c := &p.Contact
+	for _, s := range []string{c.Name, c.Phone, c.Email} {
+		if s != "" {
+			out.Contact = append(out.Contact, s)
+		}
+	}
+	switch e := p.Electronic; e.Scheme {
+	case "":
+	case "0204":
+		out.Electronic = "Leitweg-ID " + e.Value
+	case "EM":
+		out.Electronic = "E-Rechnung an " + e.Value
+	default:
+		out.Electronic = e.Scheme + " " + e.Value
+	}
+	return out
+}
+
+func (r *reader) line(l *ciiLine, currency string) lineView {
+	out := lineView{
+		ID:       r.required("BT-126 line id", l.ID),
+		Name:     r.required("BT-153 item name", l.Name),
+		SKU:      l.SKU,
+		Quantity: r.decimal("BT-129 quantity", l.Quantity.Value, 0),
+		Unit:     unitName(l.Quantity.Unit),
+		Price:    r.money("BT-146 net price", l.Price, currency),
+		Net:      r.money("BT-131 line net amount", l.Net, currency),
+		Tax:      r.required("BT-151 VAT category", l.Category),
+	}
+	// The rate, followed by the category code unless it is S: "19 %",
+	// "0 % K"; category O has no rate.
+	if l.Rate != "" {
+		rate := r.decimal("BT-152 VAT rate", l.Rate, 0) + " %"
+		if l.Category == string(billing.CategoryStandard) {
+			out.Tax = rate
+		} else {
+			out.Tax = rate + " " + l.Category
+		}
+	}
+	for _, ac := range l.AllowanceCharges {
+		amount := r.money("line allowance/charge amount", ac.Amount, currency)
+		label := "Zuschlag"
+		if ac.Charge == "false" {
+			label, amount = "Nachlass", negate(amount)
+		}
+		if ac.Reason != "" {
+			label += " (" + ac.Reason + ")"
+		}
+		out.AllowancesOrCharges = append(out.AllowancesOrCharges, labelled{label, amount})
+	}
+	return out
+}
+
+func (r *reader) totals(d *ciiDoc, currency string) []total {
+	t := &d.Settlement.Totals
+	rows := []struct {
+		label, en, amount string
+		required, strong  bool
+	}{
+		{"Summe der Positionen (netto)", "Sum of line net amounts", t.LineNet, true, false},
+		{"Zuschläge", "Charges", t.Charges, false, false},
+		{"Abzüglich Nachlässe", "Allowances", t.Allowance, false, false},
+		{"Gesamtbetrag netto", "Total without VAT", t.TaxBasis, true, false},
+		{"Umsatzsteuer", "VAT", t.Tax, true, false},
+		{"Gesamtbetrag brutto", "Total with VAT", t.Grand, true, true},
+		{"Abzüglich bereits gezahlt (Guthaben)", "Paid amount", t.Prepaid, false, false},
+		{"Rundungsbetrag", "Rounding amount", t.Rounding, false, false},
+		{"Zahlbetrag", "Amount due for payment", t.Due, true, true},
+	}
+	var out []total
+	for _, row := range rows {
+		if row.amount == "" {
+			if row.required {
+				r.fail("total %q missing", row.en)
+			}
+			continue
+		}
+		amount := r.money(row.en, row.amount, currency)
+		// Deductions are printed with their sign flipped, so that the
+		// column adds up as printed.
+		if row.en == "Paid amount" || row.en == "Allowances" {
+			amount = negate(amount)
+		}
+		out = append(out, total{row.label, row.en, amount, row.strong})
+	}
+	return out
+}
+
+// germanDecimal formats a CII decimal string ("-1234.5") in German notation
+// ("-1.234,50" with minFrac 2): thousands grouped with '.', ',' before the
+// fraction, the fraction padded to minFrac digits and never cut. It works on
+// the digits, never through float64.
+func germanDecimal(s string, minFrac int) (string, error) {
+	neg := strings.HasPrefix(s, "-")
+	digits := strings.TrimPrefix(s, "-")
+	intPart, frac, hasFrac := strings.Cut(digits, ".")
+	if intPart == "" || !allDigits(intPart) || !allDigits(frac) || hasFrac && frac == "" {
+		return "", fmt.Errorf("%q is not a decimal", s)
+	}
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/3 + minFrac + 1)
+	if neg {
+		b.WriteByte('-')
+	}
+	for i := range len(intPart) {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte('.')
+		}
+		b.WriteByte(intPart[i])
+	}
+	if frac != "" || minFrac > 0 {
+		b.WriteByte(',')
+		b.WriteString(frac)
+		for i := len(frac); i < minFrac; i++ {
+			b.WriteByte('0')
+		}
+	}
+	return b.String(), nil
+}
+
+func allDigits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// negate flips the sign of a formatted amount, for allowances and paid
+// amounts shown as deductions.
+func negate(s string) string {
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		return rest
+	}
+	return "-" + s
+}
+
+func germanDate(t time.Time) string { return t.Format("02.01.2006") }
+
+func currencySymbol(code string) string {
+	if code == "EUR" {
+		return "€"
+	}
+	return code
+}
+
+// categoryName is the VAT category (BT-118/BT-151) in words.
+func categoryName(code string) string {
+	switch billing.Category(code) {
+	case billing.CategoryStandard:
+		return "Umsatzsteuer"
+	case billing.CategoryZero:
+		return "Nullsatz"
+	case billing.CategoryExempt:
+		return "Steuerbefreit"
+	case billing.CategoryReverse:
+		return "Steuerschuldnerschaft des Leistungsempfängers"
+	case billing.CategoryIntraEU:
+		return "Innergemeinschaftliche Lieferung"
+	case billing.CategoryExport:
+		return "Ausfuhrlieferung"
+	case billing.CategoryNotSubject:
+		return "Nicht steuerbar"
+	}
+	return "Kategorie " + code
+}
+
+// unitName is the UN/ECE Rec 20 unit (BT-130) as printed.
+func unitName(code string) string {
+	switch code {
+	case "C62", "H87", "XPP":
+		return "Stk."
+	case "HUR":
+		return "Std."
+	case "DAY":
+		return "Tag"
+	case "MON":
+		return "Monat"
+	case "KGM":
+		return "kg"
+	case "MTR":
+		return "m"
+	case "LTR":
+		return "l"
+	case "LS":
+		return "pauschal"
+	}
+	return code
+}
+
+func paymentMeans(code, info string) string {
+	var s string
+	switch code {
+	case "58":
+		s = "SEPA-Überweisung"
+	case "59":
+		s = "SEPA-Lastschrift"
+	case "30":
+		s = "Überweisung"
+	case "48", "54":
+		s = "Kartenzahlung"
+	case "ZZZ":
+		s = "Sonstige"
+	default:
+		s = "Code " + code
+	}
+	if info != "" {
+		s += " (" + info + ")"
+	}
+	return s
+}
+
+// countryName prints a country code (ISO 3166-1) with the German name of
+// the usual countries.
+func countryName(code string) string {
+	var name string
+	switch code {
+	case "DE":
+		name = "Deutschland"
+	case "AT":
+		name = "Österreich"
+	case "CH":
+		name = "Schweiz"
+	case "FR":
+		name = "Frankreich"
+	case "NL":
+		name = "Niederlande"
+	case "BE":
+		name = "Belgien"
+	case "IT":
+		name = "Italien"
+	case "ES":
+		name = "Spanien"
+	case "PL":
+		name = "Polen"
+	case "US":
+		name = "Vereinigte Staaten"
+	case "GB":
+		name = "Vereinigtes Königreich"
+	default:
+		return code
+	}
+	return name + " (" + code + ")"
+}
