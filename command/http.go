@@ -68,6 +68,15 @@ func (s *Service) Routes() []httpx.Route {
 			Handler:     s.postFulfillment,
 		},
 		{
+			Method: http.MethodPost, Path: "/v1/webhooks/stripe/{projectId}", Tag: "payments",
+			OperationID: "receiveStripeWebhook", Summary: "The payment provider reports a payment (Stripe webhook, signed)",
+			Description: webhookDescription,
+			Input:       WebhookInput{},
+			Responses:   []httpx.Response{{Status: 200, Body: httpx.Envelope[PaymentResult]{}, Description: "event recorded (or a repeated delivery)"}},
+			Errors:      []int{400, 404, 413, 415},
+			Handler:     s.postStripeWebhook,
+		},
+		{
 			Method: http.MethodPost, Path: "/v1/credit-transactions", Scope: httpx.ScopeOrdersWrite, Tag: "credit",
 			OperationID: "createCreditTransactions", Summary: "Report store-credit movements (at most 500 per call, each applied once per id)",
 			Description: creditDescription,

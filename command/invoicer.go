@@ -28,7 +28,7 @@ const InvoicerGroup = "o2i-invoicer"
 //
 // Orders paid through the payment provider are invoiced when the payment is
 // matched by paymentRef; orders with neither stay without invoice.
-func readyToInvoice(o event.Order, gateways func() ([]string, error)) (bool, error) {
+func readyToInvoice(o event.Order, gateways func() ([]string, error), paid func() (bool, error)) (bool, error) {
 	if o.Status != "created" {
 		return false, nil
 	}
@@ -38,11 +38,13 @@ func readyToInvoice(o event.Order, gateways func() ([]string, error)) (bool, err
 	if coveredByCredit(o.OrderContent) {
 		return true, nil
 	}
-	if o.PaymentGateway == "" {
-		return false, nil
+	if o.PaymentGateway != "" {
+		enabled, err := gateways()
+		if err != nil || slices.Contains(enabled, o.PaymentGateway) {
+			return err == nil, err
+		}
 	}
-	enabled, err := gateways()
-	return slices.Contains(enabled, o.PaymentGateway), err
+	return paid()
 }
 
 func coveredByCredit(c event.OrderContent) bool {
@@ -174,7 +176,13 @@ func (iv *Invoicer) handle(ctx context.Context, raw []byte) error {
 	o := event.Order{ID: head.ID, Status: head.Status, FulfillmentStatus: head.FulfillmentStatus, OrderContent: event.OrderContent{
 		OrderNo: head.OrderNo, RequiresShipping: head.RequiresShipping, PaymentGateway: head.PaymentGateway,
 		FinancialStatus: head.FinancialStatus, GrossTotalCents: head.GrossTotalCents, CreditRedemptions: head.CreditRedemptions}}
-	due, err := readyToInvoice(o, func() ([]string, error) { return iv.invoiceFirstGateways(ctx, ev.ProjectID) })
+	var paidAt *time.Time
+	due, err := readyToInvoice(o, func() ([]string, error) { return iv.invoiceFirstGateways(ctx, ev.ProjectID) },
+		func() (bool, error) {
+			var err error
+			paidAt, err = iv.svc.paidAt(ctx, ev.ProjectID, o.ID)
+			return paidAt != nil, err
+		})
 	if err != nil {
 		var ae *apperr.Error
 		if errors.As(err, &ae) && ae.Kind == apperr.NotFound {
@@ -185,7 +193,11 @@ func (iv *Invoicer) handle(ctx context.Context, raw []byte) error {
 	if !due {
 		return nil
 	}
-	issued, err := iv.svc.IssueInvoices(ctx, ev.ProjectID, o.ID, IssueDates{IssueDate: iv.now().UTC()})
+	dates := IssueDates{IssueDate: iv.now().UTC()}
+	if paidAt != nil {
+		dates.PaymentDate = paidAt.UTC()
+	}
+	issued, err := iv.svc.IssueInvoices(ctx, ev.ProjectID, o.ID, dates)
 	var held *HeldError
 	switch {
 	case errors.As(err, &held):

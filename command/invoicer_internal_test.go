@@ -25,22 +25,28 @@ func TestReadyToInvoice(t *testing.T) {
 	tests := []struct {
 		name string
 		o    event.Order
+		paid bool
 		want bool
 	}{
-		{"service fully paid with credit", order("created", "unfulfilled", covered), true},
-		{"credit covers part only", order("created", "unfulfilled", partly), false},
-		{"credit covers all but not paid", order("created", "unfulfilled", pending), false},
-		{"already invoiced", order("invoiced", "unfulfilled", covered), false},
-		{"invoice-first service", order("created", "unfulfilled", gateway("invoice", false)), true},
-		{"invoice-first goods before shipping", order("created", "partial", gateway("invoice", true)), false},
-		{"invoice-first goods shipped", order("created", "fulfilled", gateway("invoice", true)), true},
-		{"gateway spelled differently", order("created", "fulfilled", gateway("Invoice", true)), false},
-		{"gateway not enabled", order("created", "fulfilled", gateway("stripe", true)), false},
-		{"no gateway, no credit (waits for the payment)", order("created", "fulfilled", event.OrderContent{RequiresShipping: true}), false},
+		{"service fully paid with credit", order("created", "unfulfilled", covered), false, true},
+		{"credit covers part only", order("created", "unfulfilled", partly), false, false},
+		{"credit covers all but not paid", order("created", "unfulfilled", pending), false, false},
+		{"already invoiced", order("invoiced", "unfulfilled", covered), false, false},
+		{"invoice-first service", order("created", "unfulfilled", gateway("invoice", false)), false, true},
+		{"invoice-first goods before shipping", order("created", "partial", gateway("invoice", true)), false, false},
+		{"invoice-first goods shipped", order("created", "fulfilled", gateway("invoice", true)), false, true},
+		{"gateway spelled differently", order("created", "fulfilled", gateway("Invoice", true)), false, false},
+		{"gateway not enabled", order("created", "fulfilled", gateway("stripe", true)), false, false},
+		{"no gateway, no credit (waits for the payment)", order("created", "fulfilled", event.OrderContent{RequiresShipping: true}), false, false},
+		{"service paid by the provider", order("created", "unfulfilled", gateway("stripe", false)), true, true},
+		{"service, payment not matched", order("created", "unfulfilled", gateway("stripe", false)), false, false},
+		{"goods paid, not shipped", order("created", "partial", gateway("stripe", true)), true, false},
+		{"goods paid and shipped", order("created", "fulfilled", gateway("stripe", true)), true, true},
+		{"paid, already invoiced", order("invoiced", "fulfilled", gateway("stripe", true)), true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := readyToInvoice(tt.o, enabled)
+			got, err := readyToInvoice(tt.o, enabled, func() (bool, error) { return tt.paid, nil })
 			if err != nil || got != tt.want {
 				t.Errorf("readyToInvoice = %v, %v; want %v", got, err, tt.want)
 			}

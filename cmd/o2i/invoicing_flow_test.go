@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -127,4 +128,63 @@ func TestDueOrdersAreInvoicedAndVisible(t *testing.T) {
 	if n := len(page.JSON(t)["data"].([]any)); n != 2 {
 		t.Errorf("listing has %d invoices, want 2", n)
 	}
+}
+
+// TestProviderPaymentInvoicesTheOrder: the payment provider's signed webhook
+// pays a digital order, and the invoicer issues and archives its invoice
+// with the payment date; a goods order paid before shipping waits for the
+// fulfilled report.
+func TestProviderPaymentInvoicesTheOrder(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	pid := testenv.Project(t, pool, true)
+	const secret = "whsec_flow_test"
+	if _, err := project.Apply(context.Background(), pool, pid, project.Update{Settings: func(s *project.Settings) {
+		s.StripeWebhookSecret = secret
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	key := testenv.Key(t, pool, pid)
+	c := client(t)
+	pay := func(ref string, cents int) {
+		t.Helper()
+		body := []byte(fmt.Sprintf(`{"id":"evt_%s","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":%q,"object":"payment_intent","amount":%d,"amount_received":%d,"currency":"eur"}}}`,
+			uuid.NewString()[:12], ref, cents, cents))
+		r := c.Do("POST", "/v1/webhooks/stripe/"+pid, "", body, "Stripe-Signature", testenv.StripeSignature(secret, body, time.Now()))
+		if r.Status != 200 {
+			t.Fatalf("webhook: %d %s", r.Status, r.Body)
+		}
+	}
+	suffix := uuid.NewString()[:8]
+	digital, goods := "DIG-"+suffix, "GDS-"+suffix
+	for _, o := range []struct {
+		no       string
+		shipping bool
+	}{{digital, false}, {goods, true}} {
+		r := c.Do("POST", "/v1/orders", key, []byte(fmt.Sprintf(`{"orderNo":%q,"paymentRef":"pi_%s","paymentGateway":"stripe","requiresShipping":%t,
+		"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+		"service_period":{"start_date":"2026-11-01","end_date":"2026-11-30"},
+		"items":[{"name":"E-Book-Abo","quantity":1,"unitGrossCents":1190,"taxRate":19}]}`, o.no, o.no, o.shipping)), "Idempotency-Key", o.no)
+		if r.Status != http.StatusCreated {
+			t.Fatalf("order %s: %d %s", o.no, r.Status, r.Body)
+		}
+	}
+	pay("pi_"+digital, 1190)
+	pay("pi_"+goods, 1190)
+	d := waitStatus(t, c, key, digital, func(d map[string]any) bool {
+		invs := d["invoices"].([]any)
+		return len(invs) == 1 && invs[0].(map[string]any)["status"] == "archived"
+	})
+	number := d["invoices"].([]any)[0].(map[string]any)["number"].(string)
+	if x := c.Do("GET", "/v1/invoices/"+number+"/xml", key, nil); x.Status != 200 || !strings.Contains(string(x.Body), "pi_"+digital) {
+		t.Errorf("XML of the paid order: %d", x.Status)
+	}
+	// The goods order is paid but not shipped: no invoice yet.
+	if g := waitStatus(t, c, key, goods, func(map[string]any) bool { return true }); len(g["invoices"].([]any)) != 0 {
+		t.Fatalf("invoice before shipping: %v", g)
+	}
+	if r := c.Do("POST", "/v1/fulfillments", key, []byte(fmt.Sprintf(`{"orderNo":%q,"status":"fulfilled"}`, goods)), "Idempotency-Key", goods+"-f"); r.Status != 200 {
+		t.Fatalf("fulfilled: %d %s", r.Status, r.Body)
+	}
+	waitStatus(t, c, key, goods, func(d map[string]any) bool { return len(d["invoices"].([]any)) == 1 })
 }

@@ -33,6 +33,7 @@ var ErrorCodes = []struct {
 	Means  string
 }{
 	{"invalid_json", 400, "the body is not valid JSON or a value has the wrong JSON type"},
+	{"invalid_signature", 400, "the payment webhook's Stripe-Signature is missing, malformed, wrong or older than five minutes"},
 	{"invalid_request", 400, "a query parameter or header is malformed"},
 	{"idempotency_key_missing", 400, "the Idempotency-Key header is required"},
 	{"idempotency_key_too_long", 400, "the Idempotency-Key header is longer than 200 characters"},
@@ -40,6 +41,7 @@ var ErrorCodes = []struct {
 	{"forbidden", 403, "the key lacks the endpoint's scope"},
 	{"not_found", 404, "no such route"},
 	{"order_not_found", 404, "no order with that orderNo in the key's project"},
+	{"project_not_found", 404, "no such project, or it has no webhook secret (payment webhook)"},
 	{"invoice_not_found", 404, "no invoice with that reference in the key's project"},
 	{"method_not_allowed", 405, "the route exists but not with this method"},
 	{"conflict", 409, "the request conflicts with the current state"},

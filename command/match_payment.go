@@ -1,0 +1,283 @@
+package command
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/outbox"
+	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/internal/store"
+)
+
+// MatchPayment: POST /v1/webhooks/stripe/{projectId}. The payment provider
+// reports payments; the caller never does. Stripe signs every delivery with
+// the project's webhook secret (project setting stripeWebhookSecret):
+// Stripe-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">, any
+// of several v1 values may match (secret rotation), and t must be within
+// five minutes of now. Stripe delivers at least once and in any order, so
+// each event is recorded once per project (by its id) and answered 200 again
+// as a duplicate.
+//
+// payment_intent.succeeded is matched to the order whose paymentRef is the
+// payment intent's id: the order becomes paid (once; later payments of the
+// same reference are recorded, not applied) and an order.updated event lets
+// the invoicer issue the invoice when the order is due. A payment without
+// such an order waits as "no order" with a review task; it is matched when
+// the order arrives. Other event types are recorded as received and change
+// nothing.
+
+// TaskPaymentWithoutOrder: a payment arrived for a paymentRef no order has (yet).
+const TaskPaymentWithoutOrder = "payment_without_order"
+
+// stripeTolerance is how far a signature's timestamp may be from now.
+const stripeTolerance = 300 * time.Second
+
+// maxWebhookBody bounds a webhook delivery.
+const maxWebhookBody = 1 << 20
+
+// PaymentResult is the answer to a webhook delivery.
+type PaymentResult struct {
+	EventID   string  `json:"eventId" required:"true" description:"the provider's event id"`
+	Duplicate bool    `json:"duplicate" required:"true" description:"the event was received before; nothing changed"`
+	Applied   bool    `json:"applied" required:"true" description:"the event paid an order"`
+	OrderNo   *string `json:"orderNo" required:"true" description:"the order the payment matched; null when none (yet)"`
+}
+
+// StripeEvent is the part of a Stripe event the service reads.
+type StripeEvent struct {
+	ID      string `json:"id" required:"true"`
+	Type    string `json:"type" required:"true" description:"payment_intent.succeeded is applied; other types are recorded"`
+	Created int64  `json:"created,omitempty"`
+	Data    struct {
+		Object struct {
+			ID             string `json:"id" description:"the payment intent id, matched with an order's paymentRef"`
+			Object         string `json:"object,omitempty"`
+			Amount         int64  `json:"amount,omitempty"`
+			AmountReceived int64  `json:"amount_received,omitempty"`
+			Currency       string `json:"currency,omitempty"`
+		} `json:"object" required:"true"`
+	} `json:"data" required:"true"`
+}
+
+// WebhookInput documents the webhook request for the OpenAPI document.
+type WebhookInput struct {
+	ProjectID string      `path:"projectId" format:"uuid" description:"the project whose webhook secret signs the deliveries"`
+	Signature string      `header:"Stripe-Signature" required:"true" description:"t=<unix>,v1=<hex>[,v1=...]"`
+	Body      StripeEvent `contentType:"application/json"`
+}
+
+const webhookDescription = "The payment provider's webhook (Stripe). Public: authenticated by the Stripe-Signature header " +
+	"with the project's webhook secret (o2i project set --stripe-webhook-secret); a missing, malformed, wrong or older " +
+	"than five minutes signature is 400 invalid_signature. Each event id is applied once; a repeated delivery is 200 " +
+	"with duplicate true. payment_intent.succeeded pays the order whose paymentRef is the payment intent id (the " +
+	"invoice follows when the order is due); without such an order the payment waits, with a review task, until the " +
+	"order arrives."
+
+func (s *Service) postStripeWebhook(w http.ResponseWriter, r *http.Request) error {
+	body, err := httpx.ReadBody(r, maxWebhookBody)
+	if err != nil {
+		return err
+	}
+	p, err := project.Get(r.Context(), s.pool, chi.URLParam(r, "projectId"))
+	if err != nil {
+		return err
+	}
+	if p.Settings.StripeWebhookSecret == "" {
+		return apperr.New(apperr.NotFound, "project_not_found", "project %s has no Stripe webhook secret", p.ID)
+	}
+	if err := verifyStripeSignature(r.Header.Get("Stripe-Signature"), body, p.Settings.StripeWebhookSecret, time.Now()); err != nil {
+		return err
+	}
+	var ev StripeEvent
+	if err := json.Unmarshal(body, &ev); err != nil || ev.ID == "" || ev.Type == "" {
+		return apperr.New(apperr.Invalid, "invalid_json", "not a Stripe event (id and type are required)")
+	}
+	res, err := s.recordPayment(r.Context(), p.ID, ev, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	httpx.WriteData(w, r, http.StatusOK, res)
+	return nil
+}
+
+// verifyStripeSignature checks Stripe's signature of body with secret.
+func verifyStripeSignature(header string, body []byte, secret string, now time.Time) error {
+	bad := func(format string, args ...any) error {
+		return apperr.New(apperr.Invalid, "invalid_signature", format, args...)
+	}
+	var ts string
+	var sigs [][]byte
+	for _, part := range strings.Split(header, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			if b, err := hex.DecodeString(v); err == nil {
+				sigs = append(sigs, b)
+			}
+		}
+	}
+	if ts == "" || len(sigs) == 0 {
+		return bad("the Stripe-Signature header needs t=<unix> and at least one v1=<hex>")
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return bad("the Stripe-Signature timestamp %q is not a number", ts)
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > stripeTolerance || d < -stripeTolerance {
+		return bad("the Stripe-Signature timestamp is %s away from now (at most %s)", d.Round(time.Second), stripeTolerance)
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ts + "."))
+	mac.Write(body)
+	want := mac.Sum(nil)
+	for _, sig := range sigs {
+		if hmac.Equal(sig, want) {
+			return nil
+		}
+	}
+	return bad("no v1 signature of the Stripe-Signature header matches the project's webhook secret")
+}
+
+// recordPayment records a Stripe event once and applies a succeeded payment.
+func (s *Service) recordPayment(ctx context.Context, projectID string, ev StripeEvent, now time.Time) (PaymentResult, error) {
+	res := PaymentResult{EventID: ev.ID}
+	obj := ev.Data.Object
+	amount := obj.AmountReceived
+	if amount == 0 {
+		amount = obj.Amount
+	}
+	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		paymentID := uuid.Must(uuid.NewV7()).String()
+		tag, err := tx.Exec(ctx, `INSERT INTO payments (id, project_id, provider, provider_event_id, event_type, payment_ref,
+  amount_cents, currency, received_at) VALUES ($1, $2, 'stripe', $3, $4, $5, $6, $7, $8)
+ON CONFLICT (project_id, provider, provider_event_id) DO NOTHING`,
+			paymentID, projectID, ev.ID, ev.Type, obj.ID, amount, strings.ToUpper(obj.Currency), now)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			res.Duplicate = true
+			return tx.QueryRow(ctx, `SELECT o.order_no FROM payments p LEFT JOIN orders o ON o.id = p.order_id
+WHERE p.project_id = $1 AND p.provider = 'stripe' AND p.provider_event_id = $2`, projectID, ev.ID).Scan(&res.OrderNo)
+		}
+		if ev.Type != "payment_intent.succeeded" || obj.ID == "" {
+			return nil
+		}
+		orderNo, applied, err := payOrder(ctx, tx, projectID, paymentID, obj.ID, amount, now)
+		if err != nil {
+			return err
+		}
+		if orderNo == "" {
+			return openTask(ctx, tx, projectID, TaskPaymentWithoutOrder, obj.ID, map[string]any{
+				"paymentRef": obj.ID, "eventId": ev.ID, "amountCents": amount, "currency": strings.ToUpper(obj.Currency),
+			})
+		}
+		res.OrderNo, res.Applied = &orderNo, applied
+		return nil
+	})
+	if err != nil {
+		return PaymentResult{}, fmt.Errorf("record payment %s: %w", ev.ID, err)
+	}
+	return res, nil
+}
+
+// payOrder matches payment paymentID to the order with paymentRef ref in tx:
+// the payment gets the order; an unpaid order becomes paid (amount, at) and
+// an order.updated event follows. It returns the orderNo ("" when no order
+// has ref) and whether the order became paid.
+func payOrder(ctx context.Context, tx pgx.Tx, projectID, paymentID, ref string, amount int64, at time.Time) (string, bool, error) {
+	var row orderRow
+	var orderNo string
+	var paidAt *time.Time
+	var content []byte
+	err := tx.QueryRow(ctx, `SELECT id::text, order_no, version, status, fulfillment_status, shipped_at, supplied_at, tracking_number,
+  created_at, updated_at, invoiced_at, paid_at, content
+FROM orders WHERE project_id = $1 AND payment_ref = $2 FOR UPDATE`, projectID, ref).
+		Scan(&row.id, &orderNo, &row.version, &row.status, &row.fulfillmentStatus, &row.shippedAt, &row.suppliedAt,
+			&row.trackingNumber, &row.createdAt, &row.updatedAt, &row.invoicedAt, &paidAt, &content)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE payments SET order_id = $2, matched_at = $3 WHERE id = $1`, paymentID, row.id, at); err != nil {
+		return "", false, err
+	}
+	if paidAt != nil {
+		return orderNo, false, nil // paid before: recorded, not applied twice
+	}
+	err = tx.QueryRow(ctx, `UPDATE orders SET paid_at = $2, paid_cents = $3, version = version + 1, updated_at = now()
+WHERE id = $1 RETURNING version, updated_at`, row.id, at, amount).Scan(&row.version, &row.updatedAt)
+	if err != nil {
+		return "", false, err
+	}
+	var c event.OrderContent
+	if err := json.Unmarshal(content, &c); err != nil {
+		return "", false, fmt.Errorf("order %s content: %w", orderNo, err)
+	}
+	ev, err := event.New(event.OrderUpdated, projectID, "order", row.id, orderNo, row.version, row.updatedAt, row.state(projectID, c))
+	if err != nil {
+		return "", false, err
+	}
+	return orderNo, true, outbox.Enqueue(ctx, tx, ev)
+}
+
+// paidAt says when the order's payment arrived (nil: not paid). An unpaid
+// order with a paymentRef takes a payment that arrived before it and waits
+// unmatched; that is how a payment without an order meets its order.
+func (s *Service) paidAt(ctx context.Context, projectID, orderID string) (*time.Time, error) {
+	var paid *time.Time
+	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var ref *string
+		if err := tx.QueryRow(ctx, `SELECT paid_at, payment_ref FROM orders WHERE project_id = $1 AND id = $2`, projectID, orderID).
+			Scan(&paid, &ref); err != nil {
+			return err
+		}
+		if paid != nil || ref == nil {
+			return nil
+		}
+		var paymentID string
+		var amount int64
+		var at time.Time
+		err := tx.QueryRow(ctx, `SELECT id::text, amount_cents, received_at FROM payments
+WHERE project_id = $1 AND payment_ref = $2 AND order_id IS NULL AND event_type = 'payment_intent.succeeded'
+ORDER BY received_at LIMIT 1 FOR UPDATE SKIP LOCKED`, projectID, *ref).Scan(&paymentID, &amount, &at)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, applied, err := payOrder(ctx, tx, projectID, paymentID, *ref, amount, at); err != nil || !applied {
+			return err
+		}
+		paid = &at
+		_, err = tx.Exec(ctx, `UPDATE tasks SET status = 'resolved', resolved_at = now()
+WHERE project_id = $1 AND kind = $2 AND subject = $3 AND status = 'open'`,
+			projectID, TaskPaymentWithoutOrder, *ref)
+		return err
+	})
+	return paid, err
+}
