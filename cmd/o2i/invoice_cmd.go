@@ -23,7 +23,7 @@ import (
 // the pipeline, so that anyone can check what it produces.
 func invoiceCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, "usage: o2i invoice preview --order ORDER.json [--project ID] [--out FILE] [--format zugferd|xrechnung]\n       o2i invoice samples --out DIR\n")
+		fmt.Fprint(stderr, "usage: o2i invoice preview --order ORDER.json [--project ID] [--out FILE.xml|FILE.pdf] [--format zugferd|xrechnung]\n       o2i invoice samples --out DIR (XML and PDF of every scenario)\n")
 		return errUsage
 	}
 	fs := flag.NewFlagSet("invoice "+args[0], flag.ContinueOnError)
@@ -69,7 +69,7 @@ func invoiceCmd(ctx context.Context, cfg Config, args []string, stdout, stderr i
 		}
 		return writeDocuments(docs, *out, stdout, stderr)
 	case "samples":
-		dir := fs.String("out", "", "directory for one XML file per scenario (required)")
+		dir := fs.String("out", "", "directory for the XML and the PDF of every scenario (required)")
 		if err := fs.Parse(args[1:]); err != nil || *dir == "" {
 			fmt.Fprintln(stderr, "--out is required")
 			return errUsage
@@ -85,10 +85,18 @@ func invoiceCmd(ctx context.Context, cfg Config, args []string, stdout, stderr i
 		for _, s := range samples {
 			for i, name := range s.FileNames() {
 				path := filepath.Join(*dir, name)
+				pdf, err := render.PDF(s.Documents[i].XML)
+				if err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				pdfPath := strings.TrimSuffix(path, filepath.Ext(path)) + ".pdf"
 				if err := os.WriteFile(path, s.Documents[i].XML, 0o644); err != nil {
 					return err
 				}
-				files = append(files, path)
+				if err := os.WriteFile(pdfPath, pdf, 0o644); err != nil {
+					return err
+				}
+				files = append(files, path, pdfPath)
 			}
 		}
 		return printJSON(stdout, map[string]any{"files": files})
@@ -118,7 +126,15 @@ func writeDocuments(docs []render.Document, out string, stdout, stderr io.Writer
 		if i > 0 {
 			path = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(out, ext), i+1, ext)
 		}
-		if err := os.WriteFile(path, d.XML, 0o644); err != nil {
+		doc := d.XML
+		if strings.EqualFold(ext, ".pdf") {
+			pdf, err := render.PDF(d.XML)
+			if err != nil {
+				return err
+			}
+			doc = pdf
+		}
+		if err := os.WriteFile(path, doc, 0o644); err != nil {
 			return err
 		}
 		fmt.Fprintln(stderr, "wrote", path, d.Invoice.Format, d.Invoice.TypeCode)

@@ -47,8 +47,16 @@ func TestInvoicePreviewAndSamplesPassTheOfficialRules(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed.Files) < 15 {
 		t.Fatalf("samples: %v %s", err, out)
 	}
-	files := append(listed.Files, filepath.Join(dir, "preview.xml"))
+	if _, err := runCmd(t, "invoice", "preview", "--order", order, "--out", filepath.Join(dir, "preview.pdf")); err != nil {
+		t.Fatal(err)
+	}
+	files := append(listed.Files, filepath.Join(dir, "preview.xml"), filepath.Join(dir, "preview.pdf"))
+	var pdfs int
 	for _, f := range files {
+		if filepath.Ext(f) == ".pdf" {
+			pdfs++
+			continue // judged by the referee below
+		}
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -72,6 +80,9 @@ func TestInvoicePreviewAndSamplesPassTheOfficialRules(t *testing.T) {
 	}
 	if len(report.Results) != len(files) {
 		t.Errorf("validator judged %d of %d files", len(report.Results), len(files))
+	}
+	if pdfs != len(files)/2 {
+		t.Errorf("%d PDFs among %d files, want one per XML", pdfs, len(files))
 	}
 }
 
