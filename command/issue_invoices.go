@@ -37,10 +37,11 @@ type Issued struct {
 
 // Hold kinds: the order waits as a review task, no invoice number is taken.
 const (
-	HoldContactPhone       = "xrechnung_contact_phone_missing"     // Leitweg-ID, but no telephone on the invoice contact (BR-DE-6)
-	HoldRevenueRecognition = "product_without_revenue_recognition" // accrual accounting, a service without period or product default
-	HoldNotInvoiceable     = "order_not_invoiceable"               // the engine rejects the order (for example a rate not allowed at the place of supply)
-	TaskValidationFailed   = "invoice_validation_failed"           // a document broke EN 16931 / XRechnung rules; it is never archived
+	HoldContactPhone          = "xrechnung_contact_phone_missing"     // Leitweg-ID, but no telephone on the invoice contact (BR-DE-6)
+	HoldRevenueRecognition    = "product_without_revenue_recognition" // accrual accounting, a service without period or product default
+	HoldNotInvoiceable        = "order_not_invoiceable"               // the engine rejects the order (for example a rate not allowed at the place of supply)
+	TaskValidationFailed      = "invoice_validation_failed"           // a document broke EN 16931 / XRechnung rules; it is never archived
+	TaskPaymentAmountMismatch = "payment_amount_mismatch"             // the provider's payment is not the amount due; the invoice is issued
 )
 
 // HeldError says why an order was held back as a review task.
@@ -82,6 +83,7 @@ type lockedOrder struct {
 	version                                    int64
 	shippedAt, suppliedAt, invoicedAt          *time.Time
 	createdAt, updatedAt                       time.Time
+	paidCents                                  *int64 // the provider's payment, when matched
 	content                                    event.OrderContent
 }
 
@@ -90,10 +92,10 @@ func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID str
 	var raw []byte
 	var tracking *string
 	err := tx.QueryRow(ctx, `SELECT id::text, order_no, status, fulfillment_status, tracking_number, version, shipped_at, supplied_at,
-			invoiced_at, created_at, updated_at, content
+			invoiced_at, created_at, updated_at, paid_cents, content
 		FROM orders WHERE project_id = $1 AND id = $2 FOR UPDATE`, projectID, orderID).
 		Scan(&o.id, &o.orderNo, &o.status, &o.fulfillment, &tracking, &o.version, &o.shippedAt, &o.suppliedAt,
-			&o.invoicedAt, &o.createdAt, &o.updatedAt, &raw)
+			&o.invoicedAt, &o.createdAt, &o.updatedAt, &o.paidCents, &raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
 	}
@@ -219,6 +221,22 @@ func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID str
 		}
 		evs = append(evs, ev)
 		out = append(out, doc)
+	}
+
+	// A provider payment that is not the amount due is issued anyway (the
+	// invoice shows the sale) and goes to clarification.
+	if o.paidCents != nil {
+		var due int64
+		for _, inv := range docs {
+			due += int64(inv.Totals.DueCents)
+		}
+		if due != *o.paidCents {
+			if err := openTask(ctx, tx, projectID, TaskPaymentAmountMismatch, o.orderNo, map[string]any{
+				"orderNo": o.orderNo, "paidCents": *o.paidCents, "dueCents": due,
+			}); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 
 	// The order is invoiced: its invoice-relevant content is frozen.

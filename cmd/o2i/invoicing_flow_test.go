@@ -156,11 +156,11 @@ func TestProviderPaymentInvoicesTheOrder(t *testing.T) {
 		}
 	}
 	suffix := uuid.NewString()[:8]
-	digital, goods := "DIG-"+suffix, "GDS-"+suffix
+	digital, goods, short := "DIG-"+suffix, "GDS-"+suffix, "SHORT-"+suffix
 	for _, o := range []struct {
 		no       string
 		shipping bool
-	}{{digital, false}, {goods, true}} {
+	}{{digital, false}, {goods, true}, {short, false}} {
 		r := c.Do("POST", "/v1/orders", key, []byte(fmt.Sprintf(`{"orderNo":%q,"paymentRef":"pi_%s","paymentGateway":"stripe","requiresShipping":%t,
 		"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
 		"service_period":{"start_date":"2026-11-01","end_date":"2026-11-30"},
@@ -171,6 +171,7 @@ func TestProviderPaymentInvoicesTheOrder(t *testing.T) {
 	}
 	pay("pi_"+digital, 1190)
 	pay("pi_"+goods, 1190)
+	pay("pi_"+short, 1000) // not the amount due: invoiced, and a task for clarification
 	d := waitStatus(t, c, key, digital, func(d map[string]any) bool {
 		invs := d["invoices"].([]any)
 		return len(invs) == 1 && invs[0].(map[string]any)["status"] == "archived"
@@ -187,4 +188,13 @@ func TestProviderPaymentInvoicesTheOrder(t *testing.T) {
 		t.Fatalf("fulfilled: %d %s", r.Status, r.Body)
 	}
 	waitStatus(t, c, key, goods, func(d map[string]any) bool { return len(d["invoices"].([]any)) == 1 })
+	waitStatus(t, c, key, short, func(d map[string]any) bool { return len(d["invoices"].([]any)) == 1 })
+	var mismatches int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM tasks WHERE project_id = $1 AND kind = 'payment_amount_mismatch' AND status = 'open'
+		AND subject = ANY($2)`, pid, []string{digital, goods, short}).Scan(&mismatches); err != nil {
+		t.Fatal(err)
+	}
+	if mismatches != 1 {
+		t.Errorf("%d payment_amount_mismatch tasks, want 1 (for %s only)", mismatches, short)
+	}
 }
