@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/o2i-service/o2i/internal/store"
 )
 
 // Group commit of new orders. Under load, PostgreSQL spends most of its CPU
@@ -160,6 +163,18 @@ func (b *createBatcher) write(batch []*createItem) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	defer func() {
+		// Never leave a waiting order without an answer.
+		if p := recover(); p != nil {
+			slog.Error("create orders: panic", "panic", p)
+			for _, it := range batch {
+				select {
+				case it.done <- createResult{fallback: true}:
+				default:
+				}
+			}
+		}
+	}()
 	results, err := b.exec(ctx, batch)
 	b.statements.Add(1)
 	b.orders.Add(int64(len(batch)))
@@ -233,7 +248,12 @@ func (b *createBatcher) exec(ctx context.Context, batch []*createItem) ([]create
 		ats[i], bodies[i] = a.at, a.body
 		topics[i], msgKeys[i], eventIDs[i], eventTypes[i], payloads[i] = a.event.Topic, a.event.Key, a.event.EventID, a.event.Type, a.event.Payload
 	}
-	rows, err := b.pool.Query(ctx, createOrdersSQL, lockKeys, projects, keys, ids, orderNos, paymentRef, shipping,
+	conn, err := store.Acquire(ctx, b.pool) // a busy pool fails the batch at once: each order then answers 503 alone
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, createOrdersSQL, lockKeys, projects, keys, ids, orderNos, paymentRef, shipping,
 		contents, hashes, invHashes, ats, topics, msgKeys, eventIDs, eventTypes, payloads, bodies, endpointOrders)
 	if err != nil {
 		return nil, fmt.Errorf("create orders: %w", err)
