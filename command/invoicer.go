@@ -117,7 +117,8 @@ func (iv *Invoicer) Run(ctx context.Context) error {
 func (iv *Invoicer) consume(ctx context.Context) error {
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: iv.brokers, GroupID: iv.group, GroupTopics: []string{iv.topic},
 		MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond, StartOffset: kafka.FirstOffset,
-		CommitInterval: 100 * time.Millisecond}) // handled batches are committed in the background; a crash replays them, and issuing is idempotent
+		CommitInterval: 100 * time.Millisecond,                            // handled batches are committed in the background; a crash replays them, and issuing is idempotent
+		SessionTimeout: 10 * time.Second, HeartbeatInterval: time.Second}) // a crashed member's partitions move on after 10 s
 	defer r.Close()
 	for {
 		// Block for one event, then take what is already there, and hand

@@ -102,6 +102,10 @@ func (p *Projector) consume(ctx context.Context) error {
 		// so a crash replays at most that much, which apply ignores.
 		CommitInterval: 100 * time.Millisecond,
 		QueueCapacity:  MaxBatch * 2,
+		// A crashed member's partitions move to the others after 10 s
+		// (the default 30 s would stall its orders' status that long).
+		SessionTimeout:    10 * time.Second,
+		HeartbeatInterval: time.Second,
 	})
 	defer r.Close()
 	for {
