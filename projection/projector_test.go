@@ -129,18 +129,9 @@ func (f *fixture) publish(evs ...event.Event) {
 		}
 		msgs = append(msgs, kafka.Message{Topic: topic, Key: []byte(ev.PartitionKey()), Value: raw})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		err := w.WriteMessages(ctx, msgs...)
-		if err == nil {
-			return
-		}
-		if ctx.Err() != nil {
-			f.t.Fatalf("write events: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond) // the topics are being created
-	}
+	testenv.Eventually(f.t, 30*time.Second, "the events written (the topics are being created)", func() bool {
+		return w.WriteMessages(context.Background(), msgs...) == nil
+	})
 }
 
 func (f *fixture) apply(evs ...event.Event) {
@@ -324,21 +315,14 @@ func TestConsumesFromKafka(t *testing.T) {
 			invoiceEvent(t, event.InvoiceCreated, f.project, orderNo, uuid.NewString(), "TEST-2026-"+orderNo, "created", 1, time.Now()))
 	}
 	f.publish(evs...)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, 30*time.Second, "20 orders projected with their invoices", func() bool {
 		var n int
 		if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+f.tables.Orders+`
 			WHERE project_id = $1 AND jsonb_array_length(invoices) = 1 AND order_id IS NOT NULL`, f.project).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n == 20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 20 orders projected", n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return n == 20
+	})
 	f.status("K-7")
 }
 

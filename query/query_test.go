@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -361,6 +362,7 @@ func TestPaginationUnderConcurrentInserts(t *testing.T) {
 	e.apply(evs...)
 
 	stop := make(chan struct{})
+	var added atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -372,6 +374,7 @@ func TestPaginationUnderConcurrentInserts(t *testing.T) {
 			default:
 			}
 			e.apply(e.invoice(uuid.NewString(), fmt.Sprintf("N-%d", i), fmt.Sprintf("TEST-N-%d", i), "created", "", time.Now()))
+			added.Add(1)
 		}
 	}()
 	seen := map[string]int{}
@@ -394,8 +397,9 @@ func TestPaginationUnderConcurrentInserts(t *testing.T) {
 		if !p.HasMore || pages > 200 {
 			break
 		}
-		if pages == 5 {
-			time.Sleep(20 * time.Millisecond) // let the writer add invoices mid-walk
+		if pages == 5 { // the writer adds invoices mid-walk
+			n := added.Load()
+			testenv.Eventually(t, 10*time.Second, "invoices added mid-walk", func() bool { return added.Load() >= n+2 })
 		}
 	}
 	close(stop)
@@ -505,8 +509,7 @@ func TestNearCacheFollowsProjectedChanges(t *testing.T) {
 	// Redis behind the projectors' back (same revision, no announcement) is
 	// then not what the process serves. Poll until that is so.
 	fake := `{"orderNo":"N-1","status":"created","fulfillmentStatus":"partial","invoices":[]}`
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.Eventually(t, 5*time.Second, "order status records served from the process cache", func() bool {
 		if err := e.rdb.HSet(ctx2, readmodel.OrderKey(e.project, "N-1"), "rev", rev, "body", real).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -514,24 +517,8 @@ func TestNearCacheFollowsProjectedChanges(t *testing.T) {
 		if err := e.rdb.HSet(ctx2, readmodel.OrderKey(e.project, "N-1"), "rev", rev, "body", fake).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if status() == "unfulfilled" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("order status records are never served from the process cache")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return status() == "unfulfilled"
+	})
 	e.apply(e.order("N-1", 2, "created", "fulfilled"))
-	deadline = time.Now().Add(3 * time.Second)
-	for {
-		r := c.Do("GET", "/v1/orders/N-1", e.key, nil)
-		if data, _ := r.JSON(t)["data"].(map[string]any); data["fulfillmentStatus"] == "fulfilled" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the change is not visible after 3 s: %s", r.Body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 3*time.Second, "the change visible", func() bool { return status() == "fulfilled" })
 }

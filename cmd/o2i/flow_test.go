@@ -21,22 +21,20 @@ func orderBody(orderNo string) []byte {
 // waitStatus polls GET /v1/orders/{orderNo} until ok accepts the record.
 func waitStatus(t *testing.T, c *apitest.Client, key, orderNo string, ok func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var data map[string]any
+	testenv.Eventually(t, 60*time.Second, "order "+orderNo+" in the expected state", func() bool {
 		r := c.Do("GET", "/v1/orders/"+orderNo, key, nil)
-		if r.Status == http.StatusOK {
-			data, _ := r.JSON(t)["data"].(map[string]any)
-			if ok(data) {
-				return data
-			}
-		} else if r.Status != http.StatusNotFound {
-			t.Fatalf("GET order: %d %s", r.Status, r.Body)
+		switch r.Status {
+		case http.StatusOK:
+			data, _ = r.JSON(t)["data"].(map[string]any)
+			return ok(data)
+		case http.StatusNotFound: // not projected yet
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("order %s never reached the expected state: last %d %s", orderNo, r.Status, r.Body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		t.Fatalf("GET order: %d %s", r.Status, r.Body)
+		return false
+	})
+	return data
 }
 
 // TestOrderFlowsThroughOutboxKafkaAndProjector is the whole path: the write

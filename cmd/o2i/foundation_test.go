@@ -272,32 +272,17 @@ func TestKeyListRevokeAndUnusedFlag(t *testing.T) {
 	if _, err := runCmd(t, "key", "revoke", "--key-id", b.ID); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(apikey.CacheTTL + 5*time.Second)
-	for {
-		r := client(t).Do("GET", "/v1/invoices", b.Key, nil)
-		if r.Status == 401 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("revoked key still accepted after %v: %d", apikey.CacheTTL, r.Status)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testenv.Eventually(t, apikey.CacheTTL+5*time.Second, "the revoked key refused (401) once its cache entry expired", func() bool {
+		return client(t).Do("GET", "/v1/invoices", b.Key, nil).Status == 401
+	})
 	// Last use is recorded in batches.
-	deadline = time.Now().Add(15 * time.Second)
-	for {
+	testenv.Eventually(t, 15*time.Second, "last_used_at recorded", func() bool {
 		var used *time.Time
 		if err := pool.QueryRow(context.Background(), `SELECT last_used_at FROM api_keys WHERE id = $1`, a.ID).Scan(&used); err != nil {
 			t.Fatal(err)
 		}
-		if used != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("last_used_at never recorded")
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return used != nil
+	})
 }
 
 func TestProjectCommands(t *testing.T) {
@@ -394,19 +379,12 @@ func TestRequestLogIsRetrievable(t *testing.T) {
 	key := testenv.Key(t, pool, pid)
 	r := client(t).Do("POST", "/v1/fulfillments", key, []byte(`{"orderNo":"trace-1"}`), "Idempotency-Key", "trace-key-1")
 	id := r.Header.Get("X-Request-Id")
-	deadline := time.Now().Add(10 * time.Second)
 	var out string
-	for {
+	testenv.Eventually(t, 10*time.Second, "request "+id+" retrievable with o2i requests show", func() bool {
 		var err error
 		out, err = runCmd(t, "requests", "show", id)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("request %s not retrievable: %v", id, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil
+	})
 	var rec map[string]any
 	if err := json.Unmarshal([]byte(out), &rec); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,6 +70,13 @@ func (f *fixture) relay(brokers []string) *Relay {
 		StandbyPoll: 50 * time.Millisecond, MaxBackoff: 300 * time.Millisecond, table: f.table}
 }
 
+// countReads counts r's reads of the outbox; r must not run yet.
+func countReads(r *Relay) *atomic.Int64 {
+	var reads atomic.Int64
+	r.afterRead = func(int) { reads.Add(1) }
+	return &reads
+}
+
 // enqueue commits one transaction per step: orders x steps events,
 // interleaved across the orders. It returns the event ids in commit order.
 func (f *fixture) enqueue(t *testing.T, orders, steps int) []string {
@@ -102,17 +110,6 @@ func (f *fixture) unsent(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return int(n)
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // startRelay runs r until the test ends or the returned stop is called.
@@ -319,14 +316,14 @@ func TestRelayPublishesInOrder(t *testing.T) {
 		stops = append(stops, startRelay(t, r))
 	}
 	ids := f.enqueue(t, 8, 25)
-	waitFor(t, 30*time.Second, "some events sent", func() bool { return f.unsent(t) < len(ids) })
+	testenv.Eventually(t, 30*time.Second, "some events sent", func() bool { return f.unsent(t) < len(ids) })
 	for _, stop := range stops[:2] { // whichever leads, one is left
 		stop()
 	}
 	ids = append(ids, f.enqueue(t, 8, 5)...)
 	gs := newTail(t, brokers, f.topic, true).collect(t, f.project, ids, 60*time.Second)
 	checkOrder(t, gs)
-	waitFor(t, 10*time.Second, "position past every row", func() bool { return f.unsent(t) == 0 })
+	testenv.Eventually(t, 10*time.Second, "position past every row", func() bool { return f.unsent(t) == 0 })
 	for _, g := range gs {
 		if g.ev.ProjectID != f.project || g.ev.Type != event.OrderUpdated {
 			t.Fatalf("event %+v", g.ev)
@@ -370,7 +367,7 @@ func TestRelayCrashRepublishes(t *testing.T) {
 	startRelay(t, f.relay(brokers))
 	again := tl.collect(t, f.project, ids, 30*time.Second)
 	checkOrder(t, append(first, again...))
-	waitFor(t, 10*time.Second, "position past every row", func() bool { return f.unsent(t) == 0 })
+	testenv.Eventually(t, 10*time.Second, "position past every row", func() bool { return f.unsent(t) == 0 })
 }
 
 func freePort(t *testing.T) int {
@@ -387,15 +384,11 @@ func startBroker(t *testing.T, port int) *kfake.Cluster {
 	t.Helper()
 	var c *kfake.Cluster
 	var err error
-	for i := 0; i < 50; i++ { // the port may linger briefly after a close
+	testenv.Eventually(t, 5*time.Second, fmt.Sprintf("a broker on port %d (it may linger briefly after a close)", port), func() bool {
 		c, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(6, event.TopicOrders))
-		if err == nil {
-			return c
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("start broker on %d: %v", port, err)
-	return nil
+		return err == nil
+	})
+	return c
 }
 
 // TestRelayKafkaDownAndBack: while the broker is unreachable, committed
@@ -407,9 +400,12 @@ func TestRelayKafkaDownAndBack(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 
 	// Nothing listens yet: the relay retries, rows stay.
-	startRelay(t, f.relay([]string{addr}))
+	r := f.relay([]string{addr})
+	reads := countReads(r)
+	startRelay(t, r)
 	ids := f.enqueue(t, 4, 5)
-	time.Sleep(time.Second)
+	from := reads.Load()
+	testenv.Eventually(t, 10*time.Second, "two publish attempts", func() bool { return reads.Load() >= from+2 })
 	if n := f.unsent(t); n != len(ids) {
 		t.Fatalf("%d of %d rows left while Kafka is down", n, len(ids))
 	}
@@ -417,12 +413,13 @@ func TestRelayKafkaDownAndBack(t *testing.T) {
 	// The broker comes up: everything is published.
 	broker := startBroker(t, port)
 	checkOrder(t, newTail(t, []string{addr}, f.topic, true).collect(t, f.project, ids, 30*time.Second))
-	waitFor(t, 10*time.Second, "outbox drained", func() bool { return f.unsent(t) == 0 })
+	testenv.Eventually(t, 10*time.Second, "outbox drained", func() bool { return f.unsent(t) == 0 })
 
 	// It goes down again: new events wait ...
 	broker.Close()
 	more := f.enqueue(t, 4, 3)
-	time.Sleep(time.Second)
+	from = reads.Load()
+	testenv.Eventually(t, 10*time.Second, "two publish attempts", func() bool { return reads.Load() >= from+2 })
 	if n := f.unsent(t); n != len(more) {
 		t.Fatalf("%d of %d new rows left while Kafka is down again", n, len(more))
 	}
@@ -431,7 +428,7 @@ func TestRelayKafkaDownAndBack(t *testing.T) {
 	defer broker.Close()
 	gs := newTail(t, []string{addr}, f.topic, true).collect(t, f.project, more, 30*time.Second)
 	checkOrder(t, gs)
-	waitFor(t, 10*time.Second, "outbox drained again", func() bool { return f.unsent(t) == 0 })
+	testenv.Eventually(t, 10*time.Second, "outbox drained again", func() bool { return f.unsent(t) == 0 })
 	if slices.ContainsFunc(gs, func(g got) bool { return g.ev.ProjectID != f.project }) {
 		t.Error("foreign event")
 	}
@@ -466,11 +463,13 @@ func TestRelayNeverSkipsALateCommit(t *testing.T) {
 	if err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error { return enqueueInto(ctx, tx, insertSQL(f.table), early) }); err != nil {
 		t.Fatal(err)
 	}
-	startRelay(t, f.relay(brokers))
+	r := f.relay(brokers)
+	reads := countReads(r)
+	startRelay(t, r)
 	tl := newTail(t, brokers, f.topic, true)
 	// While the slow transaction runs, nothing after it is published: the
 	// committed event waits, so the position cannot pass the late one.
-	time.Sleep(300 * time.Millisecond)
+	testenv.Eventually(t, 10*time.Second, "three reads of the outbox", func() bool { return reads.Load() >= 3 })
 	if n := f.unsent(t); n != 1 { // the running transaction's row is not visible yet
 		var dump string
 		f.pool.QueryRow(ctx, `SELECT string_agg(tx_id::text || '/' || id || '/' || msg_key, ' ') || ' pos ' || coalesce((SELECT string_agg(tx_id::text || '/' || id, ',') FROM outbox_relay_positions WHERE relay = $1), '-') || ' xmin ' || pg_snapshot_xmin(pg_current_snapshot())::text FROM `+f.table, f.relay(nil).lockKey()).Scan(&dump)
@@ -480,5 +479,5 @@ func TestRelayNeverSkipsALateCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl.collect(t, f.project, []string{late.ID, early.ID}, 30*time.Second)
-	waitFor(t, 10*time.Second, "position past both", func() bool { return f.unsent(t) == 0 })
+	testenv.Eventually(t, 10*time.Second, "position past both", func() bool { return f.unsent(t) == 0 })
 }
