@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -95,29 +96,50 @@ type Stored struct {
 
 // Put archives data under key with COMPLIANCE retention until retainUntil.
 // When the key already holds the same bytes it returns that object
-// (idempotent); different bytes give ErrConflict.
+// (idempotent); different bytes give ErrConflict, with the stored object.
+// The write is conditional (If-None-Match: *), so of two concurrent puts
+// of one key only one creates the object.
 func (a *Archive) Put(ctx context.Context, key string, data []byte, contentType string, retainUntil time.Time) (Stored, error) {
 	sum := sha256.Sum256(data)
 	hexSum := hex.EncodeToString(sum[:])
-	if st, err := a.Stat(ctx, key); err == nil {
-		if st.SHA256 != hexSum {
+	existing := func() (Stored, error) {
+		st, err := a.Stat(ctx, key)
+		if err == nil && st.SHA256 != hexSum {
 			return st, fmt.Errorf("%w: %s", ErrConflict, key)
 		}
-		return st, nil
-	} else if !errors.Is(err, ErrNotFound) {
-		return Stored{}, err
+		return st, err
 	}
-	_, err := a.c.PutObject(ctx, a.bucket, key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{
+	if st, err := existing(); !errors.Is(err, ErrNotFound) {
+		return st, err
+	}
+	opts := minio.PutObjectOptions{
 		ContentType:     contentType,
 		UserMetadata:    map[string]string{shaKey: hexSum},
 		Mode:            minio.Compliance,
 		RetainUntilDate: retainUntil.UTC(),
 		SendContentMd5:  true, // the store verifies the bytes it receives
-	})
+	}
+	opts.SetMatchETagExcept("*")
+	_, err := a.c.PutObject(ctx, a.bucket, key, bytes.NewReader(data), int64(len(data)), opts)
+	if minio.ToErrorResponse(err).StatusCode == http.StatusPreconditionFailed {
+		return existing() // another put of the key came first
+	}
 	if err != nil {
 		return Stored{}, fmt.Errorf("archive: put %s: %w", key, err)
 	}
 	return Stored{Key: key, SHA256: hexSum, Size: int64(len(data)), RetainUntil: retainUntil.UTC()}, nil
+}
+
+// PutFirst is Put for renderings of one source (a PDF rendered again from
+// the same XML has other bytes, not other content): when the key holds a
+// document already, that one stands. written reports whether data itself is
+// what is archived now.
+func (a *Archive) PutFirst(ctx context.Context, key string, data []byte, contentType string, retainUntil time.Time) (st Stored, written bool, err error) {
+	st, err = a.Put(ctx, key, data, contentType, retainUntil)
+	if errors.Is(err, ErrConflict) {
+		return st, false, nil
+	}
+	return st, err == nil, err
 }
 
 // Stat returns what is archived under key, or ErrNotFound.

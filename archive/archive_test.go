@@ -3,7 +3,9 @@ package archive_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,5 +88,56 @@ func TestBucketWithoutObjectLockIsRefused(t *testing.T) {
 	t.Cleanup(func() { _ = c.RemoveBucket(context.Background(), bucket) })
 	if err := archive.New(c, bucket).EnsureBucket(context.Background()); err == nil {
 		t.Error("a bucket without object lock was accepted")
+	}
+}
+
+// TestConcurrentPutsOfOneKeyWriteOnce: many puts of one key with different
+// bytes at the same moment leave exactly one version; every put either wrote
+// or got ErrConflict; PutFirst answers with the document that stands.
+func TestConcurrentPutsOfOneKeyWriteOnce(t *testing.T) {
+	t.Parallel()
+	a, c, bucket := newArchive(t)
+	ctx := context.Background()
+	until := time.Now().Add(48 * time.Hour)
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, errs[i] = a.Put(ctx, "p/race.pdf", []byte(fmt.Sprintf("rendering %d", i)), "application/pdf", until)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	wrote := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			wrote++
+		case !errors.Is(err, archive.ErrConflict):
+			t.Errorf("put: %v", err)
+		}
+	}
+	versions := 0
+	for obj := range c.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: "p/race.pdf", WithVersions: true}) {
+		if obj.Err != nil {
+			t.Fatal(obj.Err)
+		}
+		versions++
+	}
+	if wrote != 1 || versions != 1 {
+		t.Errorf("%d puts wrote, %d versions stored; want 1 and 1", wrote, versions)
+	}
+	stored, _, err := a.Get(ctx, "p/race.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, written, err := a.PutFirst(ctx, "p/race.pdf", []byte("rendering again"), "application/pdf", until)
+	if err != nil || written || st.Size != int64(len(stored)) {
+		t.Errorf("PutFirst over an archived rendering: %+v written=%v %v", st, written, err)
 	}
 }

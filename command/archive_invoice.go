@@ -55,9 +55,8 @@ func (s *Service) ArchiveInvoice(ctx context.Context, a *archive.Archive, projec
 		return fmt.Errorf("render PDF: %w", err)
 	}
 	// A retry after a failure between the two puts renders the PDF again,
-	// with other bytes (the PDF writer stamps its time): the one archived
-	// first stands, it shows the same XML.
-	if _, err := a.Put(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", until); err != nil && !errors.Is(err, archive.ErrConflict) {
+	// with other bytes: the one archived first stands.
+	if _, _, err := a.PutFirst(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", until); err != nil {
 		return err
 	}
 	if _, err := a.Put(ctx, archive.InvoiceXMLKey(projectID, invoiceID), xml, "application/xml", until); err != nil {

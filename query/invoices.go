@@ -261,8 +261,8 @@ func (s *Service) archivedPDF(ctx context.Context, projectID, invoiceID string) 
 	if pdf, err = render.PDF(xml); err != nil {
 		return nil, fmt.Errorf("render PDF of invoice %s: %w", invoiceID, err)
 	}
-	_, err = s.archive.Put(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", st.RetainUntil)
-	if errors.Is(err, archive.ErrConflict) { // a concurrent request archived its rendering first: serve that one
+	_, written, err := s.archive.PutFirst(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", st.RetainUntil)
+	if err == nil && !written { // a concurrent request archived its rendering first: serve that one
 		pdf, _, err = s.archive.Get(ctx, archive.InvoicePDFKey(projectID, invoiceID))
 	}
 	return pdf, err

@@ -33,7 +33,7 @@ func Invariants(inv *Invoice) error {
 		}
 		amount := int64(l.NetCents + l.DiscountCents) // cents
 		// compare prod / 10^(qs+ps) with amount / 100 : scale both to qs+ps+2
-		want, err := money.MulDivRound(amount, pow10(qs+ps), 1)
+		want, err := money.MulDivRound(amount, money.Pow10(qs+ps), 1)
 		if err != nil {
 			return fmt.Errorf("line %s: %w", l.ID, err)
 		}
@@ -41,7 +41,7 @@ func Invariants(inv *Invoice) error {
 		if err != nil {
 			return fmt.Errorf("line %s: %w", l.ID, err)
 		}
-		if d := got - want; 2*abs64(d) >= pow10(qs+ps) {
+		if d := got - want; 2*money.Abs(d) >= money.Pow10(qs+ps) {
 			return fmt.Errorf("line %s: quantity x price %s x %s differs from net %s + discount %s by half a cent or more (PEPPOL-EN16931-R120)",
 				l.ID, l.Quantity, l.UnitNetPrice, l.NetCents, l.DiscountCents)
 		}
@@ -81,19 +81,4 @@ func Invariants(inv *Invoice) error {
 		return errors.New("BT-115 != BT-112 - BT-113 + BT-114 (BR-CO-16)")
 	}
 	return nil
-}
-
-func pow10(n int) int64 {
-	p := int64(1)
-	for range n {
-		p *= 10
-	}
-	return p
-}
-
-func abs64(v int64) int64 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }

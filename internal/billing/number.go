@@ -106,20 +106,7 @@ func (p NumberPattern) Format(year, seq int) (string, error) {
 	if year < 1000 || year > 9999 {
 		return "", fmt.Errorf("billing: year %d out of range", year)
 	}
-	var b strings.Builder
-	for _, pp := range p.parts {
-		switch pp.token {
-		case "":
-			b.WriteString(pp.lit)
-		case "YYYY":
-			fmt.Fprintf(&b, "%04d", year)
-		case "YY":
-			fmt.Fprintf(&b, "%02d", year%100)
-		case "SEQ":
-			fmt.Fprintf(&b, "%0*d", pp.width, seq)
-		}
-	}
-	return b.String(), nil
+	return p.expand(year, func(width int) string { return fmt.Sprintf("%0*d", width, seq) }), nil
 }
 
 // RangeKey names the number range (the counter row) of year: the pattern
@@ -128,6 +115,11 @@ func (p NumberPattern) Format(year, seq int) (string, error) {
 // default patterns it is "RE-2026-{SEQ}" and "TEST-2026-{SEQ}"; ShortRangeKey
 // gives the human form "RE-2026" / "TEST-2026".
 func (p NumberPattern) RangeKey(year int) string {
+	return p.expand(year, func(int) string { return "{SEQ}" })
+}
+
+// expand writes the pattern for year, with seq's text for the sequence.
+func (p NumberPattern) expand(year int, seq func(width int) string) string {
 	var b strings.Builder
 	for _, pp := range p.parts {
 		switch pp.token {
@@ -138,7 +130,7 @@ func (p NumberPattern) RangeKey(year int) string {
 		case "YY":
 			fmt.Fprintf(&b, "%02d", year%100)
 		case "SEQ":
-			b.WriteString("{SEQ}")
+			b.WriteString(seq(pp.width))
 		}
 	}
 	return b.String()

@@ -224,7 +224,7 @@ func (c *checker) lines() (int64, map[catKey]int64) {
 				base = b
 			}
 			want, err := lineAmount(qty, price, base)
-			if err == nil && abs(net-(want+charge-allow)) > 2 {
+			if err == nil && money.Abs(net-(want+charge-allow)) > 2 {
 				c.add(Warning, "PEPPOL-EN16931-R120", at+"/BT-131",
 					"line net %s != quantity %s x price %s - allowances %s + charges %s",
 					fmtCents(net), l.qty.s, l.price.s, fmtCents(allow), fmtCents(charge))
@@ -244,24 +244,9 @@ func lineAmount(qty, price, base money.Decimal) (int64, error) {
 		return 0, err
 	}
 	// cents = prod x 100 x 10^bs / (10^(qs+ps) x bc)
-	num := pow10(2 + bs)
-	den := pow10(qs+ps) * bc
+	num := money.Pow10(2 + bs)
+	den := money.Pow10(qs+ps) * bc
 	return money.MulDivRound(prod, num, den)
-}
-
-func pow10(n int) int64 {
-	p := int64(1)
-	for range n {
-		p *= 10
-	}
-	return p
-}
-
-func abs(v int64) int64 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }
 
 func (c *checker) breakdown(catSums map[catKey]int64) {

@@ -63,6 +63,12 @@ var pow10 = [...]int64{
 	1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
 }
 
+// Pow10 returns 10^n for 0 <= n <= 18 (it panics outside: no int64 holds more).
+func Pow10(n int) int64 { return pow10[n] }
+
+// Abs returns |v|.
+func Abs(v int64) int64 { return abs(v) }
+
 // MulDivRound returns a*b/d rounded half away from zero, computed exactly in
 // 128 bits. It is the single rounding policy of the service. d must not be
 // zero. It returns ErrOverflow when the result does not fit into int64.
