@@ -11,6 +11,7 @@ import (
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/consume"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/project"
 )
@@ -121,24 +122,10 @@ func (iv *Invoicer) consume(ctx context.Context) error {
 		SessionTimeout: 10 * time.Second, HeartbeatInterval: time.Second}) // a crashed member's partitions move on after 10 s
 	defer r.Close()
 	for {
-		// Block for one event, then take what is already there, and hand
-		// the batch to the committer once every event of it is handled.
-		m, err := r.FetchMessage(ctx)
+		// Hand the batch to the committer once every event of it is handled.
+		batch, err := consume.FetchBatch(ctx, r, 500)
 		if err != nil {
 			return err
-		}
-		batch := []kafka.Message{m}
-		for len(batch) < 500 {
-			qctx, cancel := context.WithTimeout(ctx, 2*time.Millisecond)
-			m, err := r.FetchMessage(qctx)
-			cancel()
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				break
-			}
-			batch = append(batch, m)
 		}
 		for _, m := range batch {
 			if err := iv.handle(ctx, m.Value); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/o2i-service/o2i/internal/consume"
 	"github.com/o2i-service/o2i/internal/event"
 )
 
@@ -109,7 +110,7 @@ func (p *Projector) consume(ctx context.Context) error {
 	})
 	defer r.Close()
 	for {
-		msgs, err := fetchBatch(ctx, r)
+		msgs, err := consume.FetchBatch(ctx, r, MaxBatch)
 		if err != nil {
 			return fmt.Errorf("fetch: %w", err)
 		}
@@ -128,29 +129,6 @@ func (p *Projector) WithSource(topics []string, group string, tables Tables) *Pr
 	c := *p
 	c.topics, c.group, c.tables = topics, group, tables
 	return &c
-}
-
-// fetchBatch blocks for one message, then takes what else is already there
-// (up to MaxBatch) so that one transaction applies many events.
-func fetchBatch(ctx context.Context, r *kafka.Reader) ([]kafka.Message, error) {
-	m, err := r.FetchMessage(ctx)
-	if err != nil {
-		return nil, err
-	}
-	msgs := []kafka.Message{m}
-	for len(msgs) < MaxBatch {
-		qctx, cancel := context.WithTimeout(ctx, 2*time.Millisecond)
-		m, err := r.FetchMessage(qctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			break
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, nil
 }
 
 // Apply writes a batch of messages into the read models in one transaction,
