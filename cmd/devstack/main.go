@@ -135,39 +135,26 @@ func run(cmd string, args []string) error {
 	cfg := newConfig(root)
 
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	// locked runs fn holding the stack's lock, after the flags are parsed.
+	locked := func(fn func() error) error {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		unlock, err := lockDev(cfg)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		return fn()
+	}
 	switch cmd {
 	case "up":
 		timeout := fs.Duration("timeout", 30*time.Minute, "overall time limit (includes the first MinIO build)")
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		unlock, err := lockDev(cfg)
-		if err != nil {
-			return err
-		}
-		defer unlock()
-		return up(cfg, time.Now().Add(*timeout))
+		return locked(func() error { return up(cfg, time.Now().Add(*timeout)) })
 	case "down":
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		unlock, err := lockDev(cfg)
-		if err != nil {
-			return err
-		}
-		defer unlock()
-		return down(cfg)
+		return locked(func() error { return down(cfg) })
 	case "clean":
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		unlock, err := lockDev(cfg)
-		if err != nil {
-			return err
-		}
-		err = down(cfg)
-		unlock()
-		if err != nil {
+		if err := locked(func() error { return down(cfg) }); err != nil {
 			return err
 		}
 		return clean(cfg)
