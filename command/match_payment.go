@@ -20,7 +20,6 @@ import (
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/httpx"
-	"github.com/o2i-service/o2i/internal/outbox"
 	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/store"
 )
@@ -207,41 +206,25 @@ WHERE p.project_id = $1 AND p.provider = 'stripe' AND p.provider_event_id = $2`,
 // an order.updated event follows. It returns the orderNo ("" when no order
 // has ref) and whether the order became paid.
 func payOrder(ctx context.Context, tx pgx.Tx, projectID, paymentID, ref string, amount int64, at time.Time) (string, bool, error) {
-	var row orderRow
-	var orderNo string
-	var paidAt *time.Time
-	var content []byte
-	err := tx.QueryRow(ctx, `SELECT id::text, order_no, version, status, fulfillment_status, shipped_at, supplied_at, tracking_number,
-  created_at, updated_at, invoiced_at, paid_at, content
-FROM orders WHERE project_id = $1 AND payment_ref = $2 FOR UPDATE`, projectID, ref).
-		Scan(&row.id, &orderNo, &row.version, &row.status, &row.fulfillmentStatus, &row.shippedAt, &row.suppliedAt,
-			&row.trackingNumber, &row.createdAt, &row.updatedAt, &row.invoicedAt, &paidAt, &content)
+	o, err := lockOrder(ctx, tx, projectID, "payment_ref", ref)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", false, nil
 	}
 	if err != nil {
 		return "", false, err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE payments SET order_id = $2, matched_at = $3 WHERE id = $1`, paymentID, row.id, at); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE payments SET order_id = $2, matched_at = $3 WHERE id = $1`, paymentID, o.id, at); err != nil {
 		return "", false, err
 	}
-	if paidAt != nil {
-		return orderNo, false, nil // paid before: recorded, not applied twice
+	if o.paidAt != nil {
+		return o.orderNo, false, nil // paid before: recorded, not applied twice
 	}
 	err = tx.QueryRow(ctx, `UPDATE orders SET paid_at = $2, paid_cents = $3, version = version + 1, updated_at = now()
-WHERE id = $1 RETURNING version, updated_at`, row.id, at, amount).Scan(&row.version, &row.updatedAt)
+WHERE id = $1 RETURNING version, updated_at`, o.id, at, amount).Scan(&o.version, &o.updatedAt)
 	if err != nil {
 		return "", false, err
 	}
-	var c event.OrderContent
-	if err := json.Unmarshal(content, &c); err != nil {
-		return "", false, fmt.Errorf("order %s content: %w", orderNo, err)
-	}
-	ev, err := event.New(event.OrderUpdated, projectID, "order", row.id, orderNo, row.version, row.updatedAt, row.state(projectID, c))
-	if err != nil {
-		return "", false, err
-	}
-	return orderNo, true, outbox.Enqueue(ctx, tx, ev)
+	return o.orderNo, true, o.enqueueState(ctx, tx, projectID, event.OrderUpdated)
 }
 
 // paidAt says when the order's payment arrived (nil: not paid). An unpaid

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/event"
-	"github.com/o2i-service/o2i/internal/outbox"
 	"github.com/o2i-service/o2i/internal/store"
 )
 
@@ -118,20 +116,14 @@ WHERE project_id = $1 AND endpoint = $2 AND key = $3`, projectID, endpointFulfil
 			return err
 		}
 
-		var row orderRow
-		var requiresShipping bool
-		var content []byte
-		err = tx.QueryRow(ctx, `SELECT id::text, version, status, fulfillment_status, shipped_at, supplied_at, tracking_number,
-  created_at, updated_at, invoiced_at, requires_shipping, content
-FROM orders WHERE project_id = $1 AND order_no = $2 FOR UPDATE`, projectID, in.OrderNo).
-			Scan(&row.id, &row.version, &row.status, &row.fulfillmentStatus, &row.shippedAt, &row.suppliedAt, &row.trackingNumber,
-				&row.createdAt, &row.updatedAt, &row.invoicedAt, &requiresShipping, &content)
+		o, err := lockOrder(ctx, tx, projectID, "order_no", in.OrderNo)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return apperr.New(apperr.NotFound, "order_not_found", "no order %q in this project", in.OrderNo)
 		}
 		if err != nil {
 			return err
 		}
+		row, requiresShipping := &o.orderRow, o.requiresShipping
 
 		shippedAt, tracking := row.shippedAt, row.trackingNumber
 		if in.ShippedAt != nil {
@@ -172,19 +164,11 @@ WHERE id = $1 RETURNING version, updated_at`, row.id, in.Status, shippedAt, supp
 				return err
 			}
 			row.fulfillmentStatus, row.shippedAt, row.suppliedAt, row.trackingNumber = in.Status, shippedAt, suppliedAt, tracking
-			var c event.OrderContent
-			if err := json.Unmarshal(content, &c); err != nil {
-				return fmt.Errorf("order %s content: %w", in.OrderNo, err)
-			}
 			typ := event.OrderFulfillmentUpdated
 			if in.Status == Fulfilled {
 				typ = event.OrderFulfilled
 			}
-			ev, err := event.New(typ, projectID, "order", row.id, in.OrderNo, row.version, row.updatedAt, row.state(projectID, c))
-			if err != nil {
-				return err
-			}
-			if err := outbox.Enqueue(ctx, tx, ev); err != nil {
+			if err := o.enqueueState(ctx, tx, projectID, typ); err != nil {
 				return err
 			}
 		}
