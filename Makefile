@@ -28,7 +28,7 @@ export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 # The OpenAPI lint as one shell command; a missing document is a failure.
 OPENAPI_LINT = { test -f $(OPENAPI) || { echo "openapi lint: $(OPENAPI) is missing" >&2; false; }; } && $(REDOCLY) lint $(OPENAPI)
 
-.PHONY: help run test build down clean bench lint stack migrate status openapi devstack tools
+.PHONY: help run test build down clean bench lint stack migrate status openapi devstack tools referee-deps
 
 help: ## List the targets
 	@echo "usage: make <target>"
@@ -39,7 +39,7 @@ run: build stack ## Bring up the stack, migrate, seed a dev project + API key, s
 	$(DEVSTACK) seed -o2i $(O2I)
 	$(LOAD_ENV) && exec $(O2I) serve
 
-test: migrate tools ## Stack + migrations, then go vet, go test and the OpenAPI lint (all run; fails if any fails)
+test: migrate tools referee-deps ## Stack + migrations, then go vet, go test and the OpenAPI lint (all run; fails if any fails)
 	@failed=""; \
 	echo "==> go vet ./..."; \
 	$(GO) vet ./... || failed="$$failed go-vet"; \
@@ -67,7 +67,7 @@ down: devstack ## Stop every process of the local stack
 clean: devstack ## Stop the local stack and remove .dev/
 	$(DEVSTACK) clean
 
-bench: migrate ## Benchmarks and load runs on the local stack; writes the figures into README.md (BENCHFLAGS=-only=reads ...)
+bench: migrate referee-deps ## Benchmarks and load runs on the local stack; writes the figures into README.md (BENCHFLAGS=-only=reads ...)
 	$(GO) build -o bin/benchmark ./cmd/benchmark
 	$(LOAD_ENV) && bin/benchmark -readme README.md $(BENCHFLAGS)
 
@@ -88,6 +88,24 @@ openapi: build ## Regenerate cmd/o2i/openapi.json from the service (o2i openapi)
 
 devstack:
 	@$(GO) build -o $(DEVSTACK) ./cmd/devstack
+
+# The Debian packages of the vendored e-invoice validator
+# (internal/einvoice/referee/official/validate-einvoice); the tests run it with
+# --no-install, so the missing ones are installed here.
+SAXON_JAR := /usr/share/java/Saxon-HE.jar
+
+referee-deps:
+	@missing=""; \
+	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	test -f $(SAXON_JAR) || missing="$$missing libsaxonhe-java"; \
+	command -v xmllint >/dev/null 2>&1 || missing="$$missing libxml2-utils"; \
+	command -v qpdf >/dev/null 2>&1 || missing="$$missing qpdf"; \
+	{ command -v pdfinfo >/dev/null 2>&1 && command -v pdffonts >/dev/null 2>&1; } || missing="$$missing poppler-utils"; \
+	command -v jq >/dev/null 2>&1 || missing="$$missing jq"; \
+	if [ -n "$$missing" ]; then \
+		echo "validator tools missing: installing$$missing from the OS packages"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing </dev/null; \
+	fi
 
 # Redocly CLI from npm, pinned, installed into .dev/tools.
 tools: $(REDOCLY_STAMP)

@@ -98,7 +98,7 @@ func (s *Service) Routes() []httpx.Route {
 }
 
 const idempotencyDescription = `Idempotency-Key (required, at most 200 characters) is scoped to the project and endpoint and kept at least 24 hours. ` +
-	`The same key with the same body replays the first successful response byte for byte with its original status and the header Idempotent-Replayed: true; ` +
+	`The same key with the same body replays the first successful response byte for byte (a 201 is replayed as 200: nothing new is created) with the header Idempotent-Replayed: true; ` +
 	`with a different body it is 422 idempotency_key_reused; while the first request is still running it is 409 idempotency_in_progress. ` +
 	`Failed requests store nothing, so a corrected retry with the same key is executed.`
 

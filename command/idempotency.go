@@ -92,12 +92,17 @@ func renderData[T any](reqID string, data T) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// write sends resp. A replay carries the original requestId in X-Request-Id
-// (equal to the body's) and Idempotent-Replayed: true.
+// write sends resp. A replay carries the original body, the original
+// requestId in X-Request-Id (equal to the body's) and Idempotent-Replayed:
+// true; a replayed 201 is answered 200, since nothing is created by it (spec:
+// an existing order is "updated or replayed (HTTP 200)").
 func (resp response) write(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if resp.replayed {
+		if resp.status == http.StatusCreated {
+			resp.status = http.StatusOK
+		}
 		var env struct {
 			RequestID string `json:"requestId"`
 		}

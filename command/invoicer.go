@@ -2,15 +2,24 @@ package command
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"log/slog"
+	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/segmentio/kafka-go"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/consume"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/project"
@@ -60,14 +69,29 @@ func coveredByCredit(c event.OrderContent) bool {
 }
 
 // Invoicer consumes the order events, issues the invoices of orders that
-// became due and archives them. Delivery is at least once; IssueInvoices is idempotent.
+// became due and archives them. Delivery is at least once; IssueInvoices is
+// idempotent. The events of one batch are handled by Workers goroutines,
+// each order's events in order by one of them. An event that still fails
+// after Attempts tries becomes a dead letter with a review task and the
+// partition moves on; the reconciler retries dead letters later.
 type Invoicer struct {
-	svc      *Service
-	archive  *archive.Archive
-	brokers  []string
-	topic    string
-	group    string
-	now      func() time.Time
+	svc     *Service
+	archive *archive.Archive
+	brokers []string
+	topic   string
+	group   string
+	now     func() time.Time
+
+	// Workers is how many events of a batch are handled at once.
+	Workers int
+	// Attempts is how often a failing event is tried before it becomes a
+	// dead letter; Backoff is the first wait between tries (doubling).
+	Attempts int
+	Backoff  time.Duration
+	// ReconcileEvery is how often due dead letters are retried.
+	ReconcileEvery time.Duration
+
+	mu       sync.Mutex
 	gateways map[string]cachedGateways
 }
 
@@ -80,25 +104,34 @@ type cachedGateways struct {
 // archives what it issues in a.
 func NewInvoicer(s *Service, a *archive.Archive, brokers []string) *Invoicer {
 	return &Invoicer{svc: s, archive: a, brokers: brokers, topic: event.TopicOrders, group: InvoicerGroup, now: time.Now,
+		Workers: 2 * runtime.GOMAXPROCS(0), Attempts: 5, Backoff: 200 * time.Millisecond, ReconcileEvery: 15 * time.Second,
 		gateways: map[string]cachedGateways{}}
 }
 
 // invoiceFirstGateways returns a project's invoice-first gateways, read at
 // most every five seconds.
 func (iv *Invoicer) invoiceFirstGateways(ctx context.Context, projectID string) ([]string, error) {
-	if c, ok := iv.gateways[projectID]; ok && iv.now().Sub(c.at) < 5*time.Second {
+	iv.mu.Lock()
+	c, ok := iv.gateways[projectID]
+	iv.mu.Unlock()
+	if ok && iv.now().Sub(c.at) < 5*time.Second {
 		return c.list, nil
 	}
 	p, err := project.Get(ctx, iv.svc.pool, projectID)
 	if err != nil {
 		return nil, err
 	}
+	iv.mu.Lock()
 	iv.gateways[projectID] = cachedGateways{p.Settings.InvoiceFirstGateways, iv.now()}
+	iv.mu.Unlock()
 	return p.Settings.InvoiceFirstGateways, nil
 }
 
-// Run consumes until ctx ends; a failed event is not committed and comes again.
+// Run consumes until ctx ends, and retries due dead letters beside it. A
+// batch that could not be handled (not even as dead letters: the database
+// is gone) is not committed and comes again.
 func (iv *Invoicer) Run(ctx context.Context) error {
+	go iv.reconcile(ctx)
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := iv.consume(ctx)
@@ -106,10 +139,7 @@ func (iv *Invoicer) Run(ctx context.Context) error {
 			break
 		}
 		slog.Error("invoicer: restarting", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
+		sleep(ctx, backoff)
 		backoff = min(backoff*2, 10*time.Second)
 	}
 	return nil
@@ -127,10 +157,8 @@ func (iv *Invoicer) consume(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		for _, m := range batch {
-			if err := iv.handle(ctx, m.Value); err != nil {
-				return err
-			}
+		if err := iv.handleBatch(ctx, batch); err != nil {
+			return err
 		}
 		if err := r.CommitMessages(ctx, batch...); err != nil {
 			return err
@@ -138,12 +166,117 @@ func (iv *Invoicer) consume(ctx context.Context) error {
 	}
 }
 
-// handle issues the order's invoices when they are due. Events it cannot
-// read are logged and skipped: the projector keeps them as dead letters.
-func (iv *Invoicer) handle(ctx context.Context, raw []byte) error {
+// handleBatch handles a batch's events on Workers goroutines, the events of
+// one key (one order) in their order on the same one.
+func (iv *Invoicer) handleBatch(ctx context.Context, batch []kafka.Message) error {
+	n := max(1, iv.Workers)
+	shards := make([][]kafka.Message, n)
+	for _, m := range batch {
+		h := fnv.New32a()
+		h.Write(m.Key)
+		i := int(h.Sum32() % uint32(n))
+		shards[i] = append(shards[i], m)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, shard := range shards {
+		if len(shard) == 0 {
+			continue
+		}
+		g.Go(func() error {
+			for _, m := range shard {
+				if err := iv.process(gctx, m.Value); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// process handles one event, trying a failing one Attempts times (at once
+// when the failure can never go away) before keeping it as a dead letter
+// with a task. It fails only when the dead letter cannot be recorded.
+func (iv *Invoicer) process(ctx context.Context, raw []byte) error {
+	j, ok := parseOrderEvent(raw)
+	if !ok {
+		return nil
+	}
+	var err error
+	attempts := 0
+	wait := iv.Backoff
+	for attempts < max(1, iv.Attempts) {
+		attempts++
+		if err = iv.invoice(ctx, j); err == nil || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if permanent(err) {
+			break
+		}
+		if attempts < iv.Attempts {
+			sleep(ctx, wait)
+			wait *= 2
+		}
+	}
+	slog.Error("invoicer: dead letter", "orderNo", j.order.OrderNo, "eventId", j.eventID, "attempts", attempts, "err", err)
+	if derr := iv.svc.recordDeadLetter(ctx, j, err, attempts); derr != nil {
+		return fmt.Errorf("record dead letter of order %s (%v): %w", j.order.OrderNo, err, derr)
+	}
+	return nil
+}
+
+// reconcile retries due dead letters every ReconcileEvery until ctx ends.
+func (iv *Invoicer) reconcile(ctx context.Context) {
+	t := time.NewTicker(iv.ReconcileEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := iv.RetryDeadLetters(ctx); err != nil && ctx.Err() == nil {
+			slog.Warn("invoicer: retrying dead letters", "err", err)
+		}
+	}
+}
+
+// RetryDeadLetters tries every due dead letter once more: one that succeeds
+// is resolved with its task, one that fails waits longer.
+func (iv *Invoicer) RetryDeadLetters(ctx context.Context) error {
+	due, err := iv.svc.dueDeadLetters(ctx, 100)
+	if err != nil {
+		return err
+	}
+	for _, d := range due {
+		j, ok := parseOrderEvent(d.payload)
+		if !ok {
+			err = iv.svc.resolveDeadLetter(ctx, d)
+		} else if cause := iv.invoice(ctx, j); cause != nil {
+			err = iv.svc.retryDeadLetterLater(ctx, d, cause)
+		} else {
+			err = iv.svc.resolveDeadLetter(ctx, d)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// orderJob is what the invoicer reads from an order event.
+type orderJob struct {
+	eventID, projectID string
+	order              event.Order
+	raw                []byte
+}
+
+// parseOrderEvent reads an order event; other events, and events it cannot
+// read, are not the invoicer's (the projector keeps those as dead letters).
+func parseOrderEvent(raw []byte) (orderJob, bool) {
 	ev, err := event.Decode(raw)
 	if err != nil || ev.AggregateType != "order" || ev.Version != 1 {
-		return nil
+		return orderJob{}, false
 	}
 	// Only what the decision needs: the lines and addresses stay undecoded.
 	var head struct {
@@ -156,19 +289,36 @@ func (iv *Invoicer) handle(ctx context.Context, raw []byte) error {
 		FinancialStatus   string                   `json:"financialStatus"`
 		GrossTotalCents   *int64                   `json:"grossTotalCents"`
 		CreditRedemptions []event.CreditRedemption `json:"creditRedemptions"`
+		CorrectionPending bool                     `json:"correctionPending"`
 	}
-	if err := ev.DecodeData(&head); err != nil {
+	if err := ev.DecodeData(&head); err != nil || head.ID == "" {
 		slog.Warn("invoicer: undecodable order event", "eventId", ev.ID, "err", err)
-		return nil
+		return orderJob{}, false
 	}
-	o := event.Order{ID: head.ID, Status: head.Status, FulfillmentStatus: head.FulfillmentStatus, OrderContent: event.OrderContent{
+	o := event.Order{ID: head.ID, Status: head.Status, FulfillmentStatus: head.FulfillmentStatus, CorrectionPending: head.CorrectionPending, OrderContent: event.OrderContent{
 		OrderNo: head.OrderNo, RequiresShipping: head.RequiresShipping, PaymentGateway: head.PaymentGateway,
 		FinancialStatus: head.FinancialStatus, GrossTotalCents: head.GrossTotalCents, CreditRedemptions: head.CreditRedemptions}}
+	return orderJob{eventID: ev.ID, projectID: ev.ProjectID, order: o, raw: raw}, true
+}
+
+// invoice cancels the order's documents that no longer match it, issues
+// its invoices when they are due, and archives what it issued.
+func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
+	o := j.order
+	if o.CorrectionPending {
+		cancelled, err := iv.svc.CancelSuperseded(ctx, j.projectID, o.ID, iv.now().UTC())
+		if err != nil {
+			return err
+		}
+		if err := iv.archiveAll(ctx, j.projectID, cancelled); err != nil {
+			return err
+		}
+	}
 	var paidAt *time.Time
-	due, err := readyToInvoice(o, func() ([]string, error) { return iv.invoiceFirstGateways(ctx, ev.ProjectID) },
+	due, err := readyToInvoice(o, func() ([]string, error) { return iv.invoiceFirstGateways(ctx, j.projectID) },
 		func() (bool, error) {
 			var err error
-			paidAt, err = iv.svc.paidAt(ctx, ev.ProjectID, o.ID)
+			paidAt, err = iv.svc.paidAt(ctx, j.projectID, o.ID)
 			return paidAt != nil, err
 		})
 	if err != nil {
@@ -185,7 +335,7 @@ func (iv *Invoicer) handle(ctx context.Context, raw []byte) error {
 	if paidAt != nil {
 		dates.PaymentDate = paidAt.UTC()
 	}
-	issued, err := iv.svc.IssueInvoices(ctx, ev.ProjectID, o.ID, dates)
+	issued, err := iv.svc.IssueInvoices(ctx, j.projectID, o.ID, dates)
 	var held *HeldError
 	switch {
 	case errors.As(err, &held):
@@ -194,16 +344,49 @@ func (iv *Invoicer) handle(ctx context.Context, raw []byte) error {
 	case err != nil:
 		return err
 	}
+	return iv.archiveAll(ctx, j.projectID, issued)
+}
+
+// archiveAll archives the issued documents. A failure tries the event
+// again: issuing is idempotent, so only the archiving is repeated.
+func (iv *Invoicer) archiveAll(ctx context.Context, projectID string, issued []Issued) error {
 	for _, d := range issued {
-		slog.Info("invoicer: issued", "orderNo", o.OrderNo, "number", d.Number, "status", d.Status)
 		if d.Status == "failed" {
 			continue // never archived; a review task lists the rules
 		}
-		// An archive outage fails the batch: it comes again, and issuing
-		// is idempotent, so archiving is retried.
-		if err := iv.svc.ArchiveInvoice(ctx, iv.archive, ev.ProjectID, d.ID); err != nil {
+		if err := iv.svc.ArchiveInvoice(ctx, iv.archive, projectID, d.ID); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// permanent reports whether err can never go away by trying again: the
+// engine refuses the order, the stored data cannot be read, PostgreSQL
+// refuses the values, or the archive holds another document under the key.
+// Anything else (a database, object store or network failure) is tried
+// again.
+func permanent(err error) bool {
+	var fe billing.FieldErrors
+	var ie *billing.InvariantError
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &fe), errors.As(err, &ie), errors.As(err, &syntax), errors.As(err, &typ):
+		return true
+	case errors.As(err, &pgErr):
+		return strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23")
+	}
+	return errors.Is(err, archive.ErrConflict) || errors.Is(err, archive.ErrCorrupt) || errors.Is(err, errNotCancellable)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }

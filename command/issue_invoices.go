@@ -78,63 +78,65 @@ func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, 
 	return out, err
 }
 
-type lockedOrder struct {
-	id, orderNo, status, fulfillment, tracking string
-	version                                    int64
-	shippedAt, suppliedAt, invoicedAt          *time.Time
-	createdAt, updatedAt                       time.Time
-	paidCents                                  *int64 // the provider's payment, when matched
-	content                                    event.OrderContent
-}
-
 func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID string, d IssueDates) ([]Issued, *HeldError, error) {
-	var o lockedOrder
-	var raw []byte
-	var tracking *string
-	err := tx.QueryRow(ctx, `SELECT id::text, order_no, status, fulfillment_status, tracking_number, version, shipped_at, supplied_at,
-			invoiced_at, created_at, updated_at, paid_cents, content
-		FROM orders WHERE project_id = $1 AND id = $2 FOR UPDATE`, projectID, orderID).
-		Scan(&o.id, &o.orderNo, &o.status, &o.fulfillment, &tracking, &o.version, &o.shippedAt, &o.suppliedAt,
-			&o.invoicedAt, &o.createdAt, &o.updatedAt, &o.paidCents, &raw)
+	o, err := lockOrder(ctx, tx, projectID, "id", orderID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if tracking != nil {
-		o.tracking = *tracking
-	}
-	if err := json.Unmarshal(raw, &o.content); err != nil {
+	var content event.OrderContent
+	if err := json.Unmarshal(o.content, &content); err != nil {
 		return nil, nil, fmt.Errorf("order content: %w", err)
-	}
-	if o.status == "invoiced" {
-		issued, err := issuedOf(ctx, tx, orderID)
-		return issued, nil, err
 	}
 	p, err := project.Get(ctx, tx, projectID)
 	if err != nil {
 		return nil, nil, err
 	}
 	seller := p.Seller()
-	rates, recognised, err := productSettings(ctx, tx, o.content)
+	now := time.Now().UTC()
+
+	// Documents that no longer match the order are cancelled first.
+	var out []Issued
+	var evs []event.Event
+	if o.correctionPending {
+		if out, evs, err = s.cancelDocumentsTx(ctx, tx, projectID, &o, content.PaymentRef, seller, d.IssueDate, now); err != nil {
+			return nil, nil, err
+		}
+	}
+	switch o.status {
+	case "invoiced":
+		issued, err := issuedOf(ctx, tx, orderID)
+		return issued, nil, err
+	case "cancelled":
+		return out, nil, saveOrderTx(ctx, tx, projectID, &o, content, o.status, now, evs)
+	}
+	hold := func(h *HeldError) ([]Issued, *HeldError, error) {
+		if err := openTask(ctx, tx, projectID, h.Kind, o.orderNo, map[string]any{"orderNo": o.orderNo, "details": h.Details}); err != nil {
+			return nil, nil, err
+		}
+		if len(evs) > 0 {
+			return nil, h, saveOrderTx(ctx, tx, projectID, &o, content, o.status, now, evs)
+		}
+		return nil, h, nil
+	}
+
+	rates, recognised, err := productSettings(ctx, tx, content)
 	if err != nil {
 		return nil, nil, err
 	}
-	order := billingOrder(o.content, rates)
+	order := billingOrder(content, rates)
 
 	// Holds: the order waits as a task and takes no number.
 	switch {
 	case order.BillingAddress.LeitwegID != "" && seller.ContactPhone == "":
-		h := &HeldError{HoldContactPhone, "XRechnung needs a telephone number on the invoice contact (BR-DE-6): o2i project set --contact-phone"}
-		return nil, h, openTask(ctx, tx, projectID, h.Kind, o.orderNo, map[string]any{"orderNo": o.orderNo, "details": h.Details})
+		return hold(&HeldError{HoldContactPhone, "XRechnung needs a telephone number on the invoice contact (BR-DE-6): o2i project set --contact-phone"})
 	case p.Accounting == project.Accrual && !order.RequiresShipping && order.ServicePeriod == nil && !recognised:
-		h := &HeldError{HoldRevenueRecognition, "no service_period and no revenue recognition on the product"}
-		return nil, h, openTask(ctx, tx, projectID, h.Kind, o.orderNo, map[string]any{"orderNo": o.orderNo, "details": h.Details})
+		return hold(&HeldError{HoldRevenueRecognition, "no service_period and no revenue recognition on the product"})
 	}
 	if err := billing.Validate(order, seller); err != nil {
-		h := &HeldError{HoldNotInvoiceable, err.Error()}
-		return nil, h, openTask(ctx, tx, projectID, h.Kind, o.orderNo, map[string]any{"orderNo": o.orderNo, "details": h.Details})
+		return hold(&HeldError{HoldNotInvoiceable, err.Error()})
 	}
 
 	pattern, err := billing.PatternFor(seller)
@@ -142,20 +144,9 @@ func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID str
 		return nil, nil, err
 	}
 	year := d.IssueDate.Year()
-	rangeKey := pattern.RangeKey(year)
-	n := billing.Documents(order)
-	var first int64
-	err = tx.QueryRow(ctx, `INSERT INTO number_ranges (project_id, range_key, next_seq) VALUES ($1, $2, $3 + 1)
-		ON CONFLICT (project_id, range_key) DO UPDATE SET next_seq = number_ranges.next_seq + $3
-		RETURNING next_seq - $3`, projectID, rangeKey, n).Scan(&first)
+	rangeKey, first, numbers, err := takeNumbers(ctx, tx, projectID, pattern, year, billing.Documents(order))
 	if err != nil {
-		return nil, nil, fmt.Errorf("number range %s: %w", rangeKey, err)
-	}
-	numbers := make([]string, n)
-	for i := range numbers {
-		if numbers[i], err = pattern.Format(year, int(first)+i); err != nil {
-			return nil, nil, err
-		}
+		return nil, nil, err
 	}
 	supply := d.IssueDate
 	if o.suppliedAt != nil {
@@ -165,57 +156,8 @@ func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID str
 	if err != nil {
 		return nil, nil, err
 	}
-
-	now := time.Now().UTC()
-	var evs []event.Event
-	var out []Issued
 	for i, inv := range docs {
-		xml, err := render.CII(inv)
-		if err != nil {
-			return nil, nil, err
-		}
-		// The XML is what is archived: its check covers the structure and
-		// every rule (the same rules einvoice.Check applies to the value).
-		findings := einvoice.CheckXML(xml)
-		doc := Issued{ID: uuid.NewString(), Number: inv.Number, Status: "created"}
-		if !einvoice.Valid(findings) {
-			doc.Status = "failed"
-			doc.FailedRules = einvoice.RuleIDs(errorsOnly(findings))
-		}
-		kind := string(inv.Kind)
-		if inv.Kind == billing.KindCancellation {
-			kind = "cancellation"
-		}
-		var paymentRef *string
-		if o.content.PaymentRef != "" {
-			paymentRef = &o.content.PaymentRef
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO invoices (id, project_id, order_id, order_no, payment_ref, number, range_key, seq, type, type_code,
-				format, status, issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, due_cents, test_mode,
-				oss_report, ec_sales_list, failed_rules, xml, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
-			doc.ID, projectID, orderID, o.orderNo, paymentRef, inv.Number, rangeKey, first+int64(i), kind, string(inv.TypeCode),
-			string(inv.Format), doc.Status, inv.IssueDate, inv.Currency, int64(inv.Totals.TaxBasisCents), int64(inv.Totals.TaxCents),
-			int64(inv.Totals.GrandCents), int64(inv.Totals.DueCents), inv.Test, inv.OSSReport, inv.ECSalesList,
-			append([]string{}, doc.FailedRules...), xml, now)
-		if err != nil {
-			return nil, nil, fmt.Errorf("record invoice %s: %w", inv.Number, err)
-		}
-		data := event.Invoice{ID: doc.ID, ProjectID: projectID, OrderID: orderID, OrderNo: o.orderNo, PaymentRef: o.content.PaymentRef,
-			Number: inv.Number, Status: doc.Status, Version: 1, Type: kind, Format: string(inv.Format),
-			IssueDate: inv.IssueDate.Format(time.DateOnly), Currency: inv.Currency, TotalNetCents: int64(inv.Totals.TaxBasisCents),
-			TotalTaxCents: int64(inv.Totals.TaxCents), TotalGrossCents: int64(inv.Totals.GrandCents), TestMode: inv.Test,
-			CreatedAt: now, FailedRules: doc.FailedRules}
-		typ := event.InvoiceCreated
-		if doc.Status == "failed" {
-			typ = event.InvoiceFailed
-			if err := openTask(ctx, tx, projectID, TaskValidationFailed, inv.Number, map[string]any{
-				"orderNo": o.orderNo, "invoiceId": doc.ID, "number": inv.Number, "rules": doc.FailedRules, "findings": findingTexts(findings),
-			}); err != nil {
-				return nil, nil, err
-			}
-		}
-		ev, err := event.New(typ, projectID, "invoice", doc.ID, o.orderNo, 1, now, data)
+		doc, ev, err := recordDocumentTx(ctx, tx, projectID, o.id, o.orderNo, content.PaymentRef, inv, rangeKey, first+int64(i), "", now)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -238,22 +180,102 @@ func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID str
 			}
 		}
 	}
+	// The order is invoiced: its invoice-relevant content is frozen until a
+	// correction.
+	return out, nil, saveOrderTx(ctx, tx, projectID, &o, content, "invoiced", now, evs)
+}
 
-	// The order is invoiced: its invoice-relevant content is frozen.
-	err = tx.QueryRow(ctx, `UPDATE orders SET status = 'invoiced', version = version + 1, invoiced_at = $2, updated_at = $2
-		WHERE id = $1 RETURNING version`, orderID, now).Scan(&o.version)
+// takeNumbers takes n consecutive numbers of pattern's range for year from
+// the project's row-locked counter (gapless; a rollback gives them back).
+func takeNumbers(ctx context.Context, tx pgx.Tx, projectID string, pattern billing.NumberPattern, year, n int) (rangeKey string, first int64, numbers []string, err error) {
+	rangeKey = pattern.RangeKey(year)
+	err = tx.QueryRow(ctx, `INSERT INTO number_ranges (project_id, range_key, next_seq) VALUES ($1, $2, $3 + 1)
+		ON CONFLICT (project_id, range_key) DO UPDATE SET next_seq = number_ranges.next_seq + $3
+		RETURNING next_seq - $3`, projectID, rangeKey, n).Scan(&first)
 	if err != nil {
-		return nil, nil, err
+		return "", 0, nil, fmt.Errorf("number range %s: %w", rangeKey, err)
 	}
-	state := event.Order{ID: o.id, ProjectID: projectID, Status: "invoiced", Version: o.version, FulfillmentStatus: o.fulfillment,
-		ShippedAt: o.shippedAt, SuppliedAt: o.suppliedAt, TrackingNumber: o.tracking, CreatedAt: o.createdAt, UpdatedAt: now,
-		InvoicedAt: &now, OrderContent: o.content}
-	ev, err := event.New(event.OrderUpdated, projectID, "order", o.id, o.orderNo, o.version, now, state)
+	numbers = make([]string, n)
+	for i := range numbers {
+		if numbers[i], err = pattern.Format(year, int(first)+i); err != nil {
+			return "", 0, nil, err
+		}
+	}
+	return rangeKey, first, numbers, nil
+}
+
+// recordDocumentTx renders inv as CII XML, checks it by every EN 16931 /
+// XRechnung rule and records it (with the value it was rendered from) as
+// number seq of rangeKey; cancels is the id of the document it cancels, or
+// empty. A document that fails the rules is recorded as failed with a
+// review task. It returns the document and its invoice.created or
+// invoice.failed event.
+func recordDocumentTx(ctx context.Context, tx pgx.Tx, projectID, orderID, orderNo, paymentRef string, inv billing.Invoice,
+	rangeKey string, seq int64, cancels string, now time.Time) (Issued, event.Event, error) {
+	xml, err := render.CII(inv)
 	if err != nil {
-		return nil, nil, err
+		return Issued{}, event.Event{}, err
 	}
-	evs = append(evs, ev)
-	return out, nil, outbox.Enqueue(ctx, tx, evs...)
+	document, err := json.Marshal(inv)
+	if err != nil {
+		return Issued{}, event.Event{}, err
+	}
+	// The XML is what is archived: its check covers the structure and every
+	// rule (the same rules einvoice.Check applies to the value).
+	findings := einvoice.CheckXML(xml)
+	doc := Issued{ID: uuid.NewString(), Number: inv.Number, Status: "created"}
+	if !einvoice.Valid(findings) {
+		doc.Status = "failed"
+		doc.FailedRules = einvoice.RuleIDs(errorsOnly(findings))
+	}
+	kind := string(inv.Kind)
+	if inv.Kind == billing.KindCancellation {
+		kind = "cancellation"
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO invoices (id, project_id, order_id, order_no, payment_ref, number, range_key, seq, type, type_code,
+			format, status, issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, due_cents, test_mode,
+			oss_report, ec_sales_list, failed_rules, xml, document, cancels, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
+		doc.ID, projectID, orderID, orderNo, nullable(paymentRef), inv.Number, rangeKey, seq, kind, string(inv.TypeCode),
+		string(inv.Format), doc.Status, inv.IssueDate, inv.Currency, int64(inv.Totals.TaxBasisCents), int64(inv.Totals.TaxCents),
+		int64(inv.Totals.GrandCents), int64(inv.Totals.DueCents), inv.Test, inv.OSSReport, inv.ECSalesList,
+		append([]string{}, doc.FailedRules...), xml, document, nullable(cancels), now)
+	if err != nil {
+		return Issued{}, event.Event{}, fmt.Errorf("record invoice %s: %w", inv.Number, err)
+	}
+	data := event.Invoice{ID: doc.ID, ProjectID: projectID, OrderID: orderID, OrderNo: orderNo, PaymentRef: paymentRef,
+		Number: inv.Number, Status: doc.Status, Version: 1, Type: kind, Format: string(inv.Format),
+		IssueDate: inv.IssueDate.Format(time.DateOnly), Currency: inv.Currency, TotalNetCents: int64(inv.Totals.TaxBasisCents),
+		TotalTaxCents: int64(inv.Totals.TaxCents), TotalGrossCents: int64(inv.Totals.GrandCents), TestMode: inv.Test,
+		CreatedAt: now, FailedRules: doc.FailedRules}
+	typ := event.InvoiceCreated
+	if doc.Status == "failed" {
+		typ = event.InvoiceFailed
+		if err := openTask(ctx, tx, projectID, TaskValidationFailed, inv.Number, map[string]any{
+			"orderNo": orderNo, "invoiceId": doc.ID, "number": inv.Number, "rules": doc.FailedRules, "findings": findingTexts(findings),
+		}); err != nil {
+			return Issued{}, event.Event{}, err
+		}
+	}
+	ev, err := event.New(typ, projectID, "invoice", doc.ID, orderNo, 1, now, data)
+	return doc, ev, err
+}
+
+// saveOrderTx stores the order's new status after invoicing or cancelling
+// (no correction pending any more) and enqueues evs with its order.updated.
+func saveOrderTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow, c event.OrderContent, status string, now time.Time, evs []event.Event) error {
+	err := tx.QueryRow(ctx, `UPDATE orders SET status = $2, correction_pending = false, version = version + 1, updated_at = $3,
+			invoiced_at = CASE WHEN $2 = 'invoiced' THEN $3 ELSE invoiced_at END
+		WHERE id = $1 RETURNING version, updated_at, invoiced_at`, o.id, status, now).Scan(&o.version, &o.updatedAt, &o.invoicedAt)
+	if err != nil {
+		return err
+	}
+	o.status, o.correctionPending = status, false
+	ev, err := event.New(event.OrderUpdated, projectID, "order", o.id, o.orderNo, o.version, now, o.state(projectID, c))
+	if err != nil {
+		return err
+	}
+	return outbox.Enqueue(ctx, tx, append(evs, ev)...)
 }
 
 func errorsOnly(fs []einvoice.Finding) []einvoice.Finding {

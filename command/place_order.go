@@ -21,10 +21,14 @@ import (
 
 // PlaceOrder: POST /v1/orders. Orders are idempotent by orderNo: a new orderNo
 // creates the order (201), a known one updates it under the same id (200),
-// or leaves it unchanged (200, no event). Once an order is invoiced its
-// invoice-relevant content is frozen: a change is 409 order_already_invoiced;
-// a change of only financialStatus or email is applied. A paymentRef used by
-// another order of the project is 409 payment_ref_conflict.
+// or leaves it unchanged (200, no event). An issued invoice is never changed
+// (GoBD): a change of an invoiced order's invoice-relevant content puts it
+// back to created with a correction pending, and the invoicer cancels its
+// documents and issues new ones when it is due; a change of only
+// financialStatus or email is a plain update. A cancelled order's
+// invoice-relevant content is final: a change is 409 order_cancelled. A
+// paymentRef used by another order of the project is 409
+// payment_ref_conflict.
 //
 // The hot path, a new orderNo, is one statement and one round trip, shared
 // with the other new orders arriving meanwhile (create_batch.go): it takes
@@ -86,13 +90,15 @@ up AS (
   ON CONFLICT ON CONSTRAINT orders_order_no_key DO UPDATE SET
     payment_ref = EXCLUDED.payment_ref, requires_shipping = EXCLUDED.requires_shipping,
     content = EXCLUDED.content, content_hash = EXCLUDED.content_hash, invoice_hash = EXCLUDED.invoice_hash,
+    status = CASE WHEN o.status = 'invoiced' AND o.invoice_hash <> EXCLUDED.invoice_hash THEN 'created' ELSE o.status END,
+    correction_pending = o.correction_pending OR (o.status = 'invoiced' AND o.invoice_hash <> EXCLUDED.invoice_hash),
     version = o.version + 1, updated_at = now()
-  WHERE o.content_hash <> EXCLUDED.content_hash AND (o.status <> 'invoiced' OR o.invoice_hash = EXCLUDED.invoice_hash)
+  WHERE o.content_hash <> EXCLUDED.content_hash AND (o.status <> 'cancelled' OR o.invoice_hash = EXCLUDED.invoice_hash)
   RETURNING o.id::text, o.version, o.status, o.fulfillment_status, o.shipped_at, o.supplied_at,
-    o.tracking_number, o.created_at, o.updated_at, o.invoiced_at, (o.xmax = 0) AS inserted)
+    o.tracking_number, o.created_at, o.updated_at, o.invoiced_at, o.correction_pending, (o.xmax = 0) AS inserted)
 SELECT lk.ok, prev.request_hash, prev.response_status, prev.response_body,
   up.id, up.version, up.status, up.fulfillment_status, up.shipped_at, up.supplied_at,
-  up.tracking_number, up.created_at, up.updated_at, up.invoiced_at, up.inserted
+  up.tracking_number, up.created_at, up.updated_at, up.invoiced_at, up.correction_pending, up.inserted
 FROM lk LEFT JOIN prev ON true LEFT JOIN up ON true`
 
 const insertIdempotencySQL = `INSERT INTO idempotency_keys (project_id, endpoint, key, request_hash, response_status, response_body)
@@ -287,75 +293,6 @@ func (s *Service) createOrder(ctx context.Context, conn *pgxpool.Conn, a createA
 	return a.answer(r)
 }
 
-type orderRow struct {
-	id                string
-	version           int64
-	status            string
-	fulfillmentStatus string
-	shippedAt         *time.Time
-	suppliedAt        *time.Time
-	trackingNumber    *string
-	createdAt         time.Time
-	updatedAt         time.Time
-	invoicedAt        *time.Time
-}
-
-// lockedOrderRow is an order row locked FOR UPDATE with what its changes need.
-type lockedOrderRow struct {
-	orderRow
-	orderNo          string
-	requiresShipping bool
-	paidAt           *time.Time
-	content          []byte
-}
-
-// lockOrder locks the project's order whose column (order_no or
-// payment_ref) is value; pgx.ErrNoRows when there is none.
-func lockOrder(ctx context.Context, tx pgx.Tx, projectID, column, value string) (lockedOrderRow, error) {
-	var o lockedOrderRow
-	err := tx.QueryRow(ctx, `SELECT id::text, order_no, version, status, fulfillment_status, shipped_at, supplied_at, tracking_number,
-  created_at, updated_at, invoiced_at, requires_shipping, paid_at, content
-FROM orders WHERE project_id = $1 AND `+column+` = $2 FOR UPDATE`, projectID, value).
-		Scan(&o.id, &o.orderNo, &o.version, &o.status, &o.fulfillmentStatus, &o.shippedAt, &o.suppliedAt, &o.trackingNumber,
-			&o.createdAt, &o.updatedAt, &o.invoicedAt, &o.requiresShipping, &o.paidAt, &o.content)
-	return o, err
-}
-
-// enqueueState records event typ with the order's state after a change
-// (o.version and o.updatedAt already the new ones) in tx.
-func (o lockedOrderRow) enqueueState(ctx context.Context, tx pgx.Tx, projectID, typ string) error {
-	var c event.OrderContent
-	if err := json.Unmarshal(o.content, &c); err != nil {
-		return fmt.Errorf("order %s content: %w", o.orderNo, err)
-	}
-	ev, err := event.New(typ, projectID, "order", o.id, o.orderNo, o.version, o.updatedAt, o.state(projectID, c))
-	if err != nil {
-		return err
-	}
-	return outbox.Enqueue(ctx, tx, ev)
-}
-
-func (r orderRow) state(projectID string, c event.OrderContent) event.Order {
-	o := event.Order{
-		ID: r.id, ProjectID: projectID, Status: r.status, Version: r.version,
-		FulfillmentStatus: r.fulfillmentStatus, ShippedAt: utc(r.shippedAt), SuppliedAt: utc(r.suppliedAt),
-		CreatedAt: r.createdAt.UTC(), UpdatedAt: r.updatedAt.UTC(), InvoicedAt: utc(r.invoicedAt),
-		OrderContent: c,
-	}
-	if r.trackingNumber != nil {
-		o.TrackingNumber = *r.trackingNumber
-	}
-	return o
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
 func (s *Service) placeOrderTx(ctx context.Context, conn *pgxpool.Conn, projectID, key, reqID string,
 	c event.OrderContent, content, contentHash, invoiceHash []byte) (response, error) {
 	var paymentRef *string
@@ -381,13 +318,14 @@ func (s *Service) placeOrderTx(ctx context.Context, conn *pgxpool.Conn, projectI
 		fstatus    *string
 		createdAt  *time.Time
 		updatedAt  *time.Time
+		correcting *bool
 		inserted   *bool
 	)
 	_, err := br.Exec()
 	if err == nil {
 		err = br.QueryRow().Scan(&locked, &prevHash, &prevStatus, &prevBody,
 			&id, &version, &status, &fstatus, &row.shippedAt, &row.suppliedAt,
-			&row.trackingNumber, &createdAt, &updatedAt, &row.invoicedAt, &inserted)
+			&row.trackingNumber, &createdAt, &updatedAt, &row.invoicedAt, &correcting, &inserted)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -413,7 +351,7 @@ func (s *Service) placeOrderTx(ctx context.Context, conn *pgxpool.Conn, projectI
 	var httpStatus int
 	if id != nil {
 		row.id, row.version, row.status, row.fulfillmentStatus = *id, *version, *status, *fstatus
-		row.createdAt, row.updatedAt = *createdAt, *updatedAt
+		row.createdAt, row.updatedAt, row.correctionPending = *createdAt, *updatedAt, *correcting
 		typ, st := event.OrderUpdated, 200
 		if *inserted {
 			typ, st = event.OrderCreated, 201
@@ -428,7 +366,7 @@ func (s *Service) placeOrderTx(ctx context.Context, conn *pgxpool.Conn, projectI
 		}
 		ev, httpStatus = &e, st
 	} else {
-		// Not changed: unchanged content, or an invoiced order whose
+		// Not changed: unchanged content, or a cancelled order whose
 		// invoice-relevant content would change. The upsert holds the row lock.
 		var sameContent, sameInvoice bool
 		err := conn.QueryRow(ctx, `SELECT id::text, status, content_hash = $3, invoice_hash = $4
@@ -438,8 +376,8 @@ FROM orders WHERE project_id = $1 AND order_no = $2`, projectID, c.OrderNo, cont
 			return response{}, fmt.Errorf("place order %s: read unchanged order: %w", c.OrderNo, err)
 		}
 		if !sameContent {
-			return response{}, apperr.New(apperr.Conflict, "order_already_invoiced",
-				"order %s is invoiced; its invoice-relevant content cannot change", c.OrderNo)
+			return response{}, apperr.New(apperr.Conflict, "order_cancelled",
+				"order %s is cancelled; its invoice-relevant content cannot change any more", c.OrderNo)
 		}
 		httpStatus = 200
 	}

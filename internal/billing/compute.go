@@ -53,14 +53,35 @@ func hasShipping(o *Order) bool {
 // agreement of grossTotalCents with the computed amount payable (no
 // tolerance), credit redemptions not exceeding it, a formally valid
 // Leitweg-ID, and what a legally valid invoice needs from the order. It
-// returns nil or FieldErrors.
+// computes the documents as Compute would (with placeholder numbers) and
+// checks their Invariants, so an order it accepts is one the engine can
+// bill. It returns nil or FieldErrors: an amount the engine cannot bill
+// (out of range, or an invariant that does not hold) is a FieldError on the
+// input it comes from.
 func Validate(o Order, s Seller) error {
 	_, err := compute(&o, &s, nil)
+	if err == nil {
+		return nil
+	}
 	var fe FieldErrors
 	if errors.As(err, &fe) {
 		return fe
 	}
-	return nil
+	field, msg := "items", err.Error()
+	var ie *InvariantError
+	if errors.As(err, &ie) {
+		field, msg = ie.Field, ie.Error()
+	}
+	return FieldErrors{{Field: field, Message: "cannot be invoiced: " + msg}}
+}
+
+// validationNumbers stand in for invoice numbers when an order is only
+// validated: one per document, from the seller's range.
+func validationNumbers(s *Seller) []string {
+	if s.TestMode {
+		return []string{"TEST-0000-VALIDATE-1", "TEST-0000-VALIDATE-2"}
+	}
+	return []string{"VALIDATE-1", "VALIDATE-2"}
 }
 
 // Compute turns an order into its documents: the taxed invoice first, then
@@ -166,8 +187,9 @@ func compute(o *Order, s *Seller, ctx *Context) ([]Invoice, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	if ctx == nil {
-		return nil, nil
+	validating := ctx == nil
+	if validating {
+		ctx = &Context{Numbers: validationNumbers(s)}
 	}
 	if len(ctx.Numbers) < len(invs) {
 		return nil, fmt.Errorf("billing: order %s needs %d invoice numbers, got %d", o.OrderNo, len(invs), len(ctx.Numbers))
@@ -221,6 +243,9 @@ func compute(o *Order, s *Seller, ctx *Context) ([]Invoice, error) {
 		if err := Invariants(inv); err != nil {
 			return nil, fmt.Errorf("billing: order %s: %w", o.OrderNo, err)
 		}
+	}
+	if validating {
+		return nil, nil
 	}
 	return invs, nil
 }
@@ -305,7 +330,7 @@ func itemDraft(it *Item, i int, t Treatment, dest string, goods bool, fail func(
 	d := draft{Line: Line{
 		Kind: kind, Name: it.Name, SKU: it.SKU, ProductID: it.ProductID,
 		Quantity: it.Quantity, UnitCode: unitPiece,
-		DiscountCents: disc, Category: cat, Rate: rate,
+		DiscountCents: disc, Category: cat, Rate: rate, source: fmt.Sprintf("items[%d]", i),
 	}}
 	if it.UnitGrossCents != nil {
 		base, err := money.Mul(it.Quantity, money.Cents(*it.UnitGrossCents))
@@ -379,7 +404,7 @@ func addShipping(o *Order, p *docPlan, dest string, fail func(string, string, ..
 		}
 		p.lines = append(p.lines, draft{Line: Line{
 			Kind: LineShipping, Name: ShippingLineName, Quantity: money.Int(1), UnitCode: unitPiece,
-			UnitNetPrice: money.CentsDecimal(net), NetCents: net, Category: cat, Rate: rate,
+			UnitNetPrice: money.CentsDecimal(net), NetCents: net, Category: cat, Rate: rate, source: "shippingNetCents",
 		}})
 		return
 	}
@@ -442,7 +467,7 @@ func addShipping(o *Order, p *docPlan, dest string, fail func(string, string, ..
 		p.lines = append(p.lines, draft{
 			Line: Line{
 				Kind: LineShipping, Name: ShippingLineName, Quantity: money.Int(1), UnitCode: unitPiece,
-				Category: cats[g], Rate: rs[g], GrossPriced: true,
+				Category: cats[g], Rate: rs[g], GrossPriced: true, source: "shippingGrossCents",
 			},
 			grossTarget: part,
 		})

@@ -128,6 +128,10 @@ type Line struct {
 	Rate     money.Decimal // BT-152, percent
 	// GrossPriced marks a line whose net was derived from the paid gross.
 	GrossPriced bool
+	// source is the order input the line comes from ("items[2]",
+	// "shippingGrossCents"), so that a line the engine cannot bill is
+	// refused with that field.
+	source string
 }
 
 // VATBreakdown is one VAT breakdown entry (BG-23) per category and rate.

@@ -1,6 +1,6 @@
 // Code generated from the Factur-X 1.0.9 / ZUGFeRD profile EN 16931 XSD
 // (a subset of UN/CEFACT CII D16B in the same element order); DO NOT EDIT.
-// Source: shared validation folder, xsd/facturx-1.09-en16931/*.xsd.
+// Source: internal/einvoice/referee/official/xsd/facturx-1.09-en16931/*.xsd.
 
 package einvoice
 

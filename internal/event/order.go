@@ -92,7 +92,7 @@ func NonInvoiceTail(c OrderContent) ([]byte, error) {
 type Order struct {
 	ID                string     `json:"id"` // internal UUID
 	ProjectID         string     `json:"projectId"`
-	Status            string     `json:"status"`  // created, invoiced
+	Status            string     `json:"status"`  // created, invoiced, cancelled
 	Version           int64      `json:"version"` // 1 on creation, +1 per change
 	FulfillmentStatus string     `json:"fulfillmentStatus"`
 	ShippedAt         *time.Time `json:"shippedAt,omitempty"`
@@ -101,6 +101,10 @@ type Order struct {
 	CreatedAt         time.Time  `json:"createdAt"`
 	UpdatedAt         time.Time  `json:"updatedAt"`
 	InvoicedAt        *time.Time `json:"invoicedAt,omitempty"`
+	// CorrectionPending: the order's documents no longer match it (its
+	// invoice-relevant content or date of supply changed after invoicing,
+	// or it was cancelled); the invoicer cancels them.
+	CorrectionPending bool `json:"correctionPending,omitempty"`
 	OrderContent
 }
 
@@ -127,6 +131,7 @@ type orderHead struct {
 	CreatedAt         time.Time  `json:"createdAt"`
 	UpdatedAt         time.Time  `json:"updatedAt"`
 	InvoicedAt        *time.Time `json:"invoicedAt,omitempty"`
+	CorrectionPending bool       `json:"correctionPending,omitempty"`
 }
 
 // OrderData returns the JSON of o (the bytes json.Marshal(o) gives) from
@@ -134,7 +139,7 @@ type orderHead struct {
 // encoded the content do not encode it again.
 func OrderData(o Order, content []byte) (json.RawMessage, error) {
 	h, err := json.Marshal(orderHead{o.ID, o.ProjectID, o.Status, o.Version, o.FulfillmentStatus, o.ShippedAt,
-		o.SuppliedAt, o.TrackingNumber, o.CreatedAt, o.UpdatedAt, o.InvoicedAt})
+		o.SuppliedAt, o.TrackingNumber, o.CreatedAt, o.UpdatedAt, o.InvoicedAt, o.CorrectionPending})
 	if err != nil {
 		return nil, err
 	}

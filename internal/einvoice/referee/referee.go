@@ -1,8 +1,12 @@
 // Package referee runs the official e-invoice validator (the script
-// validate-einvoice in the shared validation folder next to the repository:
-// XSD, CEN EN 16931 and KoSIT XRechnung schematron) on a batch of files and
-// parses its TSV report. It exists for tests and tooling; the service itself
-// never calls it.
+// validate-einvoice, vendored with its artefacts in official/: XSD, CEN
+// EN 16931 and KoSIT XRechnung schematron, Factur-X profile rules and PDF
+// checks) on a batch of files and parses its TSV report. It exists for tests
+// and tooling; the service itself never calls it.
+//
+// The script needs Java, Saxon-HE, xmllint, qpdf, poppler-utils and jq; Run
+// passes --no-install, and `make referee-deps` (run by `make test`) installs
+// them. official/SHA256SUMS lists the vendored files; a test checks them.
 //
 // It imports only the standard library. It runs a program, so it is kept
 // apart from the pure internal/einvoice rules.
@@ -57,9 +61,13 @@ type Report struct {
 	Output  []byte // raw stdout
 }
 
-// Path finds the validator: $O2I_VALIDATOR, else
-// <repository root>/../shared/validation/validate-einvoice, where the
-// repository root is the nearest directory at or above the working
+// VendoredDir is the vendored validator's directory, relative to the
+// repository root.
+const VendoredDir = "internal/einvoice/referee/official"
+
+// Path finds the validator: $O2I_VALIDATOR, else the vendored script
+// <repository root>/internal/einvoice/referee/official/validate-einvoice,
+// where the repository root is the nearest directory at or above the working
 // directory that holds go.mod. It fails when the script does not exist.
 func Path() (string, error) {
 	if p := os.Getenv(EnvValidator); p != "" {
@@ -68,13 +76,27 @@ func Path() (string, error) {
 		}
 		return p, nil
 	}
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(root, filepath.FromSlash(VendoredDir), "validate-einvoice")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("referee: vendored validator not found (set %s): %w", EnvValidator, err)
+	}
+	return p, nil
+}
+
+// repoRoot is the nearest directory at or above the working directory that
+// holds go.mod.
+func repoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -82,11 +104,6 @@ func Path() (string, error) {
 		}
 		dir = parent
 	}
-	p := filepath.Join(dir, "..", "shared", "validation", "validate-einvoice")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("referee: validator not found (set %s): %w", EnvValidator, err)
-	}
-	return filepath.Clean(p), nil
 }
 
 // Run validates files in one call: mode is en16931, xrechnung or auto;

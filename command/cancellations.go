@@ -1,0 +1,116 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/internal/store"
+)
+
+// errNotCancellable: a document issued before the service stored the
+// computed documents has nothing to mirror; it is never cancelled
+// automatically (the dead letter's task says so).
+var errNotCancellable = errors.New("issued before documents were stored: cancel it by hand")
+
+// CancelSuperseded issues the cancellations of an order whose documents no
+// longer match it (correction pending: its invoice-relevant content or date
+// of supply changed after invoicing, or it was cancelled), in one
+// transaction, and returns them. It does nothing when no correction is
+// pending, so calling it again is harmless. New invoices of a corrected
+// order come from IssueInvoices, which cancels first itself.
+func (s *Service) CancelSuperseded(ctx context.Context, projectID, orderID string, issueDate time.Time) (out []Issued, err error) {
+	defer apperr.Wrap(&err, "cancel superseded documents of order %s", orderID)
+	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		o, err := lockOrder(ctx, tx, projectID, "id", orderID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
+		}
+		if err != nil || !o.correctionPending {
+			return err
+		}
+		var content event.OrderContent
+		if err := json.Unmarshal(o.content, &content); err != nil {
+			return fmt.Errorf("order content: %w", err)
+		}
+		p, err := project.Get(ctx, tx, projectID)
+		if err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		var evs []event.Event
+		if out, evs, err = s.cancelDocumentsTx(ctx, tx, projectID, &o, content.PaymentRef, p.Seller(), issueDate, now); err != nil {
+			return err
+		}
+		return saveOrderTx(ctx, tx, projectID, &o, content, o.status, now, evs)
+	})
+	return out, err
+}
+
+// cancelDocumentsTx issues a cancellation (billing.DefaultCancellation,
+// referencing the original's number and date) for every document of the
+// order that is neither failed, a cancellation, nor cancelled already. Each
+// takes the next number of the range of its original's mode (test or live)
+// for the year of issueDate.
+func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow, paymentRef string,
+	seller billing.Seller, issueDate, now time.Time) ([]Issued, []event.Event, error) {
+	rows, err := tx.Query(ctx, `SELECT id::text, number, document FROM invoices i
+		WHERE order_id = $1 AND type <> 'cancellation' AND status <> 'failed'
+		AND NOT EXISTS (SELECT 1 FROM invoices c WHERE c.cancels = i.id)
+		ORDER BY created_at, seq`, o.id)
+	if err != nil {
+		return nil, nil, err
+	}
+	type active struct {
+		id, number string
+		document   []byte
+	}
+	docs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (active, error) {
+		var a active
+		err := r.Scan(&a.id, &a.number, &a.document)
+		return a, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []Issued
+	var evs []event.Event
+	for _, a := range docs {
+		if a.document == nil {
+			return nil, nil, fmt.Errorf("invoice %s: %w", a.number, errNotCancellable)
+		}
+		var orig billing.Invoice
+		if err := json.Unmarshal(a.document, &orig); err != nil {
+			return nil, nil, fmt.Errorf("invoice %s document: %w", a.number, err)
+		}
+		mode := seller
+		mode.TestMode = orig.Test
+		pattern, err := billing.PatternFor(mode)
+		if err != nil {
+			return nil, nil, err
+		}
+		rangeKey, seq, numbers, err := takeNumbers(ctx, tx, projectID, pattern, issueDate.Year(), 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := billing.Cancel(orig, numbers[0], issueDate, billing.DefaultCancellation)
+		if err != nil {
+			return nil, nil, err
+		}
+		doc, ev, err := recordDocumentTx(ctx, tx, projectID, o.id, o.orderNo, paymentRef, c, rangeKey, seq, a.id, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, doc)
+		evs = append(evs, ev)
+	}
+	return out, evs, nil
+}

@@ -1,0 +1,89 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/outbox"
+)
+
+// The order repository: an order row, locked FOR UPDATE for a change, and
+// its state published after the change. Every write use case that changes
+// an existing order (fulfillment, payment, invoicing, correction,
+// cancellation) locks it here.
+
+type orderRow struct {
+	id                string
+	version           int64
+	status            string
+	fulfillmentStatus string
+	shippedAt         *time.Time
+	suppliedAt        *time.Time
+	trackingNumber    *string
+	createdAt         time.Time
+	updatedAt         time.Time
+	invoicedAt        *time.Time
+	correctionPending bool
+}
+
+// lockedOrderRow is an order row locked FOR UPDATE with what its changes need.
+type lockedOrderRow struct {
+	orderRow
+	orderNo          string
+	requiresShipping bool
+	paidAt           *time.Time
+	paidCents        *int64 // the provider's payment, when matched
+	content          []byte
+}
+
+// lockOrder locks the project's order whose column (order_no or
+// payment_ref) is value; pgx.ErrNoRows when there is none.
+func lockOrder(ctx context.Context, tx pgx.Tx, projectID, column, value string) (lockedOrderRow, error) {
+	var o lockedOrderRow
+	err := tx.QueryRow(ctx, `SELECT id::text, order_no, version, status, fulfillment_status, shipped_at, supplied_at, tracking_number,
+  created_at, updated_at, invoiced_at, correction_pending, requires_shipping, paid_at, paid_cents, content
+FROM orders WHERE project_id = $1 AND `+column+` = $2 FOR UPDATE`, projectID, value).
+		Scan(&o.id, &o.orderNo, &o.version, &o.status, &o.fulfillmentStatus, &o.shippedAt, &o.suppliedAt, &o.trackingNumber,
+			&o.createdAt, &o.updatedAt, &o.invoicedAt, &o.correctionPending, &o.requiresShipping, &o.paidAt, &o.paidCents, &o.content)
+	return o, err
+}
+
+// enqueueState records event typ with the order's state after a change
+// (o.version and o.updatedAt already the new ones) in tx.
+func (o lockedOrderRow) enqueueState(ctx context.Context, tx pgx.Tx, projectID, typ string) error {
+	var c event.OrderContent
+	if err := json.Unmarshal(o.content, &c); err != nil {
+		return fmt.Errorf("order %s content: %w", o.orderNo, err)
+	}
+	ev, err := event.New(typ, projectID, "order", o.id, o.orderNo, o.version, o.updatedAt, o.state(projectID, c))
+	if err != nil {
+		return err
+	}
+	return outbox.Enqueue(ctx, tx, ev)
+}
+
+func (r orderRow) state(projectID string, c event.OrderContent) event.Order {
+	o := event.Order{
+		ID: r.id, ProjectID: projectID, Status: r.status, Version: r.version,
+		FulfillmentStatus: r.fulfillmentStatus, ShippedAt: utc(r.shippedAt), SuppliedAt: utc(r.suppliedAt),
+		CreatedAt: r.createdAt.UTC(), UpdatedAt: r.updatedAt.UTC(), InvoicedAt: utc(r.invoicedAt),
+		CorrectionPending: r.correctionPending, OrderContent: c,
+	}
+	if r.trackingNumber != nil {
+		o.TrackingNumber = *r.trackingNumber
+	}
+	return o
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
