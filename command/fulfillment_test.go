@@ -179,14 +179,23 @@ func TestFulfillmentIdempotencyAndInvoiced(t *testing.T) {
 	if _, err := e.pool.Exec(context.Background(), `UPDATE orders SET status = 'invoiced' WHERE project_id = $1 AND order_no = $2`, e.project, no); err != nil {
 		t.Fatal(err)
 	}
-	// Moving the date of supply of an invoiced shipped order is a conflict ...
-	r := e.postFulfillment(map[string]any{"orderNo": no, "status": "fulfilled", "shippedAt": "2026-03-05T08:00:00Z"})
-	if r.status != 409 || r.errBody(t).Error.Code != "order_already_invoiced" {
-		t.Errorf("move date of supply: %d %s", r.status, r.body)
-	}
-	// ... a tracking number is not.
-	r = e.postFulfillment(map[string]any{"orderNo": no, "status": "fulfilled", "trackingNumber": "TRK-9"})
+	// A tracking number changes nothing on the invoice ...
+	r := e.postFulfillment(map[string]any{"orderNo": no, "status": "fulfilled", "trackingNumber": "TRK-9"})
 	if r.status != 200 {
 		t.Errorf("tracking number after invoicing: %d %s", r.status, r.body)
+	}
+	if o := orderOf(t, e.outboxEvents()[len(e.outboxEvents())-1]); o.Status != "invoiced" || o.CorrectionPending || o.TrackingNumber != "TRK-9" {
+		t.Errorf("after the tracking number: %+v", o)
+	}
+	// ... moving the date of supply of an invoiced shipped order corrects
+	// the invoice: accepted, and the order waits for the correction.
+	r = e.postFulfillment(map[string]any{"orderNo": no, "status": "fulfilled", "shippedAt": "2026-03-05T08:00:00Z"})
+	if r.status != 200 {
+		t.Fatalf("move date of supply: %d %s", r.status, r.body)
+	}
+	evs := e.outboxEvents()
+	o := orderOf(t, evs[len(evs)-1])
+	if o.Status != "created" || !o.CorrectionPending || o.SuppliedAt == nil || !o.SuppliedAt.Equal(time.Date(2026, 3, 5, 8, 0, 0, 0, time.UTC)) {
+		t.Errorf("after moving the date of supply: %+v", o)
 	}
 }

@@ -68,6 +68,15 @@ func (s *Service) Routes() []httpx.Route {
 			Handler:     s.postFulfillment,
 		},
 		{
+			Method: http.MethodPost, Path: "/v1/orders/{orderNo}/cancel", Scope: httpx.ScopeOrdersWrite, Tag: "orders",
+			OperationID: "cancelOrder", Summary: "Cancel an order; its documents get cancellations (Stornorechnung)",
+			Description: cancelDescription,
+			Input:       CancelOrderInput{},
+			Responses:   []httpx.Response{{Status: 200, Body: httpx.Envelope[OrderResult]{}, Description: "order cancelled (also when it was already), or an idempotent replay (header Idempotent-Replayed: true)"}},
+			Errors:      []int{400, 404, 409, 422},
+			Handler:     s.postCancel,
+		},
+		{
 			Method: http.MethodPost, Path: "/v1/webhooks/stripe/{projectId}", Tag: "payments",
 			OperationID: "receiveStripeWebhook", Summary: "The payment provider reports a payment (Stripe webhook, signed)",
 			Description: webhookDescription,
@@ -103,13 +112,16 @@ const idempotencyDescription = `Idempotency-Key (required, at most 200 character
 	`Failed requests store nothing, so a corrected retry with the same key is executed.`
 
 const orderDescription = `Orders are idempotent by orderNo independent of the key: a new orderNo is 201 with the new order's id; ` +
-	`the same orderNo again is 200 with the same id, the order updated (or unchanged). Once the order is invoiced, a change of its invoice-relevant content ` +
-	`(anything but financialStatus and email) is 409 order_already_invoiced. A paymentRef used by another order of the project is 409 payment_ref_conflict. ` +
+	`the same orderNo again is 200 with the same id, the order updated (or unchanged). An issued invoice is never changed: ` +
+	`a change of an invoiced order's invoice-relevant content (anything but financialStatus and email) is accepted (200, status created) and ` +
+	`corrects the invoice: the invoicer issues a cancellation of it and, when the order is due, a new invoice with a new number; both appear ` +
+	`in the order's invoices[]. A cancelled order's invoice-relevant content is final: a change is 409 order_cancelled. A paymentRef used by another order of the project is 409 payment_ref_conflict. ` +
 	`Each line is bound to a catalogue product: by productId, else by sku, else by exact name.
 
 ` + idempotencyDescription
 
 const fulfillmentDescription = `status defaults to fulfilled. fulfilled sets the date of supply to shippedAt, or to the time of receipt when shippedAt is absent. ` +
+	`A report that moves the date of supply of an invoiced goods order corrects its invoice (cancellation, then a new invoice with the new date). ` +
 	`data.shippedAt is the date of supply (null unless fulfilled). Unknown orderNo is 404 order_not_found.
 
 ` + idempotencyDescription

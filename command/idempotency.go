@@ -6,10 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
@@ -18,8 +21,8 @@ import (
 // Idempotency (IETF draft "The Idempotency-Key HTTP Header Field", and
 // Stripe's practice), per project and endpoint:
 //
-//   - The header is required on POST /v1/orders and POST /v1/fulfillments
-//     (400 idempotency_key_missing), at most 200 characters (400
+//   - The header is required on POST /v1/orders, POST /v1/fulfillments and
+//     POST /v1/orders/{orderNo}/cancel (400 idempotency_key_missing), at most 200 characters (400
 //     idempotency_key_too_long).
 //   - The first successful (2xx) response is stored with the fingerprint of
 //     the request (SHA-256 of the validated, normalised body) in the same
@@ -45,7 +48,44 @@ const MaxIdempotencyKeyLength = 200
 const (
 	endpointOrders       = "POST /v1/orders"
 	endpointFulfillments = "POST /v1/fulfillments"
+	endpointCancel       = "POST /v1/orders/{orderNo}/cancel"
 )
+
+// keyedTx runs one keyed command in tx by the rules above: it takes the
+// key's advisory lock, replays the response stored for the key (or refuses
+// a different fingerprint), and otherwise runs fn and stores its 2xx
+// response with the key, all in tx. POST /v1/orders has its own pipelined
+// version of the same protocol (place_order.go, create_batch.go).
+func keyedTx(ctx context.Context, tx pgx.Tx, projectID, endpoint, key string, fingerprint []byte, fn func() (response, error)) (response, error) {
+	var locked bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, lockKey(projectID, endpoint, key)).Scan(&locked); err != nil {
+		return response{}, err
+	}
+	if !locked {
+		return response{}, errInProgress()
+	}
+	var prevHash, prevBody []byte
+	var prevStatus int16
+	err := tx.QueryRow(ctx, `SELECT request_hash, response_status, response_body FROM idempotency_keys
+WHERE project_id = $1 AND endpoint = $2 AND key = $3`, projectID, endpoint, key).Scan(&prevHash, &prevStatus, &prevBody)
+	switch {
+	case err == nil:
+		if !bytes.Equal(prevHash, fingerprint) {
+			return response{}, errKeyReused()
+		}
+		return response{status: int(prevStatus), body: prevBody, replayed: true}, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return response{}, err
+	}
+	resp, err := fn()
+	if err != nil {
+		return response{}, err
+	}
+	if _, err := tx.Exec(ctx, insertIdempotencySQL, projectID, endpoint, key, fingerprint, resp.status, resp.body); err != nil {
+		return response{}, err
+	}
+	return resp, nil
+}
 
 func idempotencyKey(r *http.Request) (string, error) {
 	k := r.Header.Get("Idempotency-Key")

@@ -96,7 +96,13 @@ type OrderInput struct {
 type OrderResult struct {
 	ID      string `json:"id" required:"true" format:"uuid" description:"internal order id (not an invoice id)"`
 	OrderNo string `json:"orderNo" required:"true"`
-	Status  string `json:"status" required:"true" enum:"created,invoiced"`
+	Status  string `json:"status" required:"true" enum:"created,invoiced,cancelled"`
+}
+
+// CancelOrderInput is the request of POST /v1/orders/{orderNo}/cancel (no body).
+type CancelOrderInput struct {
+	IdempotencyKey string `header:"Idempotency-Key" json:"-" required:"true" maxLength:"200" minLength:"1"`
+	OrderNo        string `path:"orderNo" required:"true"`
 }
 
 // FulfillmentInput is the body of POST /v1/fulfillments.

@@ -104,7 +104,7 @@ func queue(b *pgx.Batch, orders map[orderRef]orderState, t Tables, ev event.Even
 		// it is right whatever order the invoice events arrive in.
 		b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, invoices, rev, updated_at)
 			SELECT $1, $2, coalesce(jsonb_agg(jsonb_build_object('id', i.id, 'number', i.number, 'status', i.status,
-					'url', '/v1/invoices/' || i.id) ORDER BY i.created_at, i.seq), '[]'::jsonb), nextval('read_model_rev'), now()
+					'url', '/v1/invoices/' || i.id, 'type', i.type) ORDER BY i.created_at, i.seq), '[]'::jsonb), nextval('read_model_rev'), now()
 			FROM `+t.Invoices+` i WHERE i.project_id = $1 AND i.order_no = $2
 			ON CONFLICT (project_id, order_no) DO UPDATE SET invoices = EXCLUDED.invoices, rev = EXCLUDED.rev, updated_at = now()
 			WHERE v.invoices IS DISTINCT FROM EXCLUDED.invoices`,

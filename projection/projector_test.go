@@ -193,7 +193,7 @@ func TestProjectsEachEventType(t *testing.T) {
 	f.apply(invoiceEvent(t, event.InvoiceCreated, f.project, "A-1", invID, "TEST-2026-1", "created", 1, t0))
 	got, _ = f.status("A-1")
 	want = readmodel.OrderStatus{OrderNo: "A-1", Status: "invoiced", FulfillmentStatus: "fulfilled", Invoices: []readmodel.InvoiceRef{
-		{ID: invID, Number: "TEST-2026-1", Status: "created", URL: "/v1/invoices/" + invID}}}
+		{ID: invID, Number: "TEST-2026-1", Status: "created", URL: "/v1/invoices/" + invID, Type: "invoice"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after invoice.created (-want +got):\n%s", diff)
 	}
@@ -202,8 +202,8 @@ func TestProjectsEachEventType(t *testing.T) {
 		invoiceEvent(t, event.InvoiceFailed, f.project, "A-1", stornoID, "TEST-2026-2", "failed", 1, t0.Add(time.Second)))
 	got, _ = f.status("A-1")
 	want.Invoices = []readmodel.InvoiceRef{
-		{ID: invID, Number: "TEST-2026-1", Status: "archived", URL: "/v1/invoices/" + invID},
-		{ID: stornoID, Number: "TEST-2026-2", Status: "failed", URL: "/v1/invoices/" + stornoID},
+		{ID: invID, Number: "TEST-2026-1", Status: "archived", URL: "/v1/invoices/" + invID, Type: "invoice"},
+		{ID: stornoID, Number: "TEST-2026-2", Status: "failed", URL: "/v1/invoices/" + stornoID, Type: "invoice"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after invoice.archived and invoice.failed (-want +got):\n%s", diff)

@@ -129,7 +129,7 @@ func TestOrderStatusServedWithETagAnd304(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := readmodel.OrderStatus{OrderNo: "S-1", Status: "invoiced", FulfillmentStatus: "fulfilled",
-		Invoices: []readmodel.InvoiceRef{{ID: inv, Number: "TEST-2026-100", Status: "archived", URL: "/v1/invoices/" + inv}}}
+		Invoices: []readmodel.InvoiceRef{{ID: inv, Number: "TEST-2026-100", Status: "archived", URL: "/v1/invoices/" + inv, Type: "invoice"}}}
 	if diff := cmp.Diff(want, body.Data); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -19,12 +19,13 @@ type InvoiceRef struct {
 	Number string `json:"number" required:"true"`
 	Status string `json:"status" required:"true" enum:"created,archived,failed" description:"archive status of the document"`
 	URL    string `json:"url" required:"true" description:"path of the invoice metadata resource, /v1/invoices/<invoice uuid>"`
+	Type   string `json:"type" required:"true" enum:"invoice,voucher_sale,cancellation" description:"invoice; voucher_sale (gift cards, a separate document); cancellation (Stornorechnung of an earlier document of the order)"`
 }
 
 // OrderStatus is the data of GET /v1/orders/{orderNo}.
 type OrderStatus struct {
 	OrderNo           string       `json:"orderNo" required:"true"`
-	Status            string       `json:"status" required:"true" description:"created or invoiced (more values may be added)"`
+	Status            string       `json:"status" required:"true" description:"created (no valid invoice yet: waiting, held, or a correction in progress), invoiced, or cancelled (more values may be added)"`
 	FulfillmentStatus string       `json:"fulfillmentStatus" required:"true" enum:"unfulfilled,partial,fulfilled"`
 	Invoices          []InvoiceRef `json:"invoices" required:"true" description:"every document of the order, oldest first"`
 }

@@ -1,0 +1,87 @@
+package command
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/store"
+)
+
+// CancelOrder: POST /v1/orders/{orderNo}/cancel. The order becomes
+// cancelled for good: it is never invoiced, and every document it already
+// has gets a cancellation (issued by the invoicer, like a correction). A
+// second call is an idempotent 200, with any Idempotency-Key. A cancelled
+// order's invoice-relevant content cannot change any more (POST /v1/orders:
+// 409 order_cancelled).
+
+const cancelDescription = `Cancels the order: it is never invoiced, and every document it already has (invoice, gift-card document) ` +
+	`gets a cancellation (Stornorechnung, type code 381, referencing the original's number and date), issued and archived asynchronously ` +
+	`like any invoice and listed in the order's invoices[]. Cancelling a cancelled order again is 200 with the same data. ` +
+	`Unknown orderNo is 404 order_not_found.
+
+` + idempotencyDescription
+
+func (s *Service) postCancel(w http.ResponseWriter, r *http.Request) error {
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	orderNo := chi.URLParam(r, "orderNo")
+	resp, err := s.cancelOrder(r.Context(), httpx.ProjectID(r.Context()), key, httpx.RequestID(r.Context()), orderNo)
+	if err != nil {
+		return err
+	}
+	resp.write(w)
+	return nil
+}
+
+// cancelOrder marks the order cancelled, with a correction pending when it
+// has documents to cancel, and publishes its state.
+func (s *Service) cancelOrder(ctx context.Context, projectID, key, reqID, orderNo string) (response, error) {
+	fingerprint := sha256.Sum256([]byte(orderNo))
+	var resp response
+	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		resp, err = keyedTx(ctx, tx, projectID, endpointCancel, key, fingerprint[:], func() (response, error) {
+			o, err := lockOrder(ctx, tx, projectID, "order_no", orderNo)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return response{}, apperr.New(apperr.NotFound, "order_not_found", "no order %q in this project", orderNo)
+			}
+			if err != nil {
+				return response{}, err
+			}
+			if o.status != "cancelled" {
+				var documents bool
+				if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM invoices WHERE order_id = $1)`, o.id).Scan(&documents); err != nil {
+					return response{}, err
+				}
+				err := tx.QueryRow(ctx, `UPDATE orders SET status = 'cancelled', correction_pending = correction_pending OR $2,
+						version = version + 1, updated_at = now()
+					WHERE id = $1 RETURNING version, updated_at, correction_pending`, o.id, documents).
+					Scan(&o.version, &o.updatedAt, &o.correctionPending)
+				if err != nil {
+					return response{}, err
+				}
+				o.status = "cancelled"
+				if err := o.enqueueState(ctx, tx, projectID, event.OrderUpdated); err != nil {
+					return response{}, err
+				}
+			}
+			body, err := renderData(reqID, OrderResult{ID: o.id, OrderNo: o.orderNo, Status: o.status})
+			if err != nil {
+				return response{}, err
+			}
+			return response{status: http.StatusOK, body: body}, nil
+		})
+		return err
+	})
+	return resp, err
+}
