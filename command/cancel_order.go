@@ -71,6 +71,9 @@ func (s *Service) cancelOrder(ctx context.Context, projectID, key, reqID, orderN
 					return response{}, err
 				}
 				o.status = "cancelled"
+				if err := resolveTasks(ctx, tx, projectID, holdKinds, o.orderNo, "order cancelled"); err != nil {
+					return response{}, err
+				}
 				if err := o.enqueueState(ctx, tx, projectID, event.OrderUpdated); err != nil {
 					return response{}, err
 				}

@@ -77,6 +77,15 @@ func (s *Service) Routes() []httpx.Route {
 			Handler:     s.postCancel,
 		},
 		{
+			Method: http.MethodPut, Path: "/v1/products/{productId}", Scope: httpx.ScopeOrdersWrite, Tag: "orders",
+			OperationID: "configureProduct", Summary: "Set a product's revenue recognition (releases orders held for it)",
+			Description: productDescription,
+			Input:       ProductInput{},
+			Responses:   []httpx.Response{{Status: 200, Body: httpx.Envelope[ProductResult]{}, Description: "the product with its settings"}},
+			Errors:      []int{400, 404, 413, 415, 422},
+			Handler:     s.putProduct,
+		},
+		{
 			Method: http.MethodPost, Path: "/v1/webhooks/stripe/{projectId}", Tag: "payments",
 			OperationID: "receiveStripeWebhook", Summary: "The payment provider reports a payment (Stripe webhook, signed)",
 			Description: webhookDescription,

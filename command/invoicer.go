@@ -88,8 +88,9 @@ type Invoicer struct {
 	// dead letter; Backoff is the first wait between tries (doubling).
 	Attempts int
 	Backoff  time.Duration
-	// ReconcileEvery is how often due dead letters are retried.
+	// ReconcileEvery is how often the reconciler runs (reconcile.go).
 	ReconcileEvery time.Duration
+	held           heldCursor // where the reconciler's walk over held orders goes on
 
 	mu       sync.Mutex
 	gateways map[string]cachedGateways
@@ -221,45 +222,6 @@ func (iv *Invoicer) process(ctx context.Context, raw []byte) error {
 	slog.Error("invoicer: dead letter", "orderNo", j.order.OrderNo, "eventId", j.eventID, "attempts", attempts, "err", err)
 	if derr := iv.svc.recordDeadLetter(ctx, j, err, attempts); derr != nil {
 		return fmt.Errorf("record dead letter of order %s (%v): %w", j.order.OrderNo, err, derr)
-	}
-	return nil
-}
-
-// reconcile retries due dead letters every ReconcileEvery until ctx ends.
-func (iv *Invoicer) reconcile(ctx context.Context) {
-	t := time.NewTicker(iv.ReconcileEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := iv.RetryDeadLetters(ctx); err != nil && ctx.Err() == nil {
-			slog.Warn("invoicer: retrying dead letters", "err", err)
-		}
-	}
-}
-
-// RetryDeadLetters tries every due dead letter once more: one that succeeds
-// is resolved with its task, one that fails waits longer.
-func (iv *Invoicer) RetryDeadLetters(ctx context.Context) error {
-	due, err := iv.svc.dueDeadLetters(ctx, 100)
-	if err != nil {
-		return err
-	}
-	for _, d := range due {
-		j, ok := parseOrderEvent(d.payload)
-		if !ok {
-			err = iv.svc.resolveDeadLetter(ctx, d)
-		} else if cause := iv.invoice(ctx, j); cause != nil {
-			err = iv.svc.retryDeadLetterLater(ctx, d, cause)
-		} else {
-			err = iv.svc.resolveDeadLetter(ctx, d)
-		}
-		if err != nil {
-			return err
-		}
 	}
 	return nil
 }

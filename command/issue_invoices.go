@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -179,6 +180,10 @@ func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID str
 				return nil, nil, err
 			}
 		}
+	}
+	// Whatever held the order has cleared.
+	if err := resolveTasks(ctx, tx, projectID, holdKinds, o.orderNo, "released: invoiced as "+strings.Join(numbers, ", ")); err != nil {
+		return nil, nil, err
 	}
 	// The order is invoiced: its invoice-relevant content is frozen until a
 	// correction.

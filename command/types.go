@@ -160,3 +160,27 @@ type CreditBalancesResult struct {
 	Compared   int `json:"compared" required:"true"`
 	Mismatches int `json:"mismatches" required:"true" description:"balances that differ from the transaction history; each creates a task"`
 }
+
+// ProductInput is the request of PUT /v1/products/{productId}.
+type ProductInput struct {
+	ProductID          string                   `path:"productId" required:"true" description:"the caller's article id (productId of the order lines)"`
+	RevenueRecognition *RevenueRecognitionInput `json:"revenueRecognition" required:"true" description:"{periodMonths: N} defers the revenue over N months; null recognises it at the date of supply"`
+}
+
+// RevenueRecognitionInput is a deferral over a number of months.
+type RevenueRecognitionInput struct {
+	PeriodMonths int `json:"periodMonths" required:"true" minimum:"1" maximum:"120"`
+}
+
+// ProductResult is the data of PUT /v1/products/{productId}.
+type ProductResult struct {
+	ProductID          string              `json:"productId" required:"true"`
+	Name               string              `json:"name" required:"true" description:"the name of the order line that created the product"`
+	RevenueRecognition *RevenueRecognition `json:"revenueRecognition" required:"true" description:"null: not set"`
+}
+
+// RevenueRecognition is a product's revenue recognition.
+type RevenueRecognition struct {
+	Mode         string `json:"mode" required:"true" enum:"immediate,saas" description:"immediate: at the date of supply; saas: deferred over periodMonths"`
+	PeriodMonths *int   `json:"periodMonths,omitempty"`
+}

@@ -9,7 +9,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"sync"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/o2i-service/o2i/internal/apperr"
@@ -86,4 +88,34 @@ func (s *Service) CursorAfter(ctx context.Context, projectID string, seq int64) 
 		return "", err
 	}
 	return encodeCursor(key, projectID, listFilter{}.key(), seq), nil
+}
+
+// A listing ordered by (created_at, id), for rows without a sequence number
+// (tasks), carries both in its cursor: version 2, the time in microseconds
+// since 1970 (PostgreSQL's precision) and the 16 bytes of the UUID, signed
+// like the sequence cursor with the same key.
+
+const timeIDCursorVersion = 2
+
+const timeIDPayloadLen = 1 + 8 + 16
+
+func encodeTimeIDCursor(key []byte, projectID, filters string, at time.Time, id uuid.UUID) string {
+	payload := make([]byte, timeIDPayloadLen, timeIDPayloadLen+16)
+	payload[0] = timeIDCursorVersion
+	binary.BigEndian.PutUint64(payload[1:9], uint64(at.UnixMicro()))
+	copy(payload[9:], id[:])
+	return base64.RawURLEncoding.EncodeToString(append(payload, cursorMAC(key, projectID, filters, payload)...))
+}
+
+func decodeTimeIDCursor(key []byte, projectID, filters, s string) (time.Time, uuid.UUID, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) != timeIDPayloadLen+16 || raw[0] != timeIDCursorVersion {
+		return time.Time{}, uuid.Nil, apperr.Field("cursor", "cursor is not a cursor of this listing")
+	}
+	if !hmac.Equal(raw[timeIDPayloadLen:], cursorMAC(key, projectID, filters, raw[:timeIDPayloadLen])) {
+		return time.Time{}, uuid.Nil, apperr.Field("cursor", "cursor was altered, or belongs to another project or other filters")
+	}
+	var id uuid.UUID
+	copy(id[:], raw[9:timeIDPayloadLen])
+	return time.UnixMicro(int64(binary.BigEndian.Uint64(raw[1:9]))).UTC(), id, nil
 }

@@ -1,7 +1,7 @@
 // Package query is the read side: order status, invoice lookup and listing,
-// served from the read models (Redis first, PostgreSQL fallback), and the
-// read endpoints. It imports internal packages, archive and render (documents),
-// never command.
+// served from the read models (Redis first, PostgreSQL fallback), review
+// tasks (PostgreSQL), and the read endpoints. It imports internal packages,
+// archive and render (documents), never command.
 package query
 
 import (
@@ -96,6 +96,36 @@ func (s *Service) Routes() []httpx.Route {
 			Input:       DocumentInput{},
 			Responses:   []httpx.Response{{Status: 200, Body: "", ContentType: "application/xml"}},
 			Errors:      []int{404, 409, 501}, Handler: s.getDocument,
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/tasks", Scope: httpx.ScopeInvoicesRead, Tag: "tasks",
+			OperationID: "listTasks", Summary: "List review tasks, cursor-paginated, filtered by status, type or orderNo",
+			Description: "Review tasks are what a person has to look at; the service opens them and resolves some itself. " +
+				"Known types (details keys in brackets; orderNo whenever the task concerns an order):\n\n" +
+				"- xrechnung_contact_phone_missing: an order with a Leitweg-ID waits, XRechnung needs a telephone number on the invoice contact (BR-DE-6) [orderNo, details]\n" +
+				"- product_without_revenue_recognition: accrual accounting, a service without service_period and without a revenue recognition default on its product; the order waits [orderNo, details]\n" +
+				"- order_not_invoiceable: the invoice engine rejects the order, for example a tax rate not allowed at the place of supply; the order waits [orderNo, details]\n" +
+				"- invoice_validation_failed: a document broke EN 16931 / XRechnung rules; it is recorded as failed and never archived [orderNo, invoiceId, number, rules, findings]\n" +
+				"- payment_amount_mismatch: the provider's payment is not the amount due; the invoice is issued anyway [orderNo, paidCents, dueCents]\n" +
+				"- payment_without_order: a provider payment whose paymentRef matches no order; resolved when the order arrives [paymentRef, eventId, amountCents, currency]\n" +
+				"- credit_balance_mismatch: a reported store-credit balance differs from the transaction history [email, reportedCents, computedCents]\n" +
+				"- invoicing_failed: the invoicer could not issue or archive the order's invoices; retried with a growing delay and resolved when a retry succeeds [orderNo, error, attempts]\n\n" +
+				"Other types may be added; the type filter accepts any type. Keyset pagination by creation time, oldest first: " +
+				"walking all pages returns each task exactly once. nextCursor is always set: on the last page (hasMore false) it " +
+				"points after the last task, so passing it later continues with tasks recorded since. A cursor is bound to the " +
+				"project and the filters it was issued with; an altered or foreign cursor is 422 with field cursor.",
+			Input:     ListTasksInput{},
+			Responses: []httpx.Response{{Status: 200, Body: TaskPage{}}},
+			Errors:    []int{422}, Handler: s.listTasks,
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/tasks/{id}", Scope: httpx.ScopeInvoicesRead, Tag: "tasks",
+			OperationID: "getTask", Summary: "One review task by its id",
+			Description: "404 task_not_found for an unknown id, a task of another project, or an id that is not a UUID. " +
+				"See GET /v1/tasks for the task types.",
+			Input:     TaskInput{},
+			Responses: []httpx.Response{{Status: 200, Body: httpx.Envelope[Task]{}}},
+			Errors:    []int{404}, Handler: s.getTask,
 		},
 	}
 }

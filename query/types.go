@@ -1,5 +1,11 @@
 package query
 
+import (
+	"encoding/json"
+
+	"github.com/swaggest/jsonschema-go"
+)
+
 // The response bodies of the read endpoints, as the OpenAPI document describes them.
 
 // OrderStatusInput addresses one order.
@@ -57,4 +63,65 @@ type InvoicePage struct {
 	NextCursor *string   `json:"nextCursor" required:"true" description:"pass as cursor for the next page; null on the last page"`
 	HasMore    bool      `json:"hasMore" required:"true"`
 	RequestID  string    `json:"requestId" required:"true"`
+}
+
+// Task is a review task: something a person has to look at, such as an
+// order held back before invoicing or a payment that matches no order.
+type Task struct {
+	ID         string      `json:"id" required:"true" format:"uuid"`
+	Type       string      `json:"type" required:"true" description:"what the task is about; see the operation's description for the known types"`
+	Status     string      `json:"status" required:"true" enum:"open,resolved"`
+	OrderNo    *string     `json:"orderNo" required:"true" description:"the order the task concerns; null when it concerns none (payment_without_order, credit_balance_mismatch)"`
+	CreatedAt  string      `json:"createdAt" required:"true" format:"date-time"`
+	ResolvedAt *string     `json:"resolvedAt" required:"true" format:"date-time" description:"null while open"`
+	Resolution *string     `json:"resolution" required:"true" description:"how the task was resolved, for example \"retried: handled\"; null while open and when resolved without a note"`
+	Details    TaskDetails `json:"details" required:"true"`
+}
+
+// TaskDetails is a task's details object as recorded: its keys depend on the
+// type. It is passed through byte for byte (amounts stay integer cents).
+type TaskDetails json.RawMessage
+
+// MarshalJSON writes the recorded object; an empty value is {}.
+func (d TaskDetails) MarshalJSON() ([]byte, error) {
+	if len(d) == 0 {
+		return []byte("{}"), nil
+	}
+	return d, nil
+}
+
+// UnmarshalJSON keeps the object as sent.
+func (d *TaskDetails) UnmarshalJSON(b []byte) error {
+	*d = append((*d)[:0], b...)
+	return nil
+}
+
+// JSONSchema documents TaskDetails as a JSON object with type-dependent keys.
+func (TaskDetails) JSONSchema() (jsonschema.Schema, error) {
+	var s jsonschema.Schema
+	s.AddType(jsonschema.Object)
+	s.WithDescription("the task's details as recorded; the keys depend on the type (orderNo whenever it concerns an order)")
+	return s, nil
+}
+
+// TaskInput addresses one task.
+type TaskInput struct {
+	ID string `path:"id" required:"true" description:"the task's id (a UUID); anything else is 404 task_not_found"`
+}
+
+// ListTasksInput is the query of GET /v1/tasks.
+type ListTasksInput struct {
+	Limit   int    `query:"limit" minimum:"1" maximum:"100" default:"25"`
+	Cursor  string `query:"cursor" description:"opaque; the nextCursor of the previous page"`
+	Status  string `query:"status" enum:"open,resolved"`
+	Type    string `query:"type" pattern:"^[a-z][a-z0-9_]{0,99}$" description:"the task type, for example xrechnung_contact_phone_missing; a type no task has matches nothing"`
+	OrderNo string `query:"orderNo" description:"the order number the task concerns"`
+}
+
+// TaskPage is a page of GET /v1/tasks.
+type TaskPage struct {
+	Data       []Task  `json:"data" required:"true"`
+	NextCursor *string `json:"nextCursor" required:"true" description:"pass as cursor for the next page; on the last page it points after the last task"`
+	HasMore    bool    `json:"hasMore" required:"true"`
+	RequestID  string  `json:"requestId" required:"true"`
 }

@@ -251,6 +251,18 @@ func Get(ctx context.Context, q Querier, projectID, id string) (Product, error) 
 	return p, err
 }
 
+// FindByProductID returns the project's product bound to the caller's article
+// id productID; apperr NotFound (product_not_found) if no order line has
+// named it yet.
+func FindByProductID(ctx context.Context, q Querier, projectID, productID string) (Product, error) {
+	p, err := scanProduct(q.QueryRow(ctx, `SELECT `+productColumns+` FROM products
+WHERE project_id = $1 AND match_kind = $2 AND match_value = $3`, projectID, ByProductID, productID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Product{}, apperr.New(apperr.NotFound, "product_not_found", "no product with productId %q in this project (products are created by the first order line naming them)", productID)
+	}
+	return p, err
+}
+
 // List returns the project's products in creation order.
 func List(ctx context.Context, q Querier, projectID string) ([]Product, error) {
 	rows, err := q.Query(ctx, `SELECT `+productColumns+` FROM products WHERE project_id = $1 ORDER BY created_at, id`, projectID)

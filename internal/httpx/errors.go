@@ -44,6 +44,7 @@ var ErrorCodes = []struct {
 	{"project_not_found", 404, "no such project, or it has no webhook secret (payment webhook)"},
 	{"invoice_not_found", 404, "no invoice with that reference in the key's project"},
 	{"task_not_found", 404, "no review task with that id in the key's project"},
+	{"product_not_found", 404, "no product with that productId in the key's project (a product exists once an order line named it)"},
 	{"method_not_allowed", 405, "the route exists but not with this method"},
 	{"conflict", 409, "the request conflicts with the current state"},
 	{"payment_ref_conflict", 409, "another order of the project has this paymentRef"},

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/internal/testenv"
+)
+
+// taskState waits until the project has a task of kind about orderNo in
+// status and returns its resolution.
+func taskState(t *testing.T, pool *pgxpool.Pool, projectID, kind, orderNo, status string) string {
+	t.Helper()
+	var resolution *string
+	testenv.Eventually(t, 60*time.Second, kind+" task of "+orderNo+" "+status, func() bool {
+		err := pool.QueryRow(context.Background(), `SELECT resolution FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = $3 AND status = $4`,
+			projectID, kind, orderNo, status).Scan(&resolution)
+		return err == nil
+	})
+	if resolution == nil {
+		return ""
+	}
+	return *resolution
+}
+
+// numbersOf reads the order's invoice numbers straight from the write model.
+func numbersOf(t *testing.T, pool *pgxpool.Pool, projectID, orderNo string) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM invoices WHERE project_id = $1 AND order_no = $2`, projectID, orderNo).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestHoldsReleaseThemselves: orders held as a task take no invoice number
+// and are invoiced once their cause clears, without the order being pushed
+// again: the invoice contact's phone for XRechnung (BR-DE-6), the product's
+// revenue recognition under accrual accounting (PUT /v1/products), or the
+// service period sent later. Each task is then resolved with the invoice
+// number.
+func TestHoldsReleaseThemselves(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testenv.Pool(t)
+	pid := testenv.Project(t, pool, true) // accrual accounting
+	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) { s.ContactPhone = "" }}); err != nil {
+		t.Fatal(err)
+	}
+	key := testenv.Key(t, pool, pid)
+	c := client(t)
+	suffix := uuid.NewString()[:8]
+	xr, accrual, later := "XR-"+suffix, "ACC-"+suffix, "LATER-"+suffix
+	product := "course-" + suffix
+
+	post := func(orderNo, extra string, want int) {
+		t.Helper()
+		body := fmt.Sprintf(`{"orderNo":%q,"financialStatus":"paid",
+			"billingAddress":{"country_code":"DE","name":"Stadt Musterstadt","street":"Rathausplatz 1","postal_code":"10115","city":"Berlin"%s},
+			"items":[{"name":"Online-Kurs","productId":%q,"quantity":1,"unitNetCents":1000,"taxRate":19}],
+			"creditRedemptions":[{"type":"referral_credit","amountCents":1190,"externalRef":"r-%s"}],"grossTotalCents":1190%s}`,
+			orderNo, map[bool]string{true: `,"leitweg_id":"04011000-12345-03"`}[orderNo == xr], product, orderNo,
+			extra)
+		if r := c.Do("POST", "/v1/orders", key, []byte(body), "Idempotency-Key", orderNo+extra); r.Status != want {
+			t.Fatalf("order %s: %d %s", orderNo, r.Status, r.Body)
+		}
+	}
+	const period = `,"service_period":{"start_date":"2026-11-01","end_date":"2026-11-30"}`
+	post(xr, period, http.StatusCreated)
+	post(accrual, "", http.StatusCreated)
+	post(later, "", http.StatusCreated)
+
+	// Held, without a number.
+	taskState(t, pool, pid, "xrechnung_contact_phone_missing", xr, "open")
+	taskState(t, pool, pid, "product_without_revenue_recognition", accrual, "open")
+	taskState(t, pool, pid, "product_without_revenue_recognition", later, "open")
+	for _, no := range []string{xr, accrual, later} {
+		if n := numbersOf(t, pool, pid, no); n != 0 {
+			t.Errorf("held order %s has %d invoices", no, n)
+		}
+	}
+
+	// The period sent later releases that order (its own event).
+	post(later, period, http.StatusOK)
+	documents(t, c, key, later, "invoiced", 1)
+	if r := taskState(t, pool, pid, "product_without_revenue_recognition", later, "resolved"); r == "" {
+		t.Error("the resolved task has no resolution")
+	}
+
+	// The phone is set: the reconciler releases the XRechnung order.
+	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) { s.ContactPhone = "+49 30 7654321" }}); err != nil {
+		t.Fatal(err)
+	}
+	documents(t, c, key, xr, "invoiced", 1)
+	taskState(t, pool, pid, "xrechnung_contact_phone_missing", xr, "resolved")
+
+	// The product's revenue recognition is set through the API.
+	if r := c.Do("PUT", "/v1/products/no-such-product-"+suffix, key, []byte(`{"revenueRecognition":null}`)); r.Status != 404 ||
+		r.JSON(t)["error"].(map[string]any)["code"] != "product_not_found" {
+		t.Errorf("unknown product: %d %s", r.Status, r.Body)
+	}
+	for _, bad := range []struct{ body, field string }{
+		{`{}`, "revenueRecognition"},
+		{`{"revenueRecognition":{"periodMonths":0}}`, "revenueRecognition.periodMonths"},
+		{`{"revenueRecognition":{"periodMonths":121}}`, "revenueRecognition.periodMonths"},
+		{`{"revenueRecognition":"saas"}`, "revenueRecognition"},
+	} {
+		r := c.Do("PUT", "/v1/products/"+product, key, []byte(bad.body))
+		if e, _ := r.JSON(t)["error"].(map[string]any); r.Status != 422 || e["field"] != bad.field {
+			t.Errorf("PUT %s: %d %s, want 422 with field %s", bad.body, r.Status, r.Body, bad.field)
+		}
+	}
+	r := c.Do("PUT", "/v1/products/"+product, key, []byte(`{"revenueRecognition":{"periodMonths":12}}`))
+	data, _ := r.JSON(t)["data"].(map[string]any)
+	if rr, _ := data["revenueRecognition"].(map[string]any); r.Status != 200 || data["productId"] != product || rr["mode"] != "saas" || rr["periodMonths"] != float64(12) {
+		t.Fatalf("PUT product: %d %s", r.Status, r.Body)
+	}
+	documents(t, c, key, accrual, "invoiced", 1)
+	taskState(t, pool, pid, "product_without_revenue_recognition", accrual, "resolved")
+}

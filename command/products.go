@@ -1,0 +1,96 @@
+package command
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/catalog"
+	"github.com/o2i-service/o2i/internal/httpx"
+)
+
+// ConfigureProduct: PUT /v1/products/{productId}. Sets how a product's
+// revenue is recognised (spec: service_period rule 5): {"revenueRecognition":
+// {"periodMonths": N}} defers it over N months from the date of supply (a
+// SaaS default), {"revenueRecognition": null} recognises it at the date of
+// supply. Either releases the product's orders held as
+// product_without_revenue_recognition under accrual accounting: the
+// invoicer's reconciler invoices them within seconds.
+
+// maxPeriodMonths bounds a product's default service period.
+const maxPeriodMonths = 120
+
+const productDescription = `Sets a product's revenue recognition. {"revenueRecognition":{"periodMonths":N}} (1 to 120) defers the revenue over N ` +
+	`months (a SaaS default, used when an order sends no service_period); {"revenueRecognition":null} recognises it at the date of supply. ` +
+	`Under accrual accounting an order of services without service_period whose products have no revenue recognition is held ` +
+	`(task product_without_revenue_recognition, no invoice number); setting it releases the held orders, which are invoiced within seconds. ` +
+	`productId is the caller's article id of the order lines (a product exists once an order line named it; else 404 product_not_found). ` +
+	`Repeating the same PUT changes nothing (idempotent by nature; no Idempotency-Key needed).`
+
+func (s *Service) putProduct(w http.ResponseWriter, r *http.Request) error {
+	body, err := httpx.ReadBody(r, httpx.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	settings, err := parseProductSettings(body)
+	if err != nil {
+		return err
+	}
+	res, err := s.configureProduct(r.Context(), httpx.ProjectID(r.Context()), chi.URLParam(r, "productId"), settings)
+	if err != nil {
+		return err
+	}
+	httpx.WriteData(w, r, http.StatusOK, res)
+	return nil
+}
+
+// parseProductSettings reads the body of PUT /v1/products/{productId}.
+func parseProductSettings(body []byte) (catalog.Settings, error) {
+	o, err := decodeObject(body)
+	if err != nil {
+		return catalog.Settings{}, err
+	}
+	v, present := o.m["revenueRecognition"]
+	if !present {
+		return catalog.Settings{}, apperr.Field("revenueRecognition", "revenueRecognition is required: {\"periodMonths\": N} or null")
+	}
+	immediate, none := catalog.RecognizeImmediately, 0
+	if v == nil {
+		return catalog.Settings{RevenueRecognition: &immediate, DefaultPeriodMonths: &none}, nil
+	}
+	rr, _, err := o.object("revenueRecognition")
+	if err != nil {
+		return catalog.Settings{}, err
+	}
+	months, err := rr.cents("periodMonths", 1)
+	if err != nil {
+		return catalog.Settings{}, err
+	}
+	if months == nil || *months > maxPeriodMonths {
+		return catalog.Settings{}, apperr.Field(rr.at("periodMonths"), "%s must be a whole number of months from 1 to %d", rr.at("periodMonths"), maxPeriodMonths)
+	}
+	saas, n := catalog.RecognizeSaaS, int(*months)
+	return catalog.Settings{RevenueRecognition: &saas, DefaultPeriodMonths: &n}, nil
+}
+
+// configureProduct stores the settings of the product the caller's productId names.
+func (s *Service) configureProduct(ctx context.Context, projectID, productID string, settings catalog.Settings) (ProductResult, error) {
+	p, err := catalog.FindByProductID(ctx, s.pool, projectID, productID)
+	if err != nil {
+		return ProductResult{}, err
+	}
+	if p, err = catalog.Configure(ctx, s.pool, projectID, p.ID, settings); err != nil {
+		return ProductResult{}, err
+	}
+	return productResult(p), nil
+}
+
+func productResult(p catalog.Product) ProductResult {
+	res := ProductResult{ProductID: p.ExternalID, Name: p.Name}
+	if p.RevenueRecognition != "" {
+		res.RevenueRecognition = &RevenueRecognition{Mode: p.RevenueRecognition, PeriodMonths: p.DefaultPeriodMonths}
+	}
+	return res
+}

@@ -1,0 +1,232 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/httpx"
+)
+
+// TaskStatuses are the values of the status filter of the task listing.
+var TaskStatuses = []string{"open", "resolved"}
+
+// MaxTaskListLimit is the most tasks ListTasks returns at once (the admin
+// command's --limit); the HTTP listing pages by at most MaxLimit.
+const MaxTaskListLimit = 1000
+
+// taskType is the shape of a task type: the filter accepts any type so that
+// new kinds need no change here; a type no task has matches nothing.
+var taskType = regexp.MustCompile(`^[a-z][a-z0-9_]{0,99}$`)
+
+// TaskFilter selects tasks of a project; each non-empty field is a condition.
+type TaskFilter struct {
+	Status  string // open or resolved
+	Type    string // the task kind
+	OrderNo string // details.orderNo
+}
+
+// Validate checks the filter values, naming the query parameter of a bad one.
+func (f TaskFilter) Validate() error {
+	if f.Status != "" && f.Status != "open" && f.Status != "resolved" {
+		return apperr.Field("status", "status must be one of open, resolved, got %q", f.Status)
+	}
+	if f.Type != "" && !taskType.MatchString(f.Type) {
+		return apperr.Field("type", "type must be a task type such as xrechnung_contact_phone_missing (lower-case letters, digits and _), got %q", f.Type)
+	}
+	return nil
+}
+
+// key is what a task listing cursor is bound to.
+func (f TaskFilter) key() string {
+	return strings.Join([]string{"tasks", f.Status, f.Type, f.OrderNo}, "\x00")
+}
+
+// taskPos is a position in the listing order (created_at, id); the zero
+// value is before every task.
+type taskPos struct {
+	at time.Time
+	id uuid.UUID
+}
+
+type taskRow struct {
+	Task
+	pos taskPos
+}
+
+func scanTask(row pgx.CollectableRow) (taskRow, error) {
+	var r taskRow
+	var id uuid.UUID
+	var created time.Time
+	var resolved *time.Time
+	var details []byte
+	if err := row.Scan(&id, &r.Type, &r.Status, &r.OrderNo, &created, &resolved, &r.Resolution, &details); err != nil {
+		return r, err
+	}
+	r.ID = id.String()
+	r.pos = taskPos{at: created, id: id}
+	r.CreatedAt = created.UTC().Format(time.RFC3339Nano)
+	if resolved != nil {
+		s := resolved.UTC().Format(time.RFC3339Nano)
+		r.ResolvedAt = &s
+	}
+	r.Details = TaskDetails(details)
+	return r, nil
+}
+
+const taskColumns = `id, kind, status, details->>'orderNo', created_at, resolved_at, resolution, details`
+
+// tasks returns up to limit tasks of the project matching f after position
+// after, oldest first, and whether more follow (it fetches limit+1).
+func (s *Service) tasks(ctx context.Context, projectID string, f TaskFilter, after taskPos, limit int) ([]taskRow, bool, error) {
+	// Only the filters given become conditions, so that each query shape
+	// gets its own plan.
+	sql := `SELECT ` + taskColumns + ` FROM tasks WHERE project_id = $1 AND (created_at, id) > ($2, $3::uuid)`
+	args := []any{projectID, after.at, after.id.String()}
+	for _, c := range []struct{ column, value string }{
+		{"status", f.Status}, {"kind", f.Type}, {"details->>'orderNo'", f.OrderNo},
+	} {
+		if c.value != "" {
+			args = append(args, c.value)
+			sql += " AND " + c.column + " = $" + strconv.Itoa(len(args))
+		}
+	}
+	args = append(args, limit+1)
+	sql += " ORDER BY created_at, id LIMIT $" + strconv.Itoa(len(args))
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	list, err := pgx.CollectRows(rows, scanTask)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(list) > limit {
+		return list[:limit], true, nil
+	}
+	return list, false, nil
+}
+
+// ListTasks returns the first limit (1 to MaxTaskListLimit) tasks of the
+// project that match f, oldest first, and whether more match.
+func (s *Service) ListTasks(ctx context.Context, projectID string, f TaskFilter, limit int) ([]Task, bool, error) {
+	if _, err := uuid.Parse(projectID); err != nil {
+		return nil, false, apperr.New(apperr.NotFound, "project_not_found", "no project %q", projectID)
+	}
+	if err := f.Validate(); err != nil {
+		return nil, false, err
+	}
+	if limit < 1 || limit > MaxTaskListLimit {
+		return nil, false, apperr.Field("limit", "limit must be an integer from 1 to %d, got %d", MaxTaskListLimit, limit)
+	}
+	list, more, err := s.tasks(ctx, projectID, f, taskPos{}, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]Task, 0, len(list))
+	for _, r := range list {
+		out = append(out, r.Task)
+	}
+	return out, more, nil
+}
+
+// Task returns one task of the project by its id; an unknown id, another
+// project's task and a malformed id are all 404 task_not_found.
+func (s *Service) Task(ctx context.Context, projectID, id string) (Task, error) {
+	notFound := apperr.New(apperr.NotFound, "task_not_found", "no task %q", id)
+	u, err := uuid.Parse(id)
+	if err != nil || len(id) != 36 {
+		return Task{}, notFound
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks WHERE project_id = $1 AND id = $2::uuid`, projectID, u.String())
+	if err != nil {
+		return Task{}, err
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, scanTask)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Task{}, notFound
+	}
+	return r.Task, err
+}
+
+// taskQuery is a validated query of GET /v1/tasks.
+type taskQuery struct {
+	TaskFilter
+	limit  int
+	cursor string
+}
+
+func parseTaskQuery(q map[string][]string) (taskQuery, error) {
+	f := taskQuery{limit: DefaultLimit}
+	values := map[string]*string{"cursor": &f.cursor, "status": &f.Status, "type": &f.Type, "orderNo": &f.OrderNo}
+	var limit string
+	values["limit"] = &limit
+	for _, name := range []string{"limit", "cursor", "status", "type", "orderNo"} {
+		switch v := q[name]; len(v) {
+		case 0:
+		case 1:
+			*values[name] = v[0]
+		default:
+			return f, apperr.Field(name, "%s may be given once", name)
+		}
+	}
+	if limit != "" {
+		n, err := strconv.Atoi(limit)
+		if err != nil || n < 1 || n > MaxLimit {
+			return f, apperr.Field("limit", "limit must be an integer from 1 to %d, got %q", MaxLimit, limit)
+		}
+		f.limit = n
+	}
+	return f, f.Validate()
+}
+
+func (s *Service) listTasks(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	projectID := httpx.ProjectID(ctx)
+	f, err := parseTaskQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	key, err := s.cursors.get(ctx)
+	if err != nil {
+		return err
+	}
+	var after taskPos
+	if f.cursor != "" {
+		if after.at, after.id, err = decodeTimeIDCursor(key, projectID, f.key(), f.cursor); err != nil {
+			return err
+		}
+	}
+	list, more, err := s.tasks(ctx, projectID, f.TaskFilter, after, f.limit)
+	if err != nil {
+		return err
+	}
+	page := TaskPage{Data: make([]Task, 0, len(list)), HasMore: more, RequestID: httpx.RequestID(ctx)}
+	last := after
+	for _, row := range list {
+		page.Data = append(page.Data, row.Task)
+		last = row.pos
+	}
+	c := encodeTimeIDCursor(key, projectID, f.key(), last.at, last.id)
+	page.NextCursor = &c
+	httpx.WriteJSON(w, r, http.StatusOK, page)
+	return nil
+}
+
+func (s *Service) getTask(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.Task(r.Context(), httpx.ProjectID(r.Context()), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	httpx.WriteData(w, r, http.StatusOK, t)
+	return nil
+}
