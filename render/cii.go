@@ -12,7 +12,8 @@
 // amount: every number in the XML is a field of the invoice value, and every
 // number in the PDF is a decimal string of the XML. It imports
 // internal/billing and internal/money (and, for Preview and Samples,
-// nothing else), and for the PDF maroto (layout) and pdfcpu (PDF/A-3).
+// nothing else), and for the PDF maroto and its PDF library gofpdf (layout);
+// the PDF/A-3 file and its font subsets are written here.
 //
 // The XML is written by a small streaming writer in the element order of the
 // CII D16B schema (and of the stricter Factur-X EN 16931 schema, a subset in

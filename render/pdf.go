@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	_ "embed"
 	"fmt"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/johnfercher/maroto/v2/pkg/consts/fontstyle"
 	"github.com/johnfercher/maroto/v2/pkg/consts/pagesize"
 	"github.com/johnfercher/maroto/v2/pkg/core"
-	"github.com/johnfercher/maroto/v2/pkg/core/entity"
 	"github.com/johnfercher/maroto/v2/pkg/props"
 )
 
@@ -35,20 +33,20 @@ const fontFamily = "LiberationSans"
 // and returns a PDF/A-3 with the XML embedded (as factur-x.xml, see
 // attachmentName). Everything printed is read from xml, which is embedded
 // byte for byte; the PDF's dates are the issue date, so the same XML gives
-// the same pages and metadata (though not the same bytes, see pdfa.go). It
-// fails on input that is not a CII invoice as CII writes it (empty, not XML,
-// another root, a missing mandatory element, an amount that is not a
-// decimal), never returning a partial PDF. It is safe for concurrent use.
+// the same PDF, byte for byte. It fails on input that is not a CII invoice
+// as CII writes it (empty, not XML, another root, a missing mandatory
+// element, an amount that is not a decimal), never returning a partial PDF.
+// It is safe for concurrent use.
 func PDF(xml []byte) ([]byte, error) {
 	v, err := readView(xml)
 	if err != nil {
 		return nil, fmt.Errorf("render: PDF: %w", err)
 	}
-	doc, err := layout(v)
+	doc, fonts, err := layout(v)
 	if err != nil {
 		return nil, fmt.Errorf("render: PDF %s: layout: %w", v.Number, err)
 	}
-	out, err := toPDFA3(doc, xml, v)
+	out, err := toPDFA3(doc, fonts, xml, v)
 	if err != nil {
 		return nil, fmt.Errorf("render: PDF %s: PDF/A-3: %w", v.Number, err)
 	}
@@ -70,30 +68,31 @@ var (
 	colorBorder = &props.Color{Red: 160, Green: 160, Blue: 160}
 )
 
-// layout lays v out on A4 pages with maroto and returns the plain PDF.
-func layout(v *view) ([]byte, error) {
+// layout lays v out on A4 pages with maroto and returns gofpdf's plain PDF
+// (uncompressed, with placeholders for the fonts) and the fonts it used.
+func layout(v *view) ([]byte, []*fontUse, error) {
 	cfg := config.NewBuilder().
 		WithPageSize(pagesize.A4).
 		WithLeftMargin(18).WithRightMargin(15).WithTopMargin(10).WithBottomMargin(12).
-		// Copies: the PDF library's font subsetter appends to slices of the
-		// font bytes it is given, writing into the shared array otherwise.
-		WithCustomFonts([]*entity.CustomFont{
-			{Family: fontFamily, Style: fontstyle.Normal, Bytes: bytes.Clone(fontRegular)},
-			{Family: fontFamily, Style: fontstyle.Bold, Bytes: bytes.Clone(fontBold)},
-		}).
+		// No custom fonts: attachFonts adds them, parsed once (gofpdf.go).
 		WithDefaultFont(&props.Font{Family: fontFamily, Size: sizeBody}).
 		WithPageNumber(props.PageNumber{
 			Pattern: "Seite {current} von {total}", Place: props.RightBottom,
 			Family: fontFamily, Size: sizeSmall, Color: colorGrey,
 		}).
-		WithCompression(true).
+		// toPDFA3 compresses the streams.
+		WithCompression(false).
 		Build()
 	m := maroto.New(cfg)
+	fonts, err := attachFonts(m, v.IssueDate)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := m.RegisterHeader(header(v)...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := m.RegisterFooter(footer(v)...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m.AddRows(heading(v)...)
 	m.AddRows(parties(v)...)
@@ -103,9 +102,13 @@ func layout(v *view) ([]byte, error) {
 	m.AddRows(payment(v)...)
 	doc, err := m.Generate()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return doc.GetBytes(), nil
+	used, err := fonts.written()
+	if err != nil {
+		return nil, nil, err
+	}
+	return doc.GetBytes(), used, nil
 }
 
 // Small constructors for the grid (12 columns).

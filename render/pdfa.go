@@ -2,23 +2,33 @@ package render
 
 import (
 	"bytes"
+	"compress/zlib"
 	"crypto/md5"
 	_ "embed"
 	"encoding/hex"
 	"encoding/xml"
+	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/pdfcpu/pdfcpu/pkg/api"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 )
 
-// PDF/A-3b with the Factur-X / ZUGFeRD structure, added to maroto's plain PDF
-// with pdfcpu (maroto's PDF library cannot write the catalog entries):
+// PDF/A-3b with the Factur-X / ZUGFeRD structure. toPDFA3 copies the
+// objects of gofpdf's plain PDF (pages, content streams, resources) into a
+// new file with the PDF/A header (with its binary comment line) and one
+// clean revision, and writes what gofpdf cannot:
 //
+//   - the fonts: gofpdf wrote a placeholder for each (gofpdf.go); each
+//     becomes a Type0 font with Identity-H (the content streams show UTF-16
+//     code units, which are the CIDs), a CIDFontType2 with the widths of the
+//     characters shown, a CIDToGIDMap, a ToUnicode CMap and the embedded
+//     TrueType subset (font.go);
 //   - the XML as associated file: an EmbeddedFile stream /Subtype /text#2Fxml
 //     with /Params /ModDate, a file specification with /F, /UF and
 //     /AFRelationship, listed in the catalog /AF array and in the
@@ -26,19 +36,11 @@ import (
 //   - XMP metadata (pdfaid part 3, conformance B, the Factur-X extension
 //     schema and its fx: properties, Dublin Core and dates);
 //   - an OutputIntent /GTS_PDFA1 with the sRGB ICC profile (assets/);
-//   - a document information dictionary equal to the XMP and a trailer /ID.
+//   - a document information dictionary equal to the XMP and a trailer /ID
+//     (a digest of the XML).
 //
-// pdfcpu rewrites the whole file, which gives the PDF/A header (with its
-// binary comment line) and one clean revision, but it stamps the clock into
-// the information dictionary and the file ID whenever it writes a whole file.
-// So the information dictionary and the ID that count are written in a small
-// incremental update on top: they carry the issue date and a digest of the
-// XML, equal to the XMP. render itself never reads the clock.
-//
-// Two renderings of one XML therefore show the same pages and carry the same
-// metadata and ID, but are not byte-identical: the superseded first-revision
-// dictionary and ID hold pdfcpu's writing time, and maroto's PDF library
-// numbers the two fonts in map order (maroto offers no way to sort it).
+// Everything comes from the XML (the dates are its issue date) and objects
+// are written in a fixed order, so the same XML gives the same bytes.
 
 // attachmentName is the file name of the embedded XML. The ZUGFeRD 2.x
 // specification names the XML of profile XRECHNUNG xrechnung.xml, but the
@@ -54,160 +56,373 @@ var iccSRGB []byte
 // Fixed document properties.
 const (
 	pdfCreator  = "o2i"
-	pdfProducer = "o2i render (maroto v2, pdfcpu)"
+	pdfProducer = "o2i render (maroto v2)"
 	iccName     = "sRGB IEC61966-2.1"
 )
 
-// toPDFA3 turns maroto's PDF into a PDF/A-3b with xml embedded.
-func toPDFA3(plain, xmlData []byte, v *view) ([]byte, error) {
-	meta := newDocMeta(v)
-	ctx, err := api.ReadContext(bytes.NewReader(plain), pdfcpuConfig())
+// iccCompressed is the ICC profile stream's data, compressed once.
+var iccCompressed = sync.OnceValue(func() []byte {
+	var b bytes.Buffer
+	w, _ := zlib.NewWriterLevel(&b, zlib.BestCompression)
+	_, _ = w.Write(iccSRGB)
+	_ = w.Close()
+	return b.Bytes()
+})
+
+// toPDFA3 turns gofpdf's plain PDF, with the fonts it used, into a
+// PDF/A-3b with xmlData embedded.
+func toPDFA3(plain []byte, fonts []*fontUse, xmlData []byte, v *view) ([]byte, error) {
+	src, err := readPlain(plain)
 	if err != nil {
-		return nil, fmt.Errorf("read: %w", err)
-	}
-	if err := addPDFAStructure(ctx, xmlData, meta); err != nil {
 		return nil, err
 	}
-	var first bytes.Buffer
-	first.Grow(len(plain) + len(xmlData) + len(iccSRGB) + 8192)
-	if err := api.WriteContext(ctx, &first); err != nil {
-		return nil, fmt.Errorf("write: %w", err)
+	meta := newDocMeta(v)
+	w := &pdfWriter{next: src.size}
+	w.buf.Grow(len(plain) + len(xmlData)/4 + 48<<10)
+	w.buf.WriteString("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
+
+	placeholder := map[int]*fontUse{}
+	for _, f := range fonts {
+		placeholder[f.obj] = f
+	}
+	for _, o := range src.objects {
+		switch f := placeholder[o.num]; {
+		case o.num == src.root || o.num == src.info:
+			// written below
+		case f != nil:
+			w.font(o.num, f)
+			delete(placeholder, o.num)
+		default:
+			w.copyObject(o)
+		}
+	}
+	if len(placeholder) > 0 {
+		return nil, errors.New("a font placeholder is not in the PDF")
 	}
 
-	// The update: information dictionary and ID as the XMP says.
-	ctx, err = api.ReadContext(bytes.NewReader(first.Bytes()), pdfcpuConfig())
-	if err != nil {
-		return nil, fmt.Errorf("reread: %w", err)
-	}
-	if ctx.Info == nil {
-		return nil, fmt.Errorf("no information dictionary after writing")
-	}
-	info, err := ctx.DereferenceDict(*ctx.Info)
-	if err != nil {
-		return nil, fmt.Errorf("information dictionary: %w", err)
-	}
-	if info == nil {
-		return nil, fmt.Errorf("information dictionary is empty")
-	}
-	clear(info)
-	for k, s := range meta.info() {
-		info[k] = pdfText(s)
-	}
+	// The XML as associated file.
+	date := pdfString(meta.pdfDate())
 	sum := md5.Sum(xmlData)
-	id := types.HexLiteral(strings.ToUpper(hex.EncodeToString(sum[:])))
-	ctx.ID = types.Array{id, id}
-	ctx.Write.Increment = true
-	ctx.Write.Offset = ctx.Read.FileSize
-	ctx.Write.IncrementWithObjNr(ctx.Info.ObjectNumber.Value())
-	out := bytes.NewBuffer(first.Bytes())
-	if err := api.WriteIncrement(ctx, out); err != nil {
-		return nil, fmt.Errorf("write update: %w", err)
-	}
-	return out.Bytes(), nil
-}
-
-// pdfcpuConfig is pdfcpu's configuration for this package, built here
-// instead of with model.NewDefaultConfiguration, which reads and creates a
-// configuration directory in the user's home.
-func pdfcpuConfig() *model.Configuration {
-	return &model.Configuration{
-		Reader15:                  true,
-		ValidationMode:            model.ValidationRelaxed,
-		UnsupportedResourcePolicy: model.UnsupportedResourceSkip,
-		Eol:                       types.EolLF,
-		// A classic cross-reference table keeps the incremental update
-		// simple; object streams need cross-reference streams.
-		WriteObjectStream: false,
-		WriteXRefStream:   false,
-		Limits:            model.DefaultResourceLimits(),
-	}
-}
-
-// addPDFAStructure adds attachment, XMP and output intent to the catalog.
-func addPDFAStructure(ctx *model.Context, xmlData []byte, meta docMeta) error {
-	root, err := ctx.Catalog()
-	if err != nil {
-		return fmt.Errorf("catalog: %w", err)
-	}
-
-	// The embedded file and its file specification (PDF/A-3 associated file).
-	ef, err := ctx.NewStreamDictForBuf(xmlData)
-	if err != nil {
-		return err
-	}
-	ef.InsertName("Type", "EmbeddedFile")
-	ef.InsertName("Subtype", "text/xml")
-	params := types.NewDict()
-	params.InsertInt("Size", len(xmlData))
-	params.Insert("ModDate", types.StringLiteral(meta.pdfDate()))
-	params.Insert("CreationDate", types.StringLiteral(meta.pdfDate()))
-	sum := md5.Sum(xmlData)
-	params.Insert("CheckSum", types.HexLiteral(hex.EncodeToString(sum[:])))
-	ef.Insert("Params", params)
-	if err := ef.Encode(); err != nil {
-		return fmt.Errorf("embedded file: %w", err)
-	}
-	efRef, err := ctx.IndRefForNewObject(*ef)
-	if err != nil {
-		return err
-	}
-	spec := types.NewDict()
-	spec.InsertName("Type", "Filespec")
-	spec.Insert("F", types.StringLiteral(attachmentName))
-	spec.Insert("UF", types.StringLiteral(attachmentName))
-	spec.Insert("Desc", pdfText(meta.attachmentDesc()))
-	spec.InsertName("AFRelationship", meta.relationship())
-	efDict := types.NewDict()
-	efDict.Insert("F", *efRef)
-	efDict.Insert("UF", *efRef)
-	spec.Insert("EF", efDict)
-	specRef, err := ctx.IndRefForNewObject(spec)
-	if err != nil {
-		return err
-	}
-	root["AF"] = types.Array{*specRef}
-	tree := types.NewDict()
-	tree.Insert("Names", types.Array{types.StringLiteral(attachmentName), *specRef})
-	root["Names"] = types.Dict{"EmbeddedFiles": tree}
-
+	ef := w.stream(fmt.Sprintf("/Type /EmbeddedFile /Subtype /text#2Fxml /Params <</Size %d /CreationDate %s /ModDate %s /CheckSum <%x>>>",
+		len(xmlData), date, date, sum), xmlData, true)
+	spec := w.object(fmt.Sprintf("<</Type /Filespec /F %s /UF %s /Desc %s /AFRelationship /%s /EF <</F %d 0 R /UF %d 0 R>>>>",
+		pdfString(attachmentName), pdfString(attachmentName), pdfString(meta.attachmentDesc()), meta.relationship(), ef, ef))
 	// XMP metadata: uncompressed, as PDF/A requires.
-	md := types.StreamDict{Dict: types.NewDict(), Content: meta.xmp()}
-	md.InsertName("Type", "Metadata")
-	md.InsertName("Subtype", "XML")
-	if err := md.Encode(); err != nil {
-		return fmt.Errorf("metadata: %w", err)
-	}
-	mdRef, err := ctx.IndRefForNewObject(md)
-	if err != nil {
-		return err
-	}
-	root["Metadata"] = *mdRef
-
+	xmp := w.stream("/Type /Metadata /Subtype /XML", meta.xmp(), false)
 	// Output intent with the sRGB profile: maroto paints in DeviceRGB.
-	icc, err := ctx.NewStreamDictForBuf(iccSRGB)
-	if err != nil {
-		return err
-	}
-	icc.InsertInt("N", 3)
-	if err := icc.Encode(); err != nil {
-		return fmt.Errorf("ICC profile: %w", err)
-	}
-	iccRef, err := ctx.IndRefForNewObject(*icc)
-	if err != nil {
-		return err
-	}
-	oi := types.NewDict()
-	oi.InsertName("Type", "OutputIntent")
-	oi.InsertName("S", "GTS_PDFA1")
-	oi.Insert("OutputConditionIdentifier", types.StringLiteral(iccName))
-	oi.Insert("Info", types.StringLiteral(iccName))
-	oi.Insert("RegistryName", types.StringLiteral("http://www.color.org"))
-	oi.Insert("DestOutputProfile", *iccRef)
-	root["OutputIntents"] = types.Array{oi}
+	icc := w.streamData("/N 3 /Filter /FlateDecode", iccCompressed())
 
-	root["Lang"] = types.StringLiteral("de-DE")
-	root["ViewerPreferences"] = types.Dict{"DisplayDocTitle": types.Boolean(true)}
-	return nil
+	w.objectAt(src.root, fmt.Sprintf("<</Type /Catalog /Pages %d 0 R /Metadata %d 0 R /OutputIntents [<</Type /OutputIntent /S /GTS_PDFA1"+
+		" /OutputConditionIdentifier %s /Info %s /RegistryName %s /DestOutputProfile %d 0 R>>]"+
+		" /AF [%d 0 R] /Names <</EmbeddedFiles <</Names [%s %d 0 R]>>>> /Lang %s /ViewerPreferences <</DisplayDocTitle true>>>>",
+		src.pages, xmp, pdfString(iccName), pdfString(iccName), pdfString("http://www.color.org"), icc,
+		spec, pdfString(attachmentName), spec, pdfString("de-DE")))
+	var info strings.Builder
+	info.WriteString("<<")
+	for _, e := range meta.info() {
+		info.WriteString("/" + e[0] + " " + pdfString(e[1]) + " ")
+	}
+	info.WriteString(">>")
+	w.objectAt(src.info, info.String())
+
+	id := strings.ToUpper(hex.EncodeToString(sum[:]))
+	w.finish(fmt.Sprintf("/Root %d 0 R /Info %d 0 R /ID [<%s> <%s>]", src.root, src.info, id, id))
+	return w.buf.Bytes(), nil
+}
+
+// plainPDF is gofpdf's output, split into its objects.
+type plainPDF struct {
+	objects           []plainObject // in file order
+	size              int           // the trailer's /Size
+	root, info, pages int           // object numbers
+}
+
+type plainObject struct {
+	num  int
+	body []byte // between "n 0 obj\n" and "endobj"
+}
+
+// readPlain splits gofpdf's output (one revision, a classic cross-reference
+// table, objects "n 0 obj") into its objects.
+func readPlain(pdf []byte) (*plainPDF, error) {
+	bad := func(what string) (*plainPDF, error) { return nil, fmt.Errorf("plain PDF: %s", what) }
+	i := bytes.LastIndex(pdf, []byte("startxref\n"))
+	if i < 0 {
+		return bad("no startxref")
+	}
+	xref, ok := leadingInt(pdf[i+len("startxref\n"):])
+	if !ok || xref >= i || !bytes.HasPrefix(pdf[xref:], []byte("xref\n0 ")) {
+		return bad("no cross-reference table")
+	}
+	p := &plainPDF{}
+	rest := pdf[xref+len("xref\n0 "):]
+	if p.size, ok = leadingInt(rest); !ok || p.size < 2 {
+		return bad("bad cross-reference table")
+	}
+	rest = rest[bytes.IndexByte(rest, '\n')+1:]
+	const entry = 20 // "0000000015 00000 n \n"
+	if len(rest) < p.size*entry {
+		return bad("short cross-reference table")
+	}
+	trailer := rest[p.size*entry:]
+	if p.root, ok = refAfter(trailer, "/Root "); !ok {
+		return bad("no /Root")
+	}
+	if p.info, ok = refAfter(trailer, "/Info "); !ok {
+		return bad("no /Info")
+	}
+	offsets := make([][2]int, 0, p.size) // offset, number
+	for n := 1; n < p.size; n++ {
+		off, ok := leadingInt(rest[n*entry:])
+		if !ok || off >= xref || rest[n*entry+17] != 'n' {
+			return bad("bad cross-reference entry")
+		}
+		offsets = append(offsets, [2]int{off, n})
+	}
+	slices.SortFunc(offsets, func(a, b [2]int) int { return a[0] - b[0] })
+	for k, o := range offsets {
+		end := xref
+		if k+1 < len(offsets) {
+			end = offsets[k+1][0]
+		}
+		head := strconv.Itoa(o[1]) + " 0 obj\n"
+		body, ok := bytes.CutPrefix(pdf[o[0]:end], []byte(head))
+		if !ok {
+			return bad("object " + strconv.Itoa(o[1]) + " is not where the table says")
+		}
+		if body, ok = bytes.CutSuffix(body, []byte("endobj\n")); !ok {
+			return bad("object " + strconv.Itoa(o[1]) + " does not end with endobj")
+		}
+		p.objects = append(p.objects, plainObject{o[1], body})
+		if o[1] == p.root {
+			if p.pages, ok = refAfter(body, "/Pages "); !ok {
+				return bad("no /Pages in the catalog")
+			}
+		}
+	}
+	return p, nil
+}
+
+// leadingInt parses the decimal number at the start of b.
+func leadingInt(b []byte) (int, bool) {
+	n, i := 0, 0
+	for ; i < len(b) && i < 12 && b[i] >= '0' && b[i] <= '9'; i++ {
+		n = 10*n + int(b[i]-'0')
+	}
+	return n, i > 0
+}
+
+// refAfter returns the object number of the reference after key in b.
+func refAfter(b []byte, key string) (int, bool) {
+	i := bytes.Index(b, []byte(key))
+	if i < 0 {
+		return 0, false
+	}
+	return leadingInt(b[i+len(key):])
+}
+
+// pdfWriter writes a PDF file object by object.
+type pdfWriter struct {
+	buf     bytes.Buffer
+	offsets []int // by object number; 0 = not written
+	next    int   // the next free object number
+	z       bytes.Buffer
+}
+
+func (w *pdfWriter) begin(num int) {
+	for len(w.offsets) <= num {
+		w.offsets = append(w.offsets, 0)
+	}
+	w.offsets[num] = w.buf.Len()
+	w.buf.WriteString(strconv.Itoa(num))
+	w.buf.WriteString(" 0 obj\n")
+}
+
+// objectAt writes object num.
+func (w *pdfWriter) objectAt(num int, body string) {
+	w.begin(num)
+	w.buf.WriteString(body)
+	w.buf.WriteString("\nendobj\n")
+}
+
+// object writes a new object and returns its number.
+func (w *pdfWriter) object(body string) int {
+	n := w.next
+	w.next++
+	w.objectAt(n, body)
+	return n
+}
+
+// stream writes a new stream object with the entries dict (without
+// /Length and /Filter) and returns its number.
+func (w *pdfWriter) stream(dict string, data []byte, compress bool) int {
+	if compress {
+		data = w.deflate(data)
+		dict += " /Filter /FlateDecode"
+	}
+	return w.streamData(dict, data)
+}
+
+// streamData writes a new stream object with data as it is.
+func (w *pdfWriter) streamData(dict string, data []byte) int {
+	n := w.next
+	w.next++
+	w.streamAt(n, dict, data)
+	return n
+}
+
+func (w *pdfWriter) streamAt(num int, dict string, data []byte) {
+	w.begin(num)
+	w.buf.WriteString("<<")
+	w.buf.WriteString(dict)
+	w.buf.WriteString(" /Length ")
+	w.buf.WriteString(strconv.Itoa(len(data)))
+	w.buf.WriteString(">>\nstream\n")
+	w.buf.Write(data)
+	w.buf.WriteString("\nendstream\nendobj\n")
+}
+
+// zlibWriters are reused: a new one allocates about 1 MB.
+var zlibWriters = sync.Pool{New: func() any {
+	z, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	return z
+}}
+
+// deflate returns data compressed; the result is valid until the next call.
+func (w *pdfWriter) deflate(data []byte) []byte {
+	w.z.Reset()
+	z := zlibWriters.Get().(*zlib.Writer)
+	z.Reset(&w.z)
+	_, _ = z.Write(data) // a bytes.Buffer does not fail
+	_ = z.Close()
+	zlibWriters.Put(z)
+	return w.z.Bytes()
+}
+
+// copyObject copies an object of gofpdf's PDF, compressing the content
+// streams: layout turns gofpdf's compression off, which takes a new
+// compressor (about 1 MB) for every stream.
+func (w *pdfWriter) copyObject(o plainObject) {
+	if rest, ok := bytes.CutPrefix(o.body, []byte("<</Length ")); ok {
+		n, _ := leadingInt(rest)
+		head := "<</Length " + strconv.Itoa(n) + ">>\nstream\n"
+		if data, ok := bytes.CutPrefix(o.body, []byte(head)); ok && len(data) == n+len("\nendstream\n") {
+			w.streamAt(o.num, "/Filter /FlateDecode", w.deflate(data[:n]))
+			return
+		}
+	}
+	w.begin(o.num)
+	w.buf.Write(o.body)
+	w.buf.WriteString("endobj\n")
+}
+
+// finish writes the cross-reference table and the trailer.
+func (w *pdfWriter) finish(trailer string) {
+	xref := w.buf.Len()
+	w.buf.WriteString("xref\n0 ")
+	w.buf.WriteString(strconv.Itoa(len(w.offsets)))
+	w.buf.WriteString("\n0000000000 65535 f \n")
+	for _, off := range w.offsets[1:] {
+		fmt.Fprintf(&w.buf, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&w.buf, "trailer\n<</Size %d %s>>\nstartxref\n%d\n%%%%EOF\n", len(w.offsets), trailer, xref)
+}
+
+// font writes the font of a placeholder as a Type0 font (object num) with
+// its descendant font, descriptor, subset, CIDToGIDMap and ToUnicode CMap.
+func (w *pdfWriter) font(num int, u *fontUse) {
+	f := u.font
+	runes := make([]rune, 0, len(u.runes))
+	for r := range u.runes {
+		// Only BMP characters are CIDs of their own (gofpdf writes UTF-16).
+		if r > 0 && r < 0xFFFF {
+			runes = append(runes, rune(r))
+		}
+	}
+	slices.Sort(runes)
+	sub := f.prog.subset(runes)
+	name := subsetTag(runes) + "+" + f.prog.psName
+
+	prog := w.stream("/Length1 "+strconv.Itoa(len(sub.program)), sub.program, true)
+	cidToGID := "/Identity"
+	if sub.cidToGID != nil {
+		cidToGID = strconv.Itoa(w.stream("", sub.cidToGID, true)) + " 0 R"
+	}
+	toUnicode := w.stream("", toUnicodeCMap(runes), true)
+	d := &f.desc
+	// Flags: symbolic (4), not nonsymbolic (32), as for any CID font.
+	desc := w.object(fmt.Sprintf("<</Type /FontDescriptor /FontName /%s /Flags %d /FontBBox [%d %d %d %d] /ItalicAngle %d"+
+		" /Ascent %d /Descent %d /CapHeight %d /StemV %d /MissingWidth %d /FontFile2 %d 0 R>>",
+		name, (d.Flags|4)&^32, d.FontBBox.Xmin, d.FontBBox.Ymin, d.FontBBox.Xmax, d.FontBBox.Ymax, d.ItalicAngle,
+		d.Ascent, d.Descent, d.CapHeight, d.StemV, d.MissingWidth, prog))
+	cid := w.object(fmt.Sprintf("<</Type /Font /Subtype /CIDFontType2 /BaseFont /%s"+
+		" /CIDSystemInfo <</Registry (Adobe) /Ordering (Identity) /Supplement 0>> /FontDescriptor %d 0 R"+
+		" /DW %d /W [%s] /CIDToGIDMap %s>>", name, desc, d.MissingWidth, widths(f.prog, runes), cidToGID))
+	w.objectAt(num, fmt.Sprintf("<</Type /Font /Subtype /Type0 /BaseFont /%s /Encoding /Identity-H /DescendantFonts [%d 0 R] /ToUnicode %d 0 R>>",
+		name, cid, toUnicode))
+}
+
+// widths is the CIDFont's /W array: the width of each character shown that
+// the font has, in runs of consecutive CIDs ("c [w1 w2 ...]").
+func widths(f *ttf, runes []rune) string {
+	var b strings.Builder
+	prev := rune(-2)
+	for _, r := range runes {
+		if f.glyph[r] == 0 {
+			continue // the default width, /DW
+		}
+		if r != prev+1 {
+			if prev >= 0 {
+				b.WriteString("] ")
+			}
+			b.WriteString(strconv.Itoa(int(r)))
+			b.WriteString(" [")
+		} else {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.Itoa(f.width(r)))
+		prev = r
+	}
+	if prev >= 0 {
+		b.WriteByte(']')
+	}
+	return b.String()
+}
+
+// subsetTag is the six capital letters that name a font subset, derived
+// from the characters in it.
+func subsetTag(runes []rune) string {
+	h := fnv.New64a()
+	for _, r := range runes {
+		_, _ = h.Write([]byte{byte(r >> 8), byte(r)}) // BMP code points
+	}
+	sum := h.Sum64()
+	tag := make([]byte, 6)
+	for i := range tag {
+		tag[i] = 'A' + byte(sum%26)
+		sum /= 26
+	}
+	return string(tag)
+}
+
+// toUnicodeCMap maps each CID shown (its code point) to its character.
+func toUnicodeCMap(runes []rune) []byte {
+	var b bytes.Buffer
+	b.WriteString("/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n" +
+		"/CIDSystemInfo <</Registry (Adobe) /Ordering (UCS) /Supplement 0>> def\n" +
+		"/CMapName /Adobe-Identity-UCS def\n/CMapType 2 def\n" +
+		"1 begincodespacerange\n<0000> <FFFF>\nendcodespacerange\n")
+	for len(runes) > 0 {
+		n := min(len(runes), 100) // at most 100 entries per block
+		fmt.Fprintf(&b, "%d beginbfchar\n", n)
+		for _, r := range runes[:n] {
+			fmt.Fprintf(&b, "<%04X> <%04X>\n", r, r)
+		}
+		b.WriteString("endbfchar\n")
+		runes = runes[n:]
+	}
+	b.WriteString("endcmap\nCMapName currentdict /CMap defineresource pop\nend\nend")
+	return b.Bytes()
 }
 
 // docMeta is what the information dictionary and the XMP both say.
@@ -258,17 +473,17 @@ func (m docMeta) pdfDate() string { return m.date.UTC().Format("D:20060102150405
 
 func (m docMeta) xmpDate() string { return m.date.UTC().Format("2006-01-02T15:04:05Z") }
 
-// info is the document information dictionary; each entry has its XMP
-// counterpart in xmp.
-func (m docMeta) info() map[string]string {
-	return map[string]string{
-		"Title":        m.title,     // dc:title
-		"Author":       m.author,    // dc:creator
-		"Subject":      m.subject,   // dc:description
-		"Creator":      pdfCreator,  // xmp:CreatorTool
-		"Producer":     pdfProducer, // pdf:Producer
-		"CreationDate": m.pdfDate(), // xmp:CreateDate
-		"ModDate":      m.pdfDate(), // xmp:ModifyDate
+// info is the document information dictionary, in a fixed order; each
+// entry has its XMP counterpart in xmp.
+func (m docMeta) info() [][2]string {
+	return [][2]string{
+		{"Title", m.title},            // dc:title
+		{"Author", m.author},          // dc:creator
+		{"Subject", m.subject},        // dc:description
+		{"Creator", pdfCreator},       // xmp:CreatorTool
+		{"Producer", pdfProducer},     // pdf:Producer
+		{"CreationDate", m.pdfDate()}, // xmp:CreateDate
+		{"ModDate", m.pdfDate()},      // xmp:ModifyDate
 	}
 }
 
@@ -354,25 +569,26 @@ func (m docMeta) xmp() []byte {
 	return b.Bytes()
 }
 
-// pdfText encodes s as a PDF text string: PDFDocEncoding for ASCII,
-// UTF-16BE with byte order mark otherwise.
-func pdfText(s string) types.StringLiteral {
+var escapeLiteral = strings.NewReplacer(`\`, `\\`, "(", `\(`, ")", `\)`)
+
+// pdfString writes s as a PDF text string: a literal in PDFDocEncoding if
+// s is printable ASCII, else UTF-16BE with byte order mark, in hex.
+func pdfString(s string) string {
 	ascii := true
 	for i := range len(s) {
-		if s[i] >= utf8.RuneSelf {
+		if s[i] < 0x20 || s[i] >= utf8.RuneSelf {
 			ascii = false
 			break
 		}
 	}
 	if ascii {
-		e, err := types.Escape(s)
-		if err == nil {
-			return types.StringLiteral(*e)
-		}
+		return "(" + escapeLiteral.Replace(s) + ")"
 	}
-	e, err := types.EscapedUTF16String(s)
-	if err != nil {
-		return types.StringLiteral("")
+	var b strings.Builder
+	b.WriteString("<FEFF")
+	for _, u := range utf16.Encode([]rune(s)) {
+		fmt.Fprintf(&b, "%04X", u)
 	}
-	return types.StringLiteral(*e)
+	b.WriteByte('>')
+	return b.String()
 }
