@@ -58,25 +58,8 @@ func (s *Service) cancelOrder(ctx context.Context, projectID, key, reqID, orderN
 			if err != nil {
 				return response{}, err
 			}
-			if o.status != "cancelled" {
-				var documents bool
-				if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM invoices WHERE order_id = $1)`, o.id).Scan(&documents); err != nil {
-					return response{}, err
-				}
-				err := tx.QueryRow(ctx, `UPDATE orders SET status = 'cancelled', correction_pending = correction_pending OR $2,
-						version = version + 1, updated_at = now()
-					WHERE id = $1 RETURNING version, updated_at, correction_pending`, o.id, documents).
-					Scan(&o.version, &o.updatedAt, &o.correctionPending)
-				if err != nil {
-					return response{}, err
-				}
-				o.status = "cancelled"
-				if err := resolveTasks(ctx, tx, projectID, holdKinds, o.orderNo, "order cancelled"); err != nil {
-					return response{}, err
-				}
-				if err := o.enqueueState(ctx, tx, projectID, event.OrderUpdated); err != nil {
-					return response{}, err
-				}
+			if _, err := cancelTx(ctx, tx, projectID, &o, "order cancelled"); err != nil {
+				return response{}, err
 			}
 			body, err := renderData(reqID, OrderResult{ID: o.id, OrderNo: o.orderNo, Status: o.status})
 			if err != nil {
@@ -87,4 +70,30 @@ func (s *Service) cancelOrder(ctx context.Context, projectID, key, reqID, orderN
 		return err
 	})
 	return resp, err
+}
+
+// cancelTx marks the locked order cancelled in tx, with a correction pending
+// when it has documents to cancel, resolves its hold tasks with reason, and
+// publishes its state. It returns false when the order was cancelled
+// already (nothing changes).
+func cancelTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow, reason string) (bool, error) {
+	if o.status == "cancelled" {
+		return false, nil
+	}
+	var documents bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM invoices WHERE order_id = $1)`, o.id).Scan(&documents); err != nil {
+		return false, err
+	}
+	err := tx.QueryRow(ctx, `UPDATE orders SET status = 'cancelled', correction_pending = correction_pending OR $2,
+			version = version + 1, updated_at = now()
+		WHERE id = $1 RETURNING version, updated_at, correction_pending`, o.id, documents).
+		Scan(&o.version, &o.updatedAt, &o.correctionPending)
+	if err != nil {
+		return false, err
+	}
+	o.status = "cancelled"
+	if err := resolveTasks(ctx, tx, projectID, holdKinds, o.orderNo, reason); err != nil {
+		return false, err
+	}
+	return true, o.enqueueState(ctx, tx, projectID, event.OrderUpdated)
 }

@@ -63,7 +63,7 @@ func (s *Service) CancelSuperseded(ctx context.Context, projectID, orderID strin
 func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow, paymentRef string,
 	seller billing.Seller, issueDate, now time.Time) ([]Issued, []event.Event, error) {
 	rows, err := tx.Query(ctx, `SELECT id::text, number, document FROM invoices i
-		WHERE order_id = $1 AND type <> 'cancellation' AND status <> 'failed'
+		WHERE order_id = $1 AND type IN ('invoice', 'voucher_sale') AND status <> 'failed'
 		AND NOT EXISTS (SELECT 1 FROM invoices c WHERE c.cancels = i.id)
 		ORDER BY created_at, seq`, o.id)
 	if err != nil {

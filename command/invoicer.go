@@ -252,12 +252,13 @@ func parseOrderEvent(raw []byte) (orderJob, bool) {
 		GrossTotalCents   *int64                   `json:"grossTotalCents"`
 		CreditRedemptions []event.CreditRedemption `json:"creditRedemptions"`
 		CorrectionPending bool                     `json:"correctionPending"`
+		RefundPending     int64                    `json:"refundPendingCents"`
 	}
 	if err := ev.DecodeData(&head); err != nil || head.ID == "" {
 		slog.Warn("invoicer: undecodable order event", "eventId", ev.ID, "err", err)
 		return orderJob{}, false
 	}
-	o := event.Order{ID: head.ID, Status: head.Status, FulfillmentStatus: head.FulfillmentStatus, CorrectionPending: head.CorrectionPending, OrderContent: event.OrderContent{
+	o := event.Order{ID: head.ID, Status: head.Status, FulfillmentStatus: head.FulfillmentStatus, CorrectionPending: head.CorrectionPending, RefundPendingCents: head.RefundPending, OrderContent: event.OrderContent{
 		OrderNo: head.OrderNo, RequiresShipping: head.RequiresShipping, PaymentGateway: head.PaymentGateway,
 		FinancialStatus: head.FinancialStatus, GrossTotalCents: head.GrossTotalCents, CreditRedemptions: head.CreditRedemptions}}
 	return orderJob{eventID: ev.ID, projectID: ev.ProjectID, order: o, raw: raw}, true
@@ -290,23 +291,32 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 		}
 		return err
 	}
-	if !due {
-		return nil
+	if due {
+		dates := IssueDates{IssueDate: iv.now().UTC()}
+		if paidAt != nil {
+			dates.PaymentDate = paidAt.UTC()
+		}
+		issued, err := iv.svc.IssueInvoices(ctx, j.projectID, o.ID, dates)
+		var held *HeldError
+		switch {
+		case errors.As(err, &held):
+			slog.Info("invoicer: order held as task", "orderNo", o.OrderNo, "task", held.Kind)
+			return nil
+		case err != nil:
+			return err
+		}
+		if err := iv.archiveAll(ctx, j.projectID, issued); err != nil {
+			return err
+		}
 	}
-	dates := IssueDates{IssueDate: iv.now().UTC()}
-	if paidAt != nil {
-		dates.PaymentDate = paidAt.UTC()
+	if o.RefundPendingCents > 0 {
+		notes, err := iv.svc.IssueCreditNotes(ctx, j.projectID, o.ID, iv.now().UTC())
+		if err != nil {
+			return err
+		}
+		return iv.archiveAll(ctx, j.projectID, notes)
 	}
-	issued, err := iv.svc.IssueInvoices(ctx, j.projectID, o.ID, dates)
-	var held *HeldError
-	switch {
-	case errors.As(err, &held):
-		slog.Info("invoicer: order held as task", "orderNo", o.OrderNo, "task", held.Kind)
-		return nil
-	case err != nil:
-		return err
-	}
-	return iv.archiveAll(ctx, j.projectID, issued)
+	return nil
 }
 
 // archiveAll archives the issued documents. A failure tries the event

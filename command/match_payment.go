@@ -36,7 +36,9 @@ import (
 // payment_intent.succeeded is matched to the order whose paymentRef is the
 // payment intent's id: the order becomes paid (once; later payments of the
 // same reference are recorded, not applied) and an order.updated event lets
-// the invoicer issue the invoice when the order is due. A payment without
+// the invoicer issue the invoice when the order is due. An order invoiced
+// already (an open item) is closed by it; a payment that is not the amount
+// its invoice asks for opens a payment_amount_mismatch task. A payment without
 // such an order waits as "no order" with a review task; it is matched when
 // the order arrives. Other event types are recorded as received and change
 // nothing.
@@ -61,7 +63,7 @@ type PaymentResult struct {
 // StripeEvent is the part of a Stripe event the service reads.
 type StripeEvent struct {
 	ID      string `json:"id" required:"true"`
-	Type    string `json:"type" required:"true" description:"payment_intent.succeeded is applied; other types are recorded"`
+	Type    string `json:"type" required:"true" description:"payment_intent.succeeded and charge.refunded are applied; other types are recorded"`
 	Created int64  `json:"created,omitempty"`
 	Data    struct {
 		Object struct {
@@ -69,6 +71,9 @@ type StripeEvent struct {
 			Object         string `json:"object,omitempty"`
 			Amount         int64  `json:"amount,omitempty"`
 			AmountReceived int64  `json:"amount_received,omitempty"`
+			AmountRefunded int64  `json:"amount_refunded,omitempty" description:"charge.refunded: the charge's refunded total so far"`
+			Refunded       bool   `json:"refunded,omitempty" description:"charge.refunded: the charge is refunded in full"`
+			PaymentIntent  string `json:"payment_intent,omitempty" description:"charge.refunded: the payment intent of the charge, matched with an order's paymentRef"`
 			Currency       string `json:"currency,omitempty"`
 		} `json:"object" required:"true"`
 	} `json:"data" required:"true"`
@@ -86,7 +91,9 @@ const webhookDescription = "The payment provider's webhook (Stripe). Public: aut
 	"than five minutes signature is 400 invalid_signature. Each event id is applied once; a repeated delivery is 200 " +
 	"with duplicate true. payment_intent.succeeded pays the order whose paymentRef is the payment intent id (the " +
 	"invoice follows when the order is due); without such an order the payment waits, with a review task, until the " +
-	"order arrives."
+	"order arrives. charge.refunded (matched by the charge's payment_intent) with the whole charge refunded at once cancels " +
+	"the order (its documents get cancellations); a partial refund gets a credit note (type code 381, Rechnungskorrektur) " +
+	"for the newly refunded gross, split over the invoice's VAT rates by their gross (largest remainder)."
 
 func (s *Service) postStripeWebhook(w http.ResponseWriter, r *http.Request) error {
 	body, err := httpx.ReadBody(r, maxWebhookBody)
@@ -180,6 +187,19 @@ ON CONFLICT (project_id, provider, provider_event_id) DO NOTHING`,
 			return tx.QueryRow(ctx, `SELECT o.order_no FROM payments p LEFT JOIN orders o ON o.id = p.order_id
 WHERE p.project_id = $1 AND p.provider = 'stripe' AND p.provider_event_id = $2`, projectID, ev.ID).Scan(&res.OrderNo)
 		}
+		if ev.Type == "charge.refunded" && obj.PaymentIntent != "" {
+			orderNo, applied, err := refundOrder(ctx, tx, projectID, obj.PaymentIntent, obj.AmountRefunded, obj.Amount, obj.Refunded)
+			if err != nil {
+				return err
+			}
+			if orderNo == "" {
+				return openTask(ctx, tx, projectID, TaskRefundWithoutOrder, obj.PaymentIntent, map[string]any{
+					"paymentRef": obj.PaymentIntent, "eventId": ev.ID, "amountRefundedCents": obj.AmountRefunded,
+				})
+			}
+			res.OrderNo, res.Applied = &orderNo, applied
+			return nil
+		}
 		if ev.Type != "payment_intent.succeeded" || obj.ID == "" {
 			return nil
 		}
@@ -223,6 +243,23 @@ func payOrder(ctx context.Context, tx pgx.Tx, projectID, paymentID, ref string, 
 WHERE id = $1 RETURNING version, updated_at`, o.id, at, amount).Scan(&o.version, &o.updatedAt)
 	if err != nil {
 		return "", false, err
+	}
+	// An invoiced order (an open item of an invoice-first gateway) is paid
+	// now: the amount must be what its documents ask for, to the cent.
+	if o.status == "invoiced" {
+		var due int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce(sum(due_cents), 0) FROM invoices i
+			WHERE order_id = $1 AND type IN ('invoice', 'voucher_sale') AND status <> 'failed'
+			AND NOT EXISTS (SELECT 1 FROM invoices c WHERE c.cancels = i.id)`, o.id).Scan(&due); err != nil {
+			return "", false, err
+		}
+		if due != amount {
+			if err := openTask(ctx, tx, projectID, TaskPaymentAmountMismatch, o.orderNo, map[string]any{
+				"orderNo": o.orderNo, "paidCents": amount, "dueCents": due,
+			}); err != nil {
+				return "", false, err
+			}
+		}
 	}
 	return o.orderNo, true, o.enqueueState(ctx, tx, projectID, event.OrderUpdated)
 }

@@ -29,6 +29,7 @@ type orderRow struct {
 	updatedAt         time.Time
 	invoicedAt        *time.Time
 	correctionPending bool
+	refundPending     int64 // refunded gross no credit note covers yet
 }
 
 // lockedOrderRow is an order row locked FOR UPDATE with what its changes need.
@@ -38,6 +39,7 @@ type lockedOrderRow struct {
 	requiresShipping bool
 	paidAt           *time.Time
 	paidCents        *int64 // the provider's payment, when matched
+	refundedCents    int64  // what the provider reported refunded in all
 	content          []byte
 }
 
@@ -46,10 +48,12 @@ type lockedOrderRow struct {
 func lockOrder(ctx context.Context, tx pgx.Tx, projectID, column, value string) (lockedOrderRow, error) {
 	var o lockedOrderRow
 	err := tx.QueryRow(ctx, `SELECT id::text, order_no, version, status, fulfillment_status, shipped_at, supplied_at, tracking_number,
-  created_at, updated_at, invoiced_at, correction_pending, requires_shipping, paid_at, paid_cents, content
+  created_at, updated_at, invoiced_at, correction_pending, refund_pending_cents, requires_shipping, paid_at, paid_cents,
+  refunded_cents, content
 FROM orders WHERE project_id = $1 AND `+column+` = $2 FOR UPDATE`, projectID, value).
 		Scan(&o.id, &o.orderNo, &o.version, &o.status, &o.fulfillmentStatus, &o.shippedAt, &o.suppliedAt, &o.trackingNumber,
-			&o.createdAt, &o.updatedAt, &o.invoicedAt, &o.correctionPending, &o.requiresShipping, &o.paidAt, &o.paidCents, &o.content)
+			&o.createdAt, &o.updatedAt, &o.invoicedAt, &o.correctionPending, &o.refundPending, &o.requiresShipping, &o.paidAt, &o.paidCents,
+			&o.refundedCents, &o.content)
 	return o, err
 }
 
@@ -72,7 +76,7 @@ func (r orderRow) state(projectID string, c event.OrderContent) event.Order {
 		ID: r.id, ProjectID: projectID, Status: r.status, Version: r.version,
 		FulfillmentStatus: r.fulfillmentStatus, ShippedAt: utc(r.shippedAt), SuppliedAt: utc(r.suppliedAt),
 		CreatedAt: r.createdAt.UTC(), UpdatedAt: r.updatedAt.UTC(), InvoicedAt: utc(r.invoicedAt),
-		CorrectionPending: r.correctionPending, OrderContent: c,
+		CorrectionPending: r.correctionPending, RefundPendingCents: r.refundPending, OrderContent: c,
 	}
 	if r.trackingNumber != nil {
 		o.TrackingNumber = *r.trackingNumber

@@ -284,9 +284,14 @@ func writeSettlement(w *writer, inv *billing.Invoice) {
 		w.date("ram:EndDateTime", "udt", p.End)
 		w.close("ram:BillingSpecifiedPeriod")
 	}
-	if pm.Terms != "" {
+	if pm.Terms != "" || !pm.DueDate.IsZero() {
 		w.open("ram:SpecifiedTradePaymentTerms")
-		w.text("ram:Description", pm.Terms)
+		if pm.Terms != "" {
+			w.text("ram:Description", pm.Terms)
+		}
+		if !pm.DueDate.IsZero() {
+			w.date("ram:DueDateDateTime", "udt", pm.DueDate) // BT-9
+		}
 		w.close("ram:SpecifiedTradePaymentTerms")
 	}
 	t := &inv.Totals

@@ -203,9 +203,15 @@ func readView(data []byte) (*view, error) {
 	case string(billing.TypeInvoice):
 		v.Title, v.TitleEN = "Rechnung", "Invoice"
 	case string(billing.TypeCreditNote):
-		// billing issues 381 only as a cancellation (positive amounts); a
-		// seller's document is never titled "Gutschrift" (self-billing).
+		// billing issues 381 as a cancellation or, for a partial refund, a
+		// correction (its note begins "Rechnungskorrektur"); a seller's
+		// document is never titled "Gutschrift" (self-billing).
 		v.Title, v.TitleEN = "Stornorechnung", "Cancellation invoice"
+		for _, n := range d.Notes {
+			if strings.HasPrefix(n, "Rechnungskorrektur") {
+				v.Title, v.TitleEN = "Rechnungskorrektur", "Credit note (partial refund)"
+			}
+		}
 	case string(billing.TypeCorrected):
 		v.Title, v.TitleEN = "Rechnungskorrektur", "Corrected invoice"
 	default:

@@ -160,6 +160,7 @@ func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writ
 	accounting := f.String("accounting", "", "accrual or cash")
 	gateways := f.String("invoice-first-gateways", "", "comma-separated invoice-first payment gateways (exact spelling)")
 	oss := f.Bool("oss-registered", false, "registered for the one-stop shop (destination-country VAT for EU consumers)")
+	termDays := f.Int("payment-term-days", 0, "payment term of invoice-first invoices (open items) in days; 0: the default, 14")
 	rps := f.Int("rate-limit", 0, "requests per second per key")
 	burst := f.Int("rate-burst", 0, "burst per key")
 	values := map[string]*string{}
@@ -168,6 +169,9 @@ func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writ
 	}
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if *termDays < 0 || *termDays > 365 {
+		return fmt.Errorf("--payment-term-days: %d is not from 0 to 365", *termDays)
 	}
 	if f.isSet("invoice-number-pattern") && *values["invoice-number-pattern"] != "" {
 		if _, err := billing.ParseNumberPattern(*values["invoice-number-pattern"]); err != nil {
@@ -206,6 +210,9 @@ func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writ
 		}
 		if f.isSet("oss-registered") {
 			s.OSSRegistered = *oss
+		}
+		if f.isSet("payment-term-days") {
+			s.PaymentTermDays = *termDays
 		}
 	}
 	return f.print(ctx, stdout, func(pool *pgxpool.Pool) (any, error) {

@@ -694,6 +694,17 @@ func payment(o *Order, s *Seller, inv *Invoice) PaymentMeans {
 	switch {
 	case inv.Totals.DueCents == 0:
 		pm.Terms = "Der Rechnungsbetrag ist bereits vollständig beglichen."
+	case o.PaymentGateway != "" && slices.Contains(s.InvoiceFirstGateways, o.PaymentGateway):
+		// An open item: payable by credit transfer within the term.
+		days := s.PaymentTermDays
+		if days <= 0 {
+			days = DefaultPaymentTermDays
+		}
+		pm.DueDate = inv.IssueDate.AddDate(0, 0, days)
+		pm.Terms = fmt.Sprintf("Zahlbar innerhalb von %d Tagen ohne Abzug bis zum %s.", days, pm.DueDate.Format("02.01.2006"))
+		if pm.IBAN != "" {
+			pm.Terms += " Bitte überweisen Sie den Betrag unter Angabe des Verwendungszwecks " + pm.Reference + "."
+		}
 	case o.FinancialStatus == "paid" && o.PaymentGateway != "":
 		pm.Terms = "Bereits bezahlt über " + o.PaymentGateway + "."
 	default:
@@ -701,6 +712,10 @@ func payment(o *Order, s *Seller, inv *Invoice) PaymentMeans {
 	}
 	return pm
 }
+
+// DefaultPaymentTermDays is the payment term of open items when the
+// project sets none.
+const DefaultPaymentTermDays = 14
 
 // TestNote is the document note that marks a test document.
 const TestNote = "TESTDOKUMENT: Testbeleg ohne steuerliche Wirkung, keine Rechnung im Sinne des § 14 UStG. / TEST DOCUMENT: not a valid invoice."

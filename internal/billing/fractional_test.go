@@ -2,6 +2,7 @@ package billing_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,4 +140,112 @@ func asFieldErrors(t *testing.T, err error) billing.FieldErrors {
 		t.Fatalf("error %T %v, want FieldErrors", err, err)
 	}
 	return fe
+}
+
+// TestOpenItemPaymentTerms: an invoice-first order's invoice is an open item
+// with a due date (BT-9) after the project's payment term and terms text
+// (BT-20) naming it; other invoices have no due date.
+func TestOpenItemPaymentTerms(t *testing.T) {
+	t.Parallel()
+	day := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	price := int64(1000)
+	rate, _ := money.ParseDecimal("19")
+	tests := []struct {
+		name    string
+		gateway string
+		days    int
+		want    time.Time
+		terms   string
+	}{
+		{"invoice-first, default term", "invoice", 0, day.AddDate(0, 0, 14), "Zahlbar innerhalb von 14 Tagen ohne Abzug bis zum 16.03.2026."},
+		{"invoice-first, 30 days", "invoice", 30, day.AddDate(0, 0, 30), "Zahlbar innerhalb von 30 Tagen ohne Abzug bis zum 01.04.2026."},
+		{"gateway spelled differently", "Invoice", 30, time.Time{}, "Zahlbar sofort ohne Abzug."},
+		{"provider payment", "stripe", 30, time.Time{}, "Zahlbar sofort ohne Abzug."},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := billing.ExampleSeller()
+			s.InvoiceFirstGateways, s.PaymentTermDays = []string{"invoice"}, tc.days
+			o := billing.Order{OrderNo: "T-1", RequiresShipping: true, PaymentGateway: tc.gateway,
+				Items:          []billing.Item{{Name: "Tee", Quantity: money.Int(1), UnitNetCents: &price, TaxRate: &rate}},
+				BillingAddress: billing.Address{CountryCode: "DE", Name: "Max Mustermann", Street: "Hauptstraße 5", PostalCode: "80331", City: "München"}}
+			invs, err := billing.Compute(o, s, billing.Context{IssueDate: day, SupplyDate: day, Numbers: []string{"RE-2026-000001"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pm := invs[0].Payment
+			if !pm.DueDate.Equal(tc.want) || !strings.HasPrefix(pm.Terms, tc.terms) {
+				t.Errorf("due %v terms %q, want %v %q", pm.DueDate, pm.Terms, tc.want, tc.terms)
+			}
+		})
+	}
+}
+
+// TestRefundSplitsByGrossRatio: a partial refund becomes a credit note (381)
+// referencing the invoice, split over its VAT rates by their gross with the
+// largest remainder; every cent of the refund is on the document (a cent no
+// rate step reaches is the rounding amount), and the XML passes the rules.
+func TestRefundSplitsByGrossRatio(t *testing.T) {
+	t.Parallel()
+	day := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	r19, _ := money.ParseDecimal("19")
+	r7, _ := money.ParseDecimal("7")
+	p1, p2 := int64(10000), int64(5000)
+	o := billing.Order{OrderNo: "R-1", RequiresShipping: true,
+		Items: []billing.Item{{Name: "Jacke", Quantity: money.Int(1), UnitNetCents: &p1, TaxRate: &r19},
+			{Name: "Buch", Quantity: money.Int(1), UnitNetCents: &p2, TaxRate: &r7}},
+		BillingAddress: billing.Address{CountryCode: "DE", Name: "Max Mustermann", Street: "Hauptstraße 5", PostalCode: "80331", City: "München"}}
+	invs, err := billing.Compute(o, billing.ExampleSeller(), billing.Context{IssueDate: day, SupplyDate: day, Numbers: []string{"RE-2026-000001"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := invs[0] // 100.00 + 19.00 and 50.00 + 3.50: 172.50
+	tests := []struct {
+		refund money.Cents
+		parts  []money.Cents // gross per rate: 19 %, 7 %
+	}{
+		// 50.00 x 119/172.5 = 34.4927, x 53.5/172.5 = 15.5072: 3449 + 1550 = 4999, the cent to the larger remainder (7 %)
+		{5000, []money.Cents{3449, 1551}},
+		{1, []money.Cents{1, 0}},
+		{17249, []money.Cents{11899, 5350}},
+	}
+	for _, tc := range tests {
+		c, err := billing.Refund(orig, "RE-2026-000002", day.AddDate(0, 0, 5), tc.refund)
+		if err != nil {
+			t.Fatalf("refund %s: %v", tc.refund, err)
+		}
+		if c.TypeCode != billing.TypeCreditNote || c.Kind != billing.KindCreditNote || c.Preceding == nil || c.Preceding.Number != orig.Number {
+			t.Errorf("refund %s: type %s kind %s preceding %+v", tc.refund, c.TypeCode, c.Kind, c.Preceding)
+		}
+		if c.Totals.DueCents != tc.refund {
+			t.Errorf("refund %s: amount due %s", tc.refund, c.Totals.DueCents)
+		}
+		var got []money.Cents
+		for _, v := range c.VAT {
+			got = append(got, v.BaseCents+v.TaxCents)
+		}
+		var sum money.Cents
+		for i, g := range got {
+			sum += g
+			if d := g - tc.parts[i]; d < -1 || d > 1 {
+				t.Errorf("refund %s: part %d is %s, want %s (± the rounding cent)", tc.refund, i, g, tc.parts[i])
+			}
+		}
+		if sum+c.Totals.RoundingCents != tc.refund {
+			t.Errorf("refund %s: parts %v + rounding %s", tc.refund, got, c.Totals.RoundingCents)
+		}
+		xml, err := render.CII(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fs := einvoice.CheckXML(xml); len(fs) > 0 {
+			t.Errorf("refund %s: %v", tc.refund, fs)
+		}
+	}
+	for _, bad := range []money.Cents{0, -5, 17250, 20000} {
+		if _, err := billing.Refund(orig, "RE-2026-000002", day, bad); err == nil {
+			t.Errorf("refund %s accepted; a partial refund is more than 0 and less than 172.50", bad)
+		}
+	}
 }

@@ -44,6 +44,7 @@ const (
 	KindInvoice      Kind = "invoice"      // the taxed invoice of an order
 	KindVoucherSale  Kind = "voucher_sale" // sale of multi-purpose vouchers (gift cards), not subject to VAT
 	KindCancellation Kind = "cancellation" // Stornorechnung of an earlier document
+	KindCreditNote   Kind = "credit_note"  // correction of an earlier invoice by a partial refund
 )
 
 // Category is a VAT category code (BT-118, UNTDID 5305 subset of EN 16931).
@@ -165,6 +166,9 @@ type PaymentMeans struct {
 	BIC         string // BT-86
 	Reference   string // BT-83 remittance information
 	Terms       string // BT-20
+	// DueDate is the payment due date (BT-9) of an open item; zero when
+	// nothing is due or the invoice is paid already.
+	DueDate time.Time
 }
 
 // Reference names a preceding invoice (BG-3).

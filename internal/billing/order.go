@@ -136,6 +136,12 @@ type Seller struct {
 	// NumberPattern is the live invoice number pattern; see FormatNumber.
 	// Empty means DefaultNumberPattern.
 	NumberPattern string
+	// InvoiceFirstGateways are the payment gateways whose orders are
+	// invoiced before payment, as open items with a payment term.
+	InvoiceFirstGateways []string
+	// PaymentTermDays is the payment term of open items in days; 0 means
+	// DefaultPaymentTermDays.
+	PaymentTermDays int
 }
 
 // Context carries everything Compute must not take from a clock or a

@@ -105,6 +105,9 @@ type Order struct {
 	// invoice-relevant content or date of supply changed after invoicing,
 	// or it was cancelled); the invoicer cancels them.
 	CorrectionPending bool `json:"correctionPending,omitempty"`
+	// RefundPendingCents is refunded gross the provider reported that no
+	// credit note covers yet; the invoicer issues one against the invoice.
+	RefundPendingCents int64 `json:"refundPendingCents,omitempty"`
 	OrderContent
 }
 
@@ -120,18 +123,19 @@ type CreditTransaction struct {
 
 // orderHead is Order without its content, in the same field order.
 type orderHead struct {
-	ID                string     `json:"id"`
-	ProjectID         string     `json:"projectId"`
-	Status            string     `json:"status"`
-	Version           int64      `json:"version"`
-	FulfillmentStatus string     `json:"fulfillmentStatus"`
-	ShippedAt         *time.Time `json:"shippedAt,omitempty"`
-	SuppliedAt        *time.Time `json:"suppliedAt,omitempty"`
-	TrackingNumber    string     `json:"trackingNumber,omitempty"`
-	CreatedAt         time.Time  `json:"createdAt"`
-	UpdatedAt         time.Time  `json:"updatedAt"`
-	InvoicedAt        *time.Time `json:"invoicedAt,omitempty"`
-	CorrectionPending bool       `json:"correctionPending,omitempty"`
+	ID                 string     `json:"id"`
+	ProjectID          string     `json:"projectId"`
+	Status             string     `json:"status"`
+	Version            int64      `json:"version"`
+	FulfillmentStatus  string     `json:"fulfillmentStatus"`
+	ShippedAt          *time.Time `json:"shippedAt,omitempty"`
+	SuppliedAt         *time.Time `json:"suppliedAt,omitempty"`
+	TrackingNumber     string     `json:"trackingNumber,omitempty"`
+	CreatedAt          time.Time  `json:"createdAt"`
+	UpdatedAt          time.Time  `json:"updatedAt"`
+	InvoicedAt         *time.Time `json:"invoicedAt,omitempty"`
+	CorrectionPending  bool       `json:"correctionPending,omitempty"`
+	RefundPendingCents int64      `json:"refundPendingCents,omitempty"`
 }
 
 // OrderData returns the JSON of o (the bytes json.Marshal(o) gives) from
@@ -139,7 +143,7 @@ type orderHead struct {
 // encoded the content do not encode it again.
 func OrderData(o Order, content []byte) (json.RawMessage, error) {
 	h, err := json.Marshal(orderHead{o.ID, o.ProjectID, o.Status, o.Version, o.FulfillmentStatus, o.ShippedAt,
-		o.SuppliedAt, o.TrackingNumber, o.CreatedAt, o.UpdatedAt, o.InvoicedAt, o.CorrectionPending})
+		o.SuppliedAt, o.TrackingNumber, o.CreatedAt, o.UpdatedAt, o.InvoicedAt, o.CorrectionPending, o.RefundPendingCents})
 	if err != nil {
 		return nil, err
 	}

@@ -41,10 +41,13 @@ type Settings struct {
 	ContactPhone         string   `json:"contactPhone,omitempty"`
 	ContactEmail         string   `json:"contactEmail,omitempty"`
 	InvoiceFirstGateways []string `json:"invoiceFirstGateways,omitempty"`
-	OSSRegistered        bool     `json:"ossRegistered,omitempty"`
-	InvoiceNumberPattern string   `json:"invoiceNumberPattern,omitempty"` // live numbers; default RE-{YYYY}-{SEQ}
-	StripeWebhookSecret  string   `json:"stripeWebhookSecret,omitempty"`
-	StripeAPIKey         string   `json:"stripeApiKey,omitempty"`
+	// PaymentTermDays is the payment term of invoice-first invoices (open
+	// items) in days; 0 means DefaultPaymentTermDays.
+	PaymentTermDays      int    `json:"paymentTermDays,omitempty"`
+	OSSRegistered        bool   `json:"ossRegistered,omitempty"`
+	InvoiceNumberPattern string `json:"invoiceNumberPattern,omitempty"` // live numbers; default RE-{YYYY}-{SEQ}
+	StripeWebhookSecret  string `json:"stripeWebhookSecret,omitempty"`
+	StripeAPIKey         string `json:"stripeApiKey,omitempty"`
 }
 
 // Project is one seller account. Every key, order and invoice belongs to one.
@@ -196,6 +199,6 @@ func (p Project) Seller() billing.Seller {
 		Country: s.SellerCountry, VATID: s.SellerVATID, TaxNumber: s.SellerTaxNumber, RegistrationID: s.SellerRegistrationID,
 		IBAN: s.SellerIBAN, BIC: s.SellerBIC, ContactName: s.ContactName, ContactPhone: s.ContactPhone,
 		ContactEmail: s.ContactEmail, OSSRegistered: s.OSSRegistered, TestMode: p.TestMode,
-		NumberPattern: s.InvoiceNumberPattern,
+		NumberPattern: s.InvoiceNumberPattern, InvoiceFirstGateways: s.InvoiceFirstGateways, PaymentTermDays: s.PaymentTermDays,
 	}
 }

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/internal/testenv"
+)
+
+// stripeEvent posts a signed provider event and returns its data.
+func stripeEvent(t *testing.T, projectID, secret, typ, object string) map[string]any {
+	t.Helper()
+	body := []byte(fmt.Sprintf(`{"id":"evt_%s","object":"event","type":%q,"data":{"object":%s}}`, uuid.NewString()[:12], typ, object))
+	r := client(t).Do("POST", "/v1/webhooks/stripe/"+projectID, "", body, "Stripe-Signature", testenv.StripeSignature(secret, body, time.Now()))
+	if r.Status != 200 {
+		t.Fatalf("webhook %s: %d %s", typ, r.Status, r.Body)
+	}
+	return r.JSON(t)["data"].(map[string]any)
+}
+
+// TestRefunds: the provider's charge.refunded events. A partial refund gets
+// a credit note (381, Rechnungskorrektur) over the newly refunded gross; a
+// later one another; a repeated report nothing; the whole charge refunded at
+// once cancels the order (a cancellation of its invoice); a refund without
+// an order is a task. Every document passes the official rules.
+func TestRefunds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testenv.Pool(t)
+	pid := testenv.Project(t, pool, true)
+	const secret = "whsec_refund_test"
+	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) { s.StripeWebhookSecret = secret }}); err != nil {
+		t.Fatal(err)
+	}
+	key := testenv.Key(t, pool, pid)
+	c := client(t)
+	suffix := uuid.NewString()[:8]
+	partial, full := "REF-P-"+suffix, "REF-F-"+suffix
+	for _, no := range []string{partial, full} {
+		// Two rates: 100.00 at 19 % and 50.00 at 7 %, 172.50 in all.
+		if r := c.Do("POST", "/v1/orders", key, []byte(fmt.Sprintf(`{"orderNo":%q,"paymentRef":"pi_%s","paymentGateway":"stripe",
+			"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+			"service_period":{"start_date":"2026-11-01","end_date":"2026-11-30"},
+			"items":[{"name":"Kurs","quantity":1,"unitNetCents":10000,"taxRate":19},{"name":"Skript","quantity":1,"unitNetCents":5000,"taxRate":7}]}`,
+			no, no)), "Idempotency-Key", no); r.Status != http.StatusCreated {
+			t.Fatalf("order %s: %d %s", no, r.Status, r.Body)
+		}
+		stripeEvent(t, pid, secret, "payment_intent.succeeded", fmt.Sprintf(`{"id":"pi_%s","object":"payment_intent","amount":17250,"amount_received":17250,"currency":"eur"}`, no))
+		documents(t, c, key, no, "invoiced", 1)
+	}
+	charge := func(no string, refunded int, all bool) map[string]any {
+		return stripeEvent(t, pid, secret, "charge.refunded", fmt.Sprintf(
+			`{"id":"ch_%s","object":"charge","payment_intent":"pi_%s","amount":17250,"amount_refunded":%d,"refunded":%t,"currency":"eur"}`,
+			no, no, refunded, all))
+	}
+
+	// 50.00 back, then 20.00 more (amount_refunded is the running total).
+	if d := charge(partial, 5000, false); d["applied"] != true || d["orderNo"] != partial {
+		t.Fatalf("partial refund: %v", d)
+	}
+	docs := documents(t, c, key, partial, "invoiced", 2)
+	if got := typesOf(docs); got != "invoice,credit_note" {
+		t.Fatalf("documents %s", got)
+	}
+	charge(partial, 7000, false)
+	if d := charge(partial, 7000, false); d["applied"] != false { // the same total again: nothing new
+		t.Errorf("repeated total applied: %v", d)
+	}
+	docs = documents(t, c, key, partial, "invoiced", 3)
+	if got := typesOf(docs); got != "invoice,credit_note,credit_note" {
+		t.Fatalf("documents %s", got)
+	}
+	// The amount due of each note is the refund to the cent (a cent no rate
+	// step reaches is the rounding amount, so the gross may differ by one).
+	for i, want := range []string{"50.00", "20.00"} {
+		inv := c.Do("GET", "/v1/invoices/"+docs[i+1]["id"].(string), key, nil).JSON(t)["data"].(map[string]any)
+		x := c.Do("GET", "/v1/invoices/"+docs[i+1]["id"].(string)+"/xml", key, nil)
+		if flat := strings.Join(strings.Fields(string(x.Body)), ""); inv["type"] != "credit_note" ||
+			!strings.Contains(flat, "<ram:DuePayableAmount>"+want+"</ram:DuePayableAmount>") {
+			t.Errorf("credit note %d: %v, want %s due:\n%s", i+1, inv, want, x.Body)
+		}
+	}
+	x := c.Do("GET", "/v1/invoices/"+docs[1]["id"].(string)+"/xml", key, nil)
+	flat := strings.Join(strings.Fields(string(x.Body)), "")
+	if !strings.Contains(flat, "<ram:TypeCode>381</ram:TypeCode>") || !strings.Contains(flat, "<ram:InvoiceReferencedDocument><ram:IssuerAssignedID>"+docs[0]["number"].(string)) ||
+		!strings.Contains(flat, "Rechnungskorrektur") || strings.Contains(flat, "Gutschrift") {
+		t.Errorf("credit note XML:\n%s", x.Body)
+	}
+	refereeFiles(t, c, key, docs[1:])
+
+	// The whole charge refunded at once: the order is cancelled.
+	if d := charge(full, 17250, true); d["applied"] != true {
+		t.Fatalf("full refund: %v", d)
+	}
+	docs = documents(t, c, key, full, "cancelled", 2)
+	if got := typesOf(docs); got != "invoice,cancellation" {
+		t.Fatalf("documents after the full refund: %s", got)
+	}
+
+	// A refund of a payment no order has.
+	stray := "pi_stray_" + suffix
+	if d := stripeEvent(t, pid, secret, "charge.refunded", fmt.Sprintf(`{"id":"ch_x%s","object":"charge","payment_intent":%q,"amount":100,"amount_refunded":100,"refunded":true,"currency":"eur"}`, suffix, stray)); d["orderNo"] != nil {
+		t.Errorf("stray refund matched %v", d)
+	}
+	taskState(t, pool, pid, "refund_without_order", stray, "open")
+}
+
+// TestOpenItems: an invoice-first order's invoice is an open item with the
+// project's payment term (BT-9 due date, BT-20 terms); a provider payment
+// of that amount closes it, another amount opens a payment_amount_mismatch
+// task.
+func TestOpenItems(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testenv.Pool(t)
+	pid := testenv.Project(t, pool, true)
+	const secret = "whsec_open_items"
+	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) {
+		s.StripeWebhookSecret, s.InvoiceFirstGateways, s.PaymentTermDays = secret, []string{"invoice"}, 30
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	key := testenv.Key(t, pool, pid)
+	c := client(t)
+	suffix := uuid.NewString()[:8]
+	exact, short := "OI-E-"+suffix, "OI-S-"+suffix
+	for _, no := range []string{exact, short} {
+		if r := c.Do("POST", "/v1/orders", key, []byte(fmt.Sprintf(`{"orderNo":%q,"paymentRef":"pi_%s","paymentGateway":"invoice",
+			"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+			"service_period":{"start_date":"2026-11-01","end_date":"2026-11-30"},
+			"items":[{"name":"Beratung","quantity":1,"unitNetCents":10000,"taxRate":19}]}`, no, no)), "Idempotency-Key", no); r.Status != http.StatusCreated {
+			t.Fatalf("order %s: %d %s", no, r.Status, r.Body)
+		}
+	}
+	docs := documents(t, c, key, exact, "invoiced", 1)
+	documents(t, c, key, short, "invoiced", 1)
+	x := c.Do("GET", "/v1/invoices/"+docs[0]["id"].(string)+"/xml", key, nil)
+	var issue time.Time
+	if err := pool.QueryRow(ctx, `SELECT issue_date FROM invoices WHERE id = $1`, docs[0]["id"]).Scan(&issue); err != nil {
+		t.Fatal(err)
+	}
+	due := issue.AddDate(0, 0, 30)
+	flat := strings.Join(strings.Fields(string(x.Body)), " ")
+	if !strings.Contains(flat, `<ram:DueDateDateTime> <udt:DateTimeString format="102">`+due.Format("20060102")+`</udt:DateTimeString>`) ||
+		!strings.Contains(flat, "Zahlbar innerhalb von 30 Tagen ohne Abzug bis zum "+due.Format("02.01.2006")) {
+		t.Errorf("open item without due date %s:\n%s", due.Format("2006-01-02"), x.Body)
+	}
+	refereeFiles(t, c, key, docs)
+
+	stripeEvent(t, pid, secret, "payment_intent.succeeded", fmt.Sprintf(`{"id":"pi_%s","object":"payment_intent","amount":11900,"amount_received":11900,"currency":"eur"}`, exact))
+	stripeEvent(t, pid, secret, "payment_intent.succeeded", fmt.Sprintf(`{"id":"pi_%s","object":"payment_intent","amount":11000,"amount_received":11000,"currency":"eur"}`, short))
+	taskState(t, pool, pid, "payment_amount_mismatch", short, "open")
+	var paid bool
+	var mismatches int
+	if err := pool.QueryRow(ctx, `SELECT paid_at IS NOT NULL, (SELECT count(*) FROM tasks WHERE project_id = $1 AND subject = $2 AND kind = 'payment_amount_mismatch')
+		FROM orders WHERE project_id = $1 AND order_no = $2`, pid, exact).Scan(&paid, &mismatches); err != nil || !paid || mismatches != 0 {
+		t.Errorf("exact payment: paid %v, %d mismatch tasks (%v)", paid, mismatches, err)
+	}
+}

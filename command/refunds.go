@@ -1,0 +1,146 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/money"
+	"github.com/o2i-service/o2i/internal/outbox"
+	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/internal/store"
+)
+
+// Refunds reported by the payment provider (Stripe charge.refunded, whose
+// amount_refunded is the charge's refunded total so far):
+//   - the whole charge refunded at once cancels the order: every document
+//     gets a cancellation, and an order not invoiced yet never is;
+//   - anything else is a partial refund: the refunded gross since the last
+//     report is pending on the order until the invoicer issues a credit note
+//     for it (billing.Refund, type code 381) against the order's invoice,
+//     once the order has one;
+//   - a report that refunds nothing new (a repeat, or out of order) changes
+//     nothing.
+
+// TaskRefundWithoutOrder: a refund arrived for a paymentRef no order has.
+const TaskRefundWithoutOrder = "refund_without_order"
+
+// refundOrder applies a refund report for the order with paymentRef ref in
+// tx: refunded is the charge's refunded total so far, charged the charge's
+// amount, full Stripe's "refunded" flag. It returns the orderNo ("" when no
+// order has ref) and whether anything changed.
+func refundOrder(ctx context.Context, tx pgx.Tx, projectID, ref string, refunded, charged int64, full bool) (string, bool, error) {
+	o, err := lockOrder(ctx, tx, projectID, "payment_ref", ref)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	increment := refunded - o.refundedCents
+	if increment <= 0 || o.status == "cancelled" {
+		return o.orderNo, false, nil
+	}
+	if (full || refunded >= charged) && o.refundedCents == 0 {
+		_, err := cancelTx(ctx, tx, projectID, &o, "refunded in full")
+		return o.orderNo, true, err
+	}
+	err = tx.QueryRow(ctx, `UPDATE orders SET refunded_cents = $2, refund_pending_cents = refund_pending_cents + $3,
+			version = version + 1, updated_at = now()
+		WHERE id = $1 RETURNING version, updated_at, refund_pending_cents`, o.id, refunded, increment).
+		Scan(&o.version, &o.updatedAt, &o.refundPending)
+	if err != nil {
+		return "", false, err
+	}
+	o.refundedCents = refunded
+	return o.orderNo, true, o.enqueueState(ctx, tx, projectID, event.OrderUpdated)
+}
+
+// IssueCreditNotes issues the credit note of the refund pending on the
+// order against its invoice, in one transaction, and returns it. It does
+// nothing while the order has no invoice yet (the note follows the
+// invoice) or no refund pending; a cancelled order's pending refund is
+// covered by its cancellations and dropped.
+func (s *Service) IssueCreditNotes(ctx context.Context, projectID, orderID string, issueDate time.Time) (out []Issued, err error) {
+	defer apperr.Wrap(&err, "issue credit notes of order %s", orderID)
+	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		o, err := lockOrder(ctx, tx, projectID, "id", orderID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
+		}
+		if err != nil || o.refundPending == 0 {
+			return err
+		}
+		var content event.OrderContent
+		if err := json.Unmarshal(o.content, &content); err != nil {
+			return fmt.Errorf("order content: %w", err)
+		}
+		now := time.Now().UTC()
+		var evs []event.Event
+		if o.status == "invoiced" {
+			var id string
+			var document []byte
+			err := tx.QueryRow(ctx, `SELECT id::text, document FROM invoices i
+				WHERE order_id = $1 AND type = 'invoice' AND status <> 'failed'
+				AND NOT EXISTS (SELECT 1 FROM invoices c WHERE c.cancels = i.id)
+				ORDER BY created_at DESC, seq DESC LIMIT 1`, o.id).Scan(&id, &document)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil // no invoice to correct yet
+			}
+			if err != nil {
+				return err
+			}
+			if document == nil {
+				return fmt.Errorf("invoice %s: %w", id, errNotCancellable)
+			}
+			var orig billing.Invoice
+			if err := json.Unmarshal(document, &orig); err != nil {
+				return fmt.Errorf("invoice %s document: %w", id, err)
+			}
+			p, err := project.Get(ctx, tx, projectID)
+			if err != nil {
+				return err
+			}
+			mode := p.Seller()
+			mode.TestMode = orig.Test
+			pattern, err := billing.PatternFor(mode)
+			if err != nil {
+				return err
+			}
+			rangeKey, seq, numbers, err := takeNumbers(ctx, tx, projectID, pattern, issueDate.Year(), 1)
+			if err != nil {
+				return err
+			}
+			note, err := billing.Refund(orig, numbers[0], issueDate, money.Cents(o.refundPending))
+			if err != nil {
+				return err
+			}
+			doc, ev, err := recordDocumentTx(ctx, tx, projectID, o.id, o.orderNo, content.PaymentRef, note, rangeKey, seq, "", now)
+			if err != nil {
+				return err
+			}
+			out, evs = append(out, doc), append(evs, ev)
+		} else if o.status != "cancelled" {
+			return nil // not invoiced yet: the note follows the invoice
+		}
+		err = tx.QueryRow(ctx, `UPDATE orders SET refund_pending_cents = 0, version = version + 1, updated_at = $2
+			WHERE id = $1 RETURNING version, updated_at`, o.id, now).Scan(&o.version, &o.updatedAt)
+		if err != nil {
+			return err
+		}
+		o.refundPending = 0
+		ev, err := event.New(event.OrderUpdated, projectID, "order", o.id, o.orderNo, o.version, now, o.state(projectID, content))
+		if err != nil {
+			return err
+		}
+		return outbox.Enqueue(ctx, tx, append(evs, ev)...)
+	})
+	return out, err
+}
