@@ -344,8 +344,9 @@ func permanent(err error) bool {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var pgErr *pgconn.PgError
+	var invalid *invalidDocument
 	switch {
-	case errors.As(err, &fe), errors.As(err, &ie), errors.As(err, &syntax), errors.As(err, &typ):
+	case errors.As(err, &fe), errors.As(err, &ie), errors.As(err, &syntax), errors.As(err, &typ), errors.As(err, &invalid):
 		return true
 	case errors.As(err, &pgErr):
 		return strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23")

@@ -41,7 +41,7 @@ const (
 	HoldContactPhone          = "xrechnung_contact_phone_missing"     // Leitweg-ID, but no telephone on the invoice contact (BR-DE-6)
 	HoldRevenueRecognition    = "product_without_revenue_recognition" // accrual accounting, a service without period or product default
 	HoldNotInvoiceable        = "order_not_invoiceable"               // the engine rejects the order (for example a rate not allowed at the place of supply)
-	TaskValidationFailed      = "invoice_validation_failed"           // a document broke EN 16931 / XRechnung rules; it is never archived
+	TaskValidationFailed      = "invoice_validation_failed"           // a document would break EN 16931 / XRechnung rules: held, no number taken, issued once the cause is fixed
 	TaskPaymentAmountMismatch = "payment_amount_mismatch"             // the provider's payment is not the amount due; the invoice is issued
 )
 
@@ -56,10 +56,11 @@ func (e *HeldError) Error() string { return "order held as task " + e.Kind + ": 
 // IssueInvoices creates the documents of an order in ONE transaction: the
 // invoice numbers from the project's range (a row-locked counter: gapless,
 // never reused, given back by a rollback), the computation, the CII XML and
-// its validation by the EN 16931 / XRechnung rules. A document that fails
-// validation is recorded with status failed and a review task listing the
-// rule ids; it is never archived. The order becomes invoiced, and
-// invoice.created / invoice.failed and order.updated go to the outbox.
+// its validation by the EN 16931 / XRechnung rules. A document that would
+// fail validation rolls everything back (its number is given back: no gap)
+// and the order is held with an invoice_validation_failed task listing the
+// rule ids, until the reconciler finds the cause fixed. The order becomes
+// invoiced, and invoice.created and order.updated go to the outbox.
 // Calling it for an order already invoiced returns its documents. An order
 // that cannot be invoiced yet returns a *HeldError after recording the task.
 func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, d IssueDates) (out []Issued, err error) {
@@ -68,25 +69,47 @@ func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, 
 		d.PaymentDate = d.IssueDate
 	}
 	var held *HeldError
+	var orderNo string
 	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		out, held, err = s.issueTx(ctx, tx, projectID, orderID, d)
+		out, held, orderNo, err = s.issueTx(ctx, tx, projectID, orderID, d)
 		return err
 	})
+	var invalid *invalidDocument
+	if errors.As(err, &invalid) {
+		// Rolled back: no number taken. The order waits as a task.
+		h := &HeldError{TaskValidationFailed, invalid.Error()}
+		err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+			return openTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{
+				"orderNo": orderNo, "document": invalid.kind, "rules": invalid.rules, "findings": invalid.findings,
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+		return nil, h
+	}
 	if err == nil && held != nil {
 		return nil, held
 	}
 	return out, err
 }
 
-func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID string, d IssueDates) ([]Issued, *HeldError, error) {
+func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID string, d IssueDates) ([]Issued, *HeldError, string, error) {
 	o, err := lockOrder(ctx, tx, projectID, "id", orderID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
+		return nil, nil, "", apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
+	out, held, err := s.issueLockedTx(ctx, tx, projectID, &o, d)
+	return out, held, o.orderNo, err
+}
+
+// issueLockedTx is issueTx on the locked order o.
+func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow, d IssueDates) ([]Issued, *HeldError, error) {
+	orderID := o.id
 	var content event.OrderContent
 	if err := json.Unmarshal(o.content, &content); err != nil {
 		return nil, nil, fmt.Errorf("order content: %w", err)
@@ -102,7 +125,7 @@ func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID str
 	var out []Issued
 	var evs []event.Event
 	if o.correctionPending {
-		if out, evs, err = s.cancelDocumentsTx(ctx, tx, projectID, &o, content.PaymentRef, seller, d.IssueDate, now); err != nil {
+		if out, evs, err = s.cancelDocumentsTx(ctx, tx, projectID, o, content.PaymentRef, seller, d.IssueDate, now); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -111,14 +134,14 @@ func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID str
 		issued, err := issuedOf(ctx, tx, orderID)
 		return issued, nil, err
 	case "cancelled":
-		return out, nil, saveOrderTx(ctx, tx, projectID, &o, content, o.status, now, evs)
+		return out, nil, saveOrderTx(ctx, tx, projectID, o, content, o.status, now, evs)
 	}
 	hold := func(h *HeldError) ([]Issued, *HeldError, error) {
 		if err := openTask(ctx, tx, projectID, h.Kind, o.orderNo, map[string]any{"orderNo": o.orderNo, "details": h.Details}); err != nil {
 			return nil, nil, err
 		}
 		if len(evs) > 0 {
-			return nil, h, saveOrderTx(ctx, tx, projectID, &o, content, o.status, now, evs)
+			return nil, h, saveOrderTx(ctx, tx, projectID, o, content, o.status, now, evs)
 		}
 		return nil, h, nil
 	}
@@ -187,7 +210,7 @@ func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID str
 	}
 	// The order is invoiced: its invoice-relevant content is frozen until a
 	// correction.
-	return out, nil, saveOrderTx(ctx, tx, projectID, &o, content, "invoiced", now, evs)
+	return out, nil, saveOrderTx(ctx, tx, projectID, o, content, "invoiced", now, evs)
 }
 
 // takeNumbers takes n consecutive numbers of pattern's range for year from
@@ -212,9 +235,9 @@ func takeNumbers(ctx context.Context, tx pgx.Tx, projectID string, pattern billi
 // recordDocumentTx renders inv as CII XML, checks it by every EN 16931 /
 // XRechnung rule and records it (with the value it was rendered from) as
 // number seq of rangeKey; cancels is the id of the document it cancels, or
-// empty. A document that fails the rules is recorded as failed with a
-// review task. It returns the document and its invoice.created or
-// invoice.failed event.
+// empty. A document that breaks a rule is not recorded: it returns an
+// *invalidDocument, whose rollback gives the number back. It returns the
+// document and its invoice.created event.
 func recordDocumentTx(ctx context.Context, tx pgx.Tx, projectID, orderID, orderNo, paymentRef string, inv billing.Invoice,
 	rangeKey string, seq int64, cancels string, now time.Time) (Issued, event.Event, error) {
 	xml, err := render.CII(inv)
@@ -226,13 +249,15 @@ func recordDocumentTx(ctx context.Context, tx pgx.Tx, projectID, orderID, orderN
 		return Issued{}, event.Event{}, err
 	}
 	// The XML is what is archived: its check covers the structure and every
-	// rule (the same rules einvoice.Check applies to the value).
+	// rule (the same rules einvoice.Check applies to the value). A document
+	// that breaks a rule is not recorded: the error rolls the transaction
+	// back, so its number is given back and the range keeps no gap.
 	findings := einvoice.CheckXML(xml)
-	doc := Issued{ID: uuid.NewString(), Number: inv.Number, Status: "created"}
 	if !einvoice.Valid(findings) {
-		doc.Status = "failed"
-		doc.FailedRules = einvoice.RuleIDs(errorsOnly(findings))
+		return Issued{}, event.Event{}, &invalidDocument{number: inv.Number, kind: string(inv.Kind),
+			rules: einvoice.RuleIDs(errorsOnly(findings)), findings: findingTexts(findings)}
 	}
+	doc := Issued{ID: uuid.NewString(), Number: inv.Number, Status: "created"}
 	kind := string(inv.Kind)
 	if inv.Kind == billing.KindCancellation {
 		kind = "cancellation"
@@ -253,17 +278,22 @@ func recordDocumentTx(ctx context.Context, tx pgx.Tx, projectID, orderID, orderN
 		IssueDate: inv.IssueDate.Format(time.DateOnly), Currency: inv.Currency, TotalNetCents: int64(inv.Totals.TaxBasisCents),
 		TotalTaxCents: int64(inv.Totals.TaxCents), TotalGrossCents: int64(inv.Totals.GrandCents), TestMode: inv.Test,
 		CreatedAt: now, FailedRules: doc.FailedRules}
-	typ := event.InvoiceCreated
-	if doc.Status == "failed" {
-		typ = event.InvoiceFailed
-		if err := openTask(ctx, tx, projectID, TaskValidationFailed, inv.Number, map[string]any{
-			"orderNo": orderNo, "invoiceId": doc.ID, "number": inv.Number, "rules": doc.FailedRules, "findings": findingTexts(findings),
-		}); err != nil {
-			return Issued{}, event.Event{}, err
-		}
-	}
-	ev, err := event.New(typ, projectID, "invoice", doc.ID, orderNo, 1, now, data)
+	ev, err := event.New(event.InvoiceCreated, projectID, "invoice", doc.ID, orderNo, 1, now, data)
 	return doc, ev, err
+}
+
+// invalidDocument: a computed document breaks EN 16931 / XRechnung rules.
+// It is never recorded or archived and takes no number; the order is held
+// with an invoice_validation_failed task until the cause (usually seller
+// data) is fixed, when the reconciler issues it.
+type invalidDocument struct {
+	number, kind string
+	rules        []string
+	findings     []string
+}
+
+func (e *invalidDocument) Error() string {
+	return fmt.Sprintf("the %s would break the rules %s", e.kind, strings.Join(e.rules, ", "))
 }
 
 // saveOrderTx stores the order's new status after invoicing or cancelling

@@ -277,23 +277,48 @@ func TestHeldOrdersTakeNoNumber(t *testing.T) {
 	}
 }
 
-func TestFailingValidationRecordsFailedInvoiceAndTask(t *testing.T) {
+func TestFailingValidationHoldsWithoutANumber(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	// A seller without VAT ID and tax number cannot issue a valid invoice
-	// (BR-CO-26, BR-S-02): the document is recorded as failed, not archived.
+	// (BR-CO-26, BR-S-02): nothing is recorded, no number is taken, and the
+	// order is held with a task listing the rules; once the seller data is
+	// there, the same order is issued with the range's first number.
 	v := newInvoicing(t, true, func(s *project.Settings) { *s = testenv.DemoSeller(); s.SellerVATID = ""; s.SellerTaxNumber = "" })
 	id := v.place(simpleOrder("F-1", ""))
-	out := v.issue(id)
-	if len(out) != 1 || out[0].Status != "failed" || len(out[0].FailedRules) == 0 {
-		t.Fatalf("documents %+v, want one failed with rule ids", out)
+	_, err := v.svc.IssueInvoices(ctx, v.project, id, command.IssueDates{IssueDate: issueDay})
+	var held *command.HeldError
+	if !errors.As(err, &held) || held.Kind != command.TaskValidationFailed {
+		t.Fatalf("IssueInvoices = %v, want a hold %s", err, command.TaskValidationFailed)
 	}
 	var details []byte
-	if err := v.pool.QueryRow(context.Background(), `SELECT details FROM tasks WHERE project_id = $1 AND kind = $2`,
+	if err := v.pool.QueryRow(ctx, `SELECT details FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = 'F-1' AND status = 'open'`,
 		v.project, command.TaskValidationFailed).Scan(&details); err != nil {
 		t.Fatalf("no review task: %v", err)
 	}
-	if !bytes.Contains(details, []byte(out[0].FailedRules[0])) {
-		t.Errorf("task %s lacks the rule ids %v", details, out[0].FailedRules)
+	if !bytes.Contains(details, []byte("BR-CO-26")) {
+		t.Errorf("task %s lacks the rule ids", details)
+	}
+	var docs, next int
+	if err := v.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM invoices WHERE order_id = $1),
+		coalesce((SELECT max(next_seq) FROM number_ranges WHERE project_id = $2), 1)`, id, v.project).Scan(&docs, &next); err != nil {
+		t.Fatal(err)
+	}
+	if docs != 0 || next != 1 {
+		t.Errorf("%d documents recorded, next number %d: a failing document must take no number", docs, next)
+	}
+
+	if _, err := project.Apply(ctx, v.pool, v.project, project.Update{Settings: func(s *project.Settings) { *s = testenv.DemoSeller() }}); err != nil {
+		t.Fatal(err)
+	}
+	out := v.issue(id)
+	if len(out) != 1 || out[0].Status != "created" || out[0].Number != "TEST-2026-000001" {
+		t.Fatalf("after the fix: %+v", out)
+	}
+	var status string
+	if err := v.pool.QueryRow(ctx, `SELECT status FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = 'F-1'`,
+		v.project, command.TaskValidationFailed).Scan(&status); err != nil || status != "resolved" {
+		t.Errorf("task after the fix: %q %v", status, err)
 	}
 }
 
@@ -325,13 +350,16 @@ func TestArchiveInvoiceIsWriteOnceAndSkipsFailedDocuments(t *testing.T) {
 	if err != nil || !bytes.Equal(got, stored) {
 		t.Errorf("archived XML differs from the issued one (%v)", err)
 	}
-	// A failed document is never archived.
-	w := newInvoicing(t, true, func(s *project.Settings) { *s = testenv.DemoSeller(); s.SellerVATID = ""; s.SellerTaxNumber = "" })
-	failed := w.issue(w.place(simpleOrder("A-2", "")))[0]
-	if err := w.svc.ArchiveInvoice(ctx, a, w.project, failed.ID); err != nil {
+	// A failed document (recorded by earlier versions, which kept documents
+	// that broke a rule) is never archived.
+	failed := v.issue(v.place(simpleOrder("A-2", "")))[0]
+	if _, err := v.pool.Exec(ctx, `UPDATE invoices SET status = 'failed' WHERE id = $1`, failed.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Stat(ctx, archive.InvoiceXMLKey(w.project, failed.ID)); !errors.Is(err, archive.ErrNotFound) {
+	if err := v.svc.ArchiveInvoice(ctx, a, v.project, failed.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Stat(ctx, archive.InvoiceXMLKey(v.project, failed.ID)); !errors.Is(err, archive.ErrNotFound) {
 		t.Errorf("a failed document reached the archive: %v", err)
 	}
 }

@@ -14,13 +14,13 @@ import (
 // Every ReconcileEvery it
 //   - retries the dead letters whose retry is due (dead_letters.go);
 //   - re-evaluates orders held as a task (contact phone, revenue
-//     recognition, not invoiceable): a hold whose cause has cleared (the
-//     phone or the product setting was set) is invoiced and its task
-//     resolved;
+//     recognition, not invoiceable, a document that would break the rules):
+//     a hold whose cause has cleared (the phone, the product setting or the
+//     seller data was set) is invoiced and its task resolved;
 //   - archives documents issued but not archived a minute later.
 
 // holdKinds are the tasks that hold an order back without an invoice number.
-var holdKinds = []string{HoldContactPhone, HoldRevenueRecognition, HoldNotInvoiceable}
+var holdKinds = []string{HoldContactPhone, HoldRevenueRecognition, HoldNotInvoiceable, TaskValidationFailed}
 
 // heldPage is how many held orders one round re-evaluates; the walk goes on
 // where it stopped in the next round, so every held order gets its turn.
