@@ -85,13 +85,13 @@ func cancelTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRo
 		return false, err
 	}
 	err := tx.QueryRow(ctx, `UPDATE orders SET status = 'cancelled', correction_pending = correction_pending OR $2,
-			version = version + 1, updated_at = now()
+			holds = '[]', version = version + 1, updated_at = now()
 		WHERE id = $1 RETURNING version, updated_at, correction_pending`, o.id, documents).
 		Scan(&o.version, &o.updatedAt, &o.correctionPending)
 	if err != nil {
 		return false, err
 	}
-	o.status = "cancelled"
+	o.status, o.holds = "cancelled", nil
 	if err := resolveTasks(ctx, tx, projectID, holdKinds, o.orderNo, reason); err != nil {
 		return false, err
 	}

@@ -22,50 +22,45 @@ import (
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/consume"
 	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/lifecycle"
 	"github.com/o2i-service/o2i/internal/project"
 )
 
 // InvoicerGroup is the Kafka consumer group of the invoicer role.
 const InvoicerGroup = "o2i-invoicer"
 
-// readyToInvoice decides from an order's state and its project whether the
-// order's invoice is due now (spec: States and transitions):
-//   - goods (requiresShipping) wait for the fulfilled report; services do not;
-//   - store credit that covers everything (sum equals grossTotalCents and
-//     financialStatus is paid) needs no incoming payment;
-//   - an invoice-first gateway enabled in the project (exact spelling)
-//     issues the invoice as an open item without a payment.
-//
-// Orders paid through the payment provider are invoiced when the payment is
-// matched by paymentRef; orders with neither stay without invoice.
-func readyToInvoice(o event.Order, gateways func() ([]string, error), paid func() (bool, error)) (bool, error) {
-	if o.Status != "created" {
-		return false, nil
-	}
-	if o.RequiresShipping && o.FulfillmentStatus != "fulfilled" {
-		return false, nil
-	}
-	if coveredByCredit(o.OrderContent) {
-		return true, nil
+// decideEvent asks the lifecycle rules about an order event: what it waits
+// for, or whether its invoice is due. The project's invoice-first gateways
+// and the provider's payment are looked up only when the decision needs
+// them. Holds are decided in the issuing transaction, on the locked order.
+func decideEvent(o event.Order, gateways func() ([]string, error), paid func() (bool, error)) (lifecycle.Decision, error) {
+	f := lifecycle.Facts{Status: o.Status, RequiresShipping: o.RequiresShipping, Fulfilled: o.FulfillmentStatus == "fulfilled",
+		CoveredByCredit: coveredByCredit(o.OrderContent)}
+	if d := lifecycle.Decide(f); d.WaitingFor != lifecycle.WaitingPayment {
+		return d, nil
 	}
 	if o.PaymentGateway != "" {
 		enabled, err := gateways()
-		if err != nil || slices.Contains(enabled, o.PaymentGateway) {
-			return err == nil, err
+		if err != nil {
+			return lifecycle.Decision{}, err
+		}
+		f.InvoiceFirst = slices.Contains(enabled, o.PaymentGateway)
+	}
+	if !f.InvoiceFirst {
+		var err error
+		if f.Paid, err = paid(); err != nil {
+			return lifecycle.Decision{}, err
 		}
 	}
-	return paid()
+	return lifecycle.Decide(f), nil
 }
 
 func coveredByCredit(c event.OrderContent) bool {
-	if len(c.CreditRedemptions) == 0 || c.GrossTotalCents == nil || c.FinancialStatus != "paid" {
-		return false
+	credits := make([]int64, len(c.CreditRedemptions))
+	for i, r := range c.CreditRedemptions {
+		credits[i] = r.AmountCents
 	}
-	var sum int64
-	for _, r := range c.CreditRedemptions {
-		sum += r.AmountCents
-	}
-	return sum == *c.GrossTotalCents
+	return lifecycle.CoveredByCredit(c.FinancialStatus, c.GrossTotalCents, credits)
 }
 
 // Invoicer consumes the order events, issues the invoices of orders that
@@ -278,7 +273,7 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 		}
 	}
 	var paidAt *time.Time
-	due, err := readyToInvoice(o, func() ([]string, error) { return iv.invoiceFirstGateways(ctx, j.projectID) },
+	d, err := decideEvent(o, func() ([]string, error) { return iv.invoiceFirstGateways(ctx, j.projectID) },
 		func() (bool, error) {
 			var err error
 			paidAt, err = iv.svc.paidAt(ctx, j.projectID, o.ID)
@@ -291,7 +286,7 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 		}
 		return err
 	}
-	if due {
+	if d.Due {
 		dates := IssueDates{IssueDate: iv.now().UTC()}
 		if paidAt != nil {
 			dates.PaymentDate = paidAt.UTC()

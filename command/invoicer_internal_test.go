@@ -6,7 +6,7 @@ import (
 	"github.com/o2i-service/o2i/internal/event"
 )
 
-func TestReadyToInvoice(t *testing.T) {
+func TestDecideEvent(t *testing.T) {
 	t.Parallel()
 	total := int64(1000)
 	covered := event.OrderContent{FinancialStatus: "paid", GrossTotalCents: &total,
@@ -46,9 +46,9 @@ func TestReadyToInvoice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := readyToInvoice(tt.o, enabled, func() (bool, error) { return tt.paid, nil })
-			if err != nil || got != tt.want {
-				t.Errorf("readyToInvoice = %v, %v; want %v", got, err, tt.want)
+			got, err := decideEvent(tt.o, enabled, func() (bool, error) { return tt.paid, nil })
+			if err != nil || got.Due != tt.want {
+				t.Errorf("decideEvent = %+v, %v; want due %v", got, err, tt.want)
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/einvoice"
 	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/lifecycle"
 	"github.com/o2i-service/o2i/internal/money"
 	"github.com/o2i-service/o2i/internal/outbox"
 	"github.com/o2i-service/o2i/internal/project"
@@ -38,11 +39,11 @@ type Issued struct {
 
 // Hold kinds: the order waits as a review task, no invoice number is taken.
 const (
-	HoldContactPhone          = "xrechnung_contact_phone_missing"     // Leitweg-ID, but no telephone on the invoice contact (BR-DE-6)
-	HoldRevenueRecognition    = "product_without_revenue_recognition" // accrual accounting, a service without period or product default
-	HoldNotInvoiceable        = "order_not_invoiceable"               // the engine rejects the order (for example a rate not allowed at the place of supply)
-	TaskValidationFailed      = "invoice_validation_failed"           // a document would break EN 16931 / XRechnung rules: held, no number taken, issued once the cause is fixed
-	TaskPaymentAmountMismatch = "payment_amount_mismatch"             // the provider's payment is not the amount due; the invoice is issued
+	HoldContactPhone          = lifecycle.HoldContactPhone       // Leitweg-ID, but no telephone on the invoice contact (BR-DE-6)
+	HoldRevenueRecognition    = lifecycle.HoldRevenueRecognition // accrual accounting, a service without period or product default
+	HoldNotInvoiceable        = "order_not_invoiceable"          // the engine rejects the order (for example a rate not allowed at the place of supply)
+	TaskValidationFailed      = "invoice_validation_failed"      // a document would break EN 16931 / XRechnung rules: held, no number taken, issued once the cause is fixed
+	TaskPaymentAmountMismatch = "payment_amount_mismatch"        // the provider's payment is not the amount due; the invoice is issued
 )
 
 // HeldError says why an order was held back as a review task.
@@ -80,9 +81,16 @@ func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, 
 		// Rolled back: no number taken. The order waits as a task.
 		h := &HeldError{TaskValidationFailed, invalid.Error()}
 		err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-			return openTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{
+			o, err := lockOrder(ctx, tx, projectID, "id", orderID)
+			if err != nil {
+				return err
+			}
+			if err := openTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{
 				"orderNo": orderNo, "document": invalid.kind, "rules": invalid.rules, "findings": invalid.findings,
-			})
+			}); err != nil {
+				return err
+			}
+			return noteHoldsTx(ctx, tx, projectID, &o)
 		})
 		if err != nil {
 			return nil, err
@@ -141,9 +149,11 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 			return nil, nil, err
 		}
 		if len(evs) > 0 {
-			return nil, h, saveOrderTx(ctx, tx, projectID, o, content, o.status, now, evs)
+			if err := saveOrderTx(ctx, tx, projectID, o, content, o.status, now, evs); err != nil {
+				return nil, nil, err
+			}
 		}
-		return nil, h, nil
+		return nil, h, noteHoldsTx(ctx, tx, projectID, o)
 	}
 
 	rates, recognised, err := productSettings(ctx, tx, content)
@@ -153,11 +163,13 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	order := billingOrder(content, rates)
 
 	// Holds: the order waits as a task and takes no number.
-	switch {
-	case order.BillingAddress.LeitwegID != "" && seller.ContactPhone == "":
+	switch lifecycle.HoldOf(lifecycle.Facts{XRechnung: order.BillingAddress.LeitwegID != "", ContactPhone: seller.ContactPhone != "",
+		Accrual: p.Accounting == project.Accrual, RequiresShipping: order.RequiresShipping, ServicePeriod: order.ServicePeriod != nil,
+		RevenueRecognised: recognised}) {
+	case HoldContactPhone:
 		return hold(&HeldError{HoldContactPhone, "XRechnung needs a telephone number on the invoice contact (BR-DE-6): o2i project set --contact-phone"})
-	case p.Accounting == project.Accrual && !order.RequiresShipping && order.ServicePeriod == nil && !recognised:
-		return hold(&HeldError{HoldRevenueRecognition, "no service_period and no revenue recognition on the product"})
+	case HoldRevenueRecognition:
+		return hold(&HeldError{HoldRevenueRecognition, "no service_period and no revenue recognition on the product: send the period, or PUT /v1/products/{productId}"})
 	}
 	if err := billing.Validate(order, seller); err != nil {
 		return hold(&HeldError{HoldNotInvoiceable, err.Error()})
@@ -300,12 +312,12 @@ func (e *invalidDocument) Error() string {
 // (no correction pending any more) and enqueues evs with its order.updated.
 func saveOrderTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow, c event.OrderContent, status string, now time.Time, evs []event.Event) error {
 	err := tx.QueryRow(ctx, `UPDATE orders SET status = $2, correction_pending = false, version = version + 1, updated_at = $3,
-			invoiced_at = CASE WHEN $2 = 'invoiced' THEN $3 ELSE invoiced_at END
+			invoiced_at = CASE WHEN $2 = 'invoiced' THEN $3 ELSE invoiced_at END, holds = '[]'
 		WHERE id = $1 RETURNING version, updated_at, invoiced_at`, o.id, status, now).Scan(&o.version, &o.updatedAt, &o.invoicedAt)
 	if err != nil {
 		return err
 	}
-	o.status, o.correctionPending = status, false
+	o.status, o.correctionPending, o.holds = status, false, nil
 	ev, err := event.New(event.OrderUpdated, projectID, "order", o.id, o.orderNo, o.version, now, o.state(projectID, c))
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,7 +30,9 @@ type orderRow struct {
 	updatedAt         time.Time
 	invoicedAt        *time.Time
 	correctionPending bool
-	refundPending     int64 // refunded gross no credit note covers yet
+	refundPending     int64      // refunded gross no credit note covers yet
+	holds             []byte     // JSON [{type, taskId}]
+	paidAt            *time.Time // when the provider's payment was matched
 }
 
 // lockedOrderRow is an order row locked FOR UPDATE with what its changes need.
@@ -37,7 +40,6 @@ type lockedOrderRow struct {
 	orderRow
 	orderNo          string
 	requiresShipping bool
-	paidAt           *time.Time
 	paidCents        *int64 // the provider's payment, when matched
 	refundedCents    int64  // what the provider reported refunded in all
 	content          []byte
@@ -49,11 +51,11 @@ func lockOrder(ctx context.Context, tx pgx.Tx, projectID, column, value string) 
 	var o lockedOrderRow
 	err := tx.QueryRow(ctx, `SELECT id::text, order_no, version, status, fulfillment_status, shipped_at, supplied_at, tracking_number,
   created_at, updated_at, invoiced_at, correction_pending, refund_pending_cents, requires_shipping, paid_at, paid_cents,
-  refunded_cents, content
+  refunded_cents, holds, content
 FROM orders WHERE project_id = $1 AND `+column+` = $2 FOR UPDATE`, projectID, value).
 		Scan(&o.id, &o.orderNo, &o.version, &o.status, &o.fulfillmentStatus, &o.shippedAt, &o.suppliedAt, &o.trackingNumber,
 			&o.createdAt, &o.updatedAt, &o.invoicedAt, &o.correctionPending, &o.refundPending, &o.requiresShipping, &o.paidAt, &o.paidCents,
-			&o.refundedCents, &o.content)
+			&o.refundedCents, &o.holds, &o.content)
 	return o, err
 }
 
@@ -76,7 +78,10 @@ func (r orderRow) state(projectID string, c event.OrderContent) event.Order {
 		ID: r.id, ProjectID: projectID, Status: r.status, Version: r.version,
 		FulfillmentStatus: r.fulfillmentStatus, ShippedAt: utc(r.shippedAt), SuppliedAt: utc(r.suppliedAt),
 		CreatedAt: r.createdAt.UTC(), UpdatedAt: r.updatedAt.UTC(), InvoicedAt: utc(r.invoicedAt),
-		CorrectionPending: r.correctionPending, RefundPendingCents: r.refundPending, OrderContent: c,
+		CorrectionPending: r.correctionPending, RefundPendingCents: r.refundPending, PaidAt: utc(r.paidAt), OrderContent: c,
+	}
+	if len(r.holds) > 2 { // not "[]"
+		_ = json.Unmarshal(r.holds, &o.Holds) // written by this package from []event.Hold
 	}
 	if r.trackingNumber != nil {
 		o.TrackingNumber = *r.trackingNumber
@@ -90,4 +95,21 @@ func utc(t *time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
+}
+
+// noteHoldsTx records the order's open hold tasks on the locked order and
+// publishes its state when they changed.
+func noteHoldsTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow) error {
+	err := tx.QueryRow(ctx, `UPDATE orders o SET holds = h.holds, version = o.version + 1, updated_at = now()
+		FROM (SELECT coalesce(jsonb_agg(jsonb_build_object('type', kind, 'taskId', id) ORDER BY created_at), '[]'::jsonb) AS holds
+			FROM tasks WHERE project_id = $2 AND subject = $3 AND status = 'open' AND kind = ANY($4)) h
+		WHERE o.id = $1 AND o.holds <> h.holds
+		RETURNING o.version, o.updated_at, o.holds`, o.id, projectID, o.orderNo, holdKinds).Scan(&o.version, &o.updatedAt, &o.holds)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // unchanged
+	}
+	if err != nil {
+		return err
+	}
+	return o.enqueueState(ctx, tx, projectID, event.OrderUpdated)
 }

@@ -95,10 +95,10 @@ up AS (
     version = o.version + 1, updated_at = now()
   WHERE o.content_hash <> EXCLUDED.content_hash AND (o.status <> 'cancelled' OR o.invoice_hash = EXCLUDED.invoice_hash)
   RETURNING o.id::text, o.version, o.status, o.fulfillment_status, o.shipped_at, o.supplied_at,
-    o.tracking_number, o.created_at, o.updated_at, o.invoiced_at, o.correction_pending, o.refund_pending_cents, (o.xmax = 0) AS inserted)
+    o.tracking_number, o.created_at, o.updated_at, o.invoiced_at, o.correction_pending, o.refund_pending_cents, o.holds, o.paid_at, (o.xmax = 0) AS inserted)
 SELECT lk.ok, prev.request_hash, prev.response_status, prev.response_body,
   up.id, up.version, up.status, up.fulfillment_status, up.shipped_at, up.supplied_at,
-  up.tracking_number, up.created_at, up.updated_at, up.invoiced_at, up.correction_pending, up.refund_pending_cents, up.inserted
+  up.tracking_number, up.created_at, up.updated_at, up.invoiced_at, up.correction_pending, up.refund_pending_cents, up.holds, up.paid_at, up.inserted
 FROM lk LEFT JOIN prev ON true LEFT JOIN up ON true`
 
 const insertIdempotencySQL = `INSERT INTO idempotency_keys (project_id, endpoint, key, request_hash, response_status, response_body)
@@ -326,7 +326,7 @@ func (s *Service) placeOrderTx(ctx context.Context, conn *pgxpool.Conn, projectI
 	if err == nil {
 		err = br.QueryRow().Scan(&locked, &prevHash, &prevStatus, &prevBody,
 			&id, &version, &status, &fstatus, &row.shippedAt, &row.suppliedAt,
-			&row.trackingNumber, &createdAt, &updatedAt, &row.invoicedAt, &correcting, &refunding, &inserted)
+			&row.trackingNumber, &createdAt, &updatedAt, &row.invoicedAt, &correcting, &refunding, &row.holds, &row.paidAt, &inserted)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/catalog"
@@ -38,7 +39,7 @@ func (s *Service) putProduct(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.configureProduct(r.Context(), httpx.ProjectID(r.Context()), chi.URLParam(r, "productId"), settings)
+	res, err := ConfigureProduct(r.Context(), s.pool, httpx.ProjectID(r.Context()), chi.URLParam(r, "productId"), settings)
 	if err != nil {
 		return err
 	}
@@ -56,9 +57,8 @@ func parseProductSettings(body []byte) (catalog.Settings, error) {
 	if !present {
 		return catalog.Settings{}, apperr.Field("revenueRecognition", "revenueRecognition is required: {\"periodMonths\": N} or null")
 	}
-	immediate, none := catalog.RecognizeImmediately, 0
 	if v == nil {
-		return catalog.Settings{RevenueRecognition: &immediate, DefaultPeriodMonths: &none}, nil
+		return RevenueRecognitionSettings(nil)
 	}
 	rr, _, err := o.object("revenueRecognition")
 	if err != nil {
@@ -71,17 +71,33 @@ func parseProductSettings(body []byte) (catalog.Settings, error) {
 	if months == nil || *months > maxPeriodMonths {
 		return catalog.Settings{}, apperr.Field(rr.at("periodMonths"), "%s must be a whole number of months from 1 to %d", rr.at("periodMonths"), maxPeriodMonths)
 	}
-	saas, n := catalog.RecognizeSaaS, int(*months)
-	return catalog.Settings{RevenueRecognition: &saas, DefaultPeriodMonths: &n}, nil
+	n := int(*months)
+	return RevenueRecognitionSettings(&n)
 }
 
-// configureProduct stores the settings of the product the caller's productId names.
-func (s *Service) configureProduct(ctx context.Context, projectID, productID string, settings catalog.Settings) (ProductResult, error) {
-	p, err := catalog.FindByProductID(ctx, s.pool, projectID, productID)
+// RevenueRecognitionSettings are the catalogue settings of a revenue
+// recognition: deferred over periodMonths (1 to 120), or at the date of
+// supply when periodMonths is nil.
+func RevenueRecognitionSettings(periodMonths *int) (catalog.Settings, error) {
+	if periodMonths == nil {
+		immediate, none := catalog.RecognizeImmediately, 0
+		return catalog.Settings{RevenueRecognition: &immediate, DefaultPeriodMonths: &none}, nil
+	}
+	if *periodMonths < 1 || *periodMonths > maxPeriodMonths {
+		return catalog.Settings{}, apperr.Field("revenueRecognition.periodMonths", "revenueRecognition.periodMonths must be a whole number of months from 1 to %d", maxPeriodMonths)
+	}
+	saas := catalog.RecognizeSaaS
+	return catalog.Settings{RevenueRecognition: &saas, DefaultPeriodMonths: periodMonths}, nil
+}
+
+// ConfigureProduct stores the settings of the product the caller's
+// productId names (PUT /v1/products/{productId} and o2i product set).
+func ConfigureProduct(ctx context.Context, pool *pgxpool.Pool, projectID, productID string, settings catalog.Settings) (ProductResult, error) {
+	p, err := catalog.FindByProductID(ctx, pool, projectID, productID)
 	if err != nil {
 		return ProductResult{}, err
 	}
-	if p, err = catalog.Configure(ctx, s.pool, projectID, p.ID, settings); err != nil {
+	if p, err = catalog.Configure(ctx, pool, projectID, p.ID, settings); err != nil {
 		return ProductResult{}, err
 	}
 	return productResult(p), nil

@@ -9,13 +9,16 @@ package projection
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/lifecycle"
 	"github.com/o2i-service/o2i/internal/readmodel"
 )
 
@@ -44,6 +47,10 @@ type orderState struct {
 	version           int64
 	status            string
 	fulfillmentStatus string
+	waitingFor        string // decided by resolveWaiting
+	holds             []byte // JSON [{type, taskId}]
+	facts             lifecycle.Facts
+	paymentGateway    string
 }
 
 // queue adds the statements that apply ev to b, or for order events its
@@ -56,11 +63,23 @@ func queue(b *pgx.Batch, orders map[orderRef]orderState, t Tables, ev event.Even
 			return orderRef{}, poisonError{fmt.Errorf("%s schema version %d is not supported", ev.Type, ev.Version)}
 		}
 		var o struct { // what the status record needs; lines and addresses stay undecoded
-			ID                string `json:"id"`
-			OrderNo           string `json:"orderNo"`
-			Status            string `json:"status"`
-			Version           int64  `json:"version"`
-			FulfillmentStatus string `json:"fulfillmentStatus"`
+			ID                string     `json:"id"`
+			OrderNo           string     `json:"orderNo"`
+			Status            string     `json:"status"`
+			Version           int64      `json:"version"`
+			FulfillmentStatus string     `json:"fulfillmentStatus"`
+			RequiresShipping  bool       `json:"requiresShipping"`
+			PaymentGateway    string     `json:"paymentGateway"`
+			FinancialStatus   string     `json:"financialStatus"`
+			GrossTotalCents   *int64     `json:"grossTotalCents"`
+			PaidAt            *time.Time `json:"paidAt"`
+			CreditRedemptions []struct {
+				AmountCents int64 `json:"amountCents"`
+			} `json:"creditRedemptions"`
+			Holds []struct {
+				Type   string `json:"type"`
+				TaskID string `json:"taskId"`
+			} `json:"holds"`
 		}
 		if err := ev.DecodeData(&o); err != nil {
 			return orderRef{}, poisonError{fmt.Errorf("decode %s: %w", ev.Type, err)}
@@ -68,11 +87,25 @@ func queue(b *pgx.Batch, orders map[orderRef]orderState, t Tables, ev event.Even
 		if o.OrderNo == "" || !isUUID(ev.ProjectID) || !isUUID(o.ID) {
 			return orderRef{}, poisonError{fmt.Errorf("%s without orderNo, or with an invalid projectId or id", ev.Type)}
 		}
-		ref := orderRef{ev.ProjectID, o.OrderNo}
+		// The canonical form: one order is one key of the batch's upsert,
+		// however its project id was spelt (else: cardinality violation).
+		ref := orderRef{canonicalUUID(ev.ProjectID), o.OrderNo}
 		// Of several events of one order in a batch the newest wins, as it
 		// would statement by statement (the upsert is version-guarded).
 		if cur, ok := orders[ref]; !ok || o.Version > cur.version {
-			orders[ref] = orderState{o.ID, o.Version, o.Status, o.FulfillmentStatus}
+			credits := make([]int64, len(o.CreditRedemptions))
+			for i, c := range o.CreditRedemptions {
+				credits[i] = c.AmountCents
+			}
+			st := orderState{orderID: o.ID, version: o.Version, status: o.Status, fulfillmentStatus: o.FulfillmentStatus,
+				holds: []byte("[]"), paymentGateway: o.PaymentGateway, facts: lifecycle.Facts{
+					Status: o.Status, RequiresShipping: o.RequiresShipping, Fulfilled: o.FulfillmentStatus == "fulfilled",
+					Paid: o.PaidAt != nil, CoveredByCredit: lifecycle.CoveredByCredit(o.FinancialStatus, o.GrossTotalCents, credits),
+				}}
+			if len(o.Holds) > 0 {
+				st.holds, _ = json.Marshal(o.Holds)
+			}
+			orders[ref] = st
 		}
 		return ref, nil
 
@@ -109,7 +142,7 @@ func queue(b *pgx.Batch, orders map[orderRef]orderState, t Tables, ev event.Even
 			ON CONFLICT (project_id, order_no) DO UPDATE SET invoices = EXCLUDED.invoices, rev = EXCLUDED.rev, updated_at = now()
 			WHERE v.invoices IS DISTINCT FROM EXCLUDED.invoices`,
 			ev.ProjectID, inv.OrderNo)
-		return orderRef{ev.ProjectID, inv.OrderNo}, nil
+		return orderRef{canonicalUUID(ev.ProjectID), inv.OrderNo}, nil
 	}
 	return orderRef{}, poisonError{fmt.Errorf("unknown event type %q", ev.Type)}
 }
@@ -121,21 +154,25 @@ func queueOrders(b *pgx.Batch, t Tables, orders map[orderRef]orderState) {
 	if len(orders) == 0 {
 		return
 	}
-	var projects, orderNos, ids, statuses, fulfillments []string
+	var projects, orderNos, ids, statuses, fulfillments, waiting, holds []string
 	var versions []int64
 	for ref, o := range orders {
 		projects, orderNos, ids = append(projects, ref.projectID), append(orderNos, ref.orderNo), append(ids, o.orderID)
 		versions, statuses, fulfillments = append(versions, o.version), append(statuses, o.status), append(fulfillments, o.fulfillmentStatus)
+		waiting, holds = append(waiting, o.waitingFor), append(holds, string(o.holds))
 	}
-	b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, order_id, order_version, status, fulfillment_status, rev, updated_at)
-		SELECT k.project_id, k.order_no, k.order_id, k.order_version, k.status, k.fulfillment_status, nextval('read_model_rev'), now()
-		FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::text[], $6::text[])
-			AS k(project_id, order_no, order_id, order_version, status, fulfillment_status)
+	b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, order_id, order_version, status, fulfillment_status, waiting_for, holds,
+			rev, updated_at)
+		SELECT k.project_id, k.order_no, k.order_id, k.order_version, k.status, k.fulfillment_status, k.waiting_for, k.holds::jsonb,
+			nextval('read_model_rev'), now()
+		FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[])
+			AS k(project_id, order_no, order_id, order_version, status, fulfillment_status, waiting_for, holds)
 		ORDER BY k.project_id, k.order_no
 		ON CONFLICT (project_id, order_no) DO UPDATE SET order_id = EXCLUDED.order_id, order_version = EXCLUDED.order_version,
-			status = EXCLUDED.status, fulfillment_status = EXCLUDED.fulfillment_status, rev = EXCLUDED.rev, updated_at = now()
+			status = EXCLUDED.status, fulfillment_status = EXCLUDED.fulfillment_status, waiting_for = EXCLUDED.waiting_for,
+			holds = EXCLUDED.holds, rev = EXCLUDED.rev, updated_at = now()
 		WHERE v.order_version < EXCLUDED.order_version`,
-		projects, orderNos, ids, versions, statuses, fulfillments)
+		projects, orderNos, ids, versions, statuses, fulfillments, waiting, holds)
 }
 
 // statusRow is an order_view row as the status record needs it.
@@ -157,7 +194,7 @@ func loadStatus(ctx context.Context, q interface {
 	for i, r := range refs {
 		projects[i], orders[i] = r.projectID, r.orderNo
 	}
-	rows, err := q.Query(ctx, `SELECT v.project_id::text, v.order_no, v.rev, v.status, v.fulfillment_status, v.invoices
+	rows, err := q.Query(ctx, `SELECT v.project_id::text, v.order_no, v.rev, v.status, v.fulfillment_status, v.invoices, v.waiting_for, v.holds
 		FROM unnest($1::uuid[], $2::text[]) AS k(project_id, order_no)
 		JOIN `+table+` v ON v.project_id = k.project_id AND v.order_no = k.order_no`, projects, orders)
 	if err != nil {
@@ -168,13 +205,14 @@ func loadStatus(ctx context.Context, q interface {
 
 func scanStatus(row pgx.CollectableRow) (statusRow, error) {
 	var r statusRow
-	var status, fulfillment string
-	var invoices []byte
-	if err := row.Scan(&r.ref.projectID, &r.ref.orderNo, &r.rev, &status, &fulfillment, &invoices); err != nil {
+	var status, fulfillment, waiting string
+	var invoices, holds []byte
+	if err := row.Scan(&r.ref.projectID, &r.ref.orderNo, &r.rev, &status, &fulfillment, &invoices, &waiting, &holds); err != nil {
 		return r, err
 	}
 	var err error
-	r.body, err = readmodel.Encode(r.ref.orderNo, status, fulfillment, invoices)
+	r.body, err = readmodel.Encode(readmodel.Row{OrderNo: r.ref.orderNo, Status: status, FulfillmentStatus: fulfillment,
+		Invoices: invoices, WaitingFor: waiting, Holds: holds})
 	return r, err
 }
 
@@ -193,6 +231,15 @@ func putRedis(ctx context.Context, rdb *redis.Client, rows []statusRow) error {
 	readmodel.PublishChanges(ctx, p, changes)
 	_, err := p.Exec(ctx)
 	return err
+}
+
+// canonicalUUID returns a valid UUID s in its canonical (lower-case) form.
+func canonicalUUID(s string) string {
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return s
+	}
+	return u.String()
 }
 
 func isUUID(s string) bool {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,6 +32,24 @@ const MaxBatch = 500
 // lockKey serialises a rebuild's table swap against live batches.
 const lockKey = 0x6f32692d70726f6a // "o2i-proj"
 
+// Bounds of the projector's external calls. A PostgreSQL statement that
+// overruns closes its connection; the batch is then delivered again.
+const (
+	txTimeout     = 30 * time.Second // one read-model transaction (it may wait for a rebuild's table swap)
+	dbTimeout     = 10 * time.Second // one statement outside it
+	redisTimeout  = 5 * time.Second  // one Redis pipeline
+	commitTimeout = 10 * time.Second // handing offsets to the reader
+)
+
+// Redis repair: how often the loop looks for marked orders when it was not
+// told of any (marks of other replicas, of a crashed process), how many it
+// copies per round, and its longest wait after a failed round.
+const (
+	repairEvery      = 5 * time.Second
+	repairBatch      = 1000
+	repairMaxBackoff = 5 * time.Second
+)
+
 // Projector maintains order_view, invoice_view and the Redis order status
 // records from the event topics.
 type Projector struct {
@@ -43,10 +61,26 @@ type Projector struct {
 	group   string
 	shadow  bool // writes a rebuild's fresh tables: no lock, no Redis
 
+	repair *redisRepair
+
 	lag         prometheus.Histogram
 	applied     *prometheus.CounterVec
 	deadLetters prometheus.Counter
+	redisErrors prometheus.Counter
+	redisDirty  prometheus.Gauge
 }
+
+// redisRepair is the state a projector shares with its repair loop.
+type redisRepair struct {
+	// down is set when a Redis refresh failed and cleared when the loop
+	// wrote Redis again: while set and the loop runs, batches mark their
+	// orders without trying Redis (no timeout per batch while Redis hangs).
+	down    atomic.Bool
+	running atomic.Bool   // the repair loop runs (Apply also runs without Run)
+	kick    chan struct{} // wakes the loop when down is set
+}
+
+func newRedisRepair() *redisRepair { return &redisRepair{kick: make(chan struct{}, 1)} }
 
 // New returns a projector; its metrics are registered on reg when not nil.
 func New(pool *pgxpool.Pool, rdb *redis.Client, brokers []string, reg prometheus.Registerer) *Projector {
@@ -63,16 +97,28 @@ func New(pool *pgxpool.Pool, rdb *redis.Client, brokers []string, reg prometheus
 		deadLetters: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "o2i_projection_dead_letters_total", Help: "Events the projector could not apply, kept in projection_dead_letters.",
 		}),
+		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "o2i_projection_redis_errors_total",
+			Help: "Failed Redis refreshes of the projector (batches and repair rounds); the orders stay marked in projection_redis_dirty until copied.",
+		}),
+		redisDirty: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "o2i_projection_redis_dirty_orders", Help: "Orders whose Redis status record is stale, waiting for the repair loop (sampled by it).",
+		}),
+		repair: newRedisRepair(),
 	}
 	if reg != nil {
-		reg.MustRegister(p.lag, p.applied, p.deadLetters)
+		reg.MustRegister(p.lag, p.applied, p.deadLetters, p.redisErrors, p.redisDirty)
 	}
 	return p
 }
 
 // Run consumes until ctx ends. A failed batch is not committed: the reader
-// is recreated and the batch is delivered again (never skipped).
+// is recreated and the batch is delivered again (never skipped). Beside it
+// runs the loop that repairs the Redis records of marked orders.
 func (p *Projector) Run(ctx context.Context) error {
+	repaired := make(chan struct{})
+	go func() { defer close(repaired); p.repairLoop(ctx) }()
+	defer func() { <-repaired }()
 	backoff := 100 * time.Millisecond
 	for {
 		err := p.consume(ctx)
@@ -110,6 +156,8 @@ func (p *Projector) consume(ctx context.Context) error {
 	})
 	defer r.Close()
 	for {
+		// Waiting for events is not bounded: the reader's fetch requests are
+		// (MaxWait, its dial and read timeouts).
 		msgs, err := consume.FetchBatch(ctx, r, MaxBatch)
 		if err != nil {
 			return fmt.Errorf("fetch: %w", err)
@@ -117,7 +165,10 @@ func (p *Projector) consume(ctx context.Context) error {
 		if err := p.Apply(ctx, msgs); err != nil {
 			return err
 		}
-		if err := r.CommitMessages(ctx, msgs...); err != nil {
+		cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+		err = r.CommitMessages(cctx, msgs...)
+		cancel()
+		if err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
 	}
@@ -128,12 +179,15 @@ func (p *Projector) consume(ctx context.Context) error {
 func (p *Projector) WithSource(topics []string, group string, tables Tables) *Projector {
 	c := *p
 	c.topics, c.group, c.tables = topics, group, tables
+	c.repair = newRedisRepair()
 	return &c
 }
 
 // Apply writes a batch of messages into the read models in one transaction,
 // then refreshes the Redis copies of every order it touched (also when the
 // events were already applied, which repairs a crash between the two).
+// When Redis fails, the orders are marked in projection_redis_dirty and the
+// repair loop of Run copies them once Redis answers (see refreshRedis).
 // When PostgreSQL rejects the batch for its data, the events are applied one
 // by one and the offending ones go to the dead-letter table; any other
 // failure is returned and the batch is delivered again.
@@ -156,11 +210,34 @@ func (p *Projector) Apply(ctx context.Context, msgs []kafka.Message) error {
 	return nil
 }
 
-// isDataError reports whether PostgreSQL refused the values themselves
-// (data exception or integrity violation): retrying cannot help.
+// isDataError reports whether PostgreSQL refused the batch for the events in
+// it, so that delivering the same batch again can never succeed. Apply then
+// applies the events one by one; those that still fail alone are
+// dead-lettered. The SQLSTATE classes:
+//
+//   - 22 data exception (a value out of range, an invalid date, a NUL byte)
+//     and 23 integrity constraint violation: the values.
+//   - 21 cardinality violation: an upsert got two rows for one key from
+//     the batch; alone, each event applies.
+//   - 54 program limit exceeded: a value too large for an index row (a
+//     very long order number), or a statement too large for the batch.
+//
+// Every other class is retried forever, by design: 42 (undefined table,
+// column or function, syntax, privileges), 0A, 25, 2B... are faults of the
+// code or the schema; a deploy or migration fixes them and the same events
+// then apply, while dead-lettering would drop every event during a bad
+// deploy. 08, 40, 53, 55, 57, 58 and XX are the server's state (connection,
+// deadlock or serialization, resources, lock, shutdown, I/O, corruption).
 func isDataError(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23"))
+	if !errors.As(err, &pgErr) || len(pgErr.Code) != 5 {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "21", "22", "23", "54":
+		return true
+	}
+	return false
 }
 
 type deadLetter struct {
@@ -206,21 +283,26 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 			refs = append(refs, ref)
 		}
 	}
+	if err := resolveWaiting(ctx, p.pool, orders); err != nil {
+		return err
+	}
 	queueOrders(&b, p.tables, orders)
 	for i, m := range dead {
 		b.Queue(`INSERT INTO projection_dead_letters (projector, topic, partition, "offset", msg_key, payload, error)
 			VALUES ($1, $2, $3, $4, $5, $6, $7)`, p.group, m.Topic, m.Partition, m.Offset, string(m.Key), m.Value, deadErr[i])
 	}
 	var rows []statusRow
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+	tctx, cancel := context.WithTimeout(ctx, txTimeout)
+	defer cancel()
+	err := pgx.BeginFunc(tctx, p.pool, func(tx pgx.Tx) error {
+		if err := tx.SendBatch(tctx, &b).Close(); err != nil {
 			return err
 		}
 		var err error
 		if p.shadow {
 			return nil
 		}
-		rows, err = loadStatus(ctx, tx, p.tables.Orders, refs)
+		rows, err = loadStatus(tctx, tx, p.tables.Orders, refs)
 		return err
 	})
 	if err != nil {
@@ -231,10 +313,8 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 		slog.Error("projector: dead letter", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", deadErr[i])
 	}
 	if !p.shadow {
-		if err := putRedis(ctx, p.rdb, rows); err != nil {
-			// Redis is a view: the API falls back to PostgreSQL, and the next
-			// event of the order or a rebuild refreshes it.
-			slog.Warn("projector: redis refresh failed", "orders", len(rows), "err", err)
+		if err := p.refreshRedis(ctx, rows); err != nil {
+			return err
 		}
 	}
 	now := time.Now()

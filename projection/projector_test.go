@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,14 +150,13 @@ func (f *fixture) status(orderNo string) (readmodel.OrderStatus, int64) {
 	f.t.Helper()
 	ctx := context.Background()
 	var rev int64
-	var st, fs string
-	var inv []byte
-	err := f.pool.QueryRow(ctx, `SELECT rev, status, fulfillment_status, invoices FROM `+f.tables.Orders+`
-		WHERE project_id = $1 AND order_no = $2`, f.project, orderNo).Scan(&rev, &st, &fs, &inv)
+	row := readmodel.Row{OrderNo: orderNo}
+	err := f.pool.QueryRow(ctx, `SELECT rev, status, fulfillment_status, invoices, waiting_for, holds FROM `+f.tables.Orders+`
+		WHERE project_id = $1 AND order_no = $2`, f.project, orderNo).Scan(&rev, &row.Status, &row.FulfillmentStatus, &row.Invoices, &row.WaitingFor, &row.Holds)
 	if err != nil {
 		f.t.Fatalf("order_view %s: %v", orderNo, err)
 	}
-	want, err := readmodel.Encode(orderNo, st, fs, inv)
+	want, err := readmodel.Encode(row)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -179,7 +182,7 @@ func TestProjectsEachEventType(t *testing.T) {
 
 	f.apply(orderEvent(t, event.OrderCreated, f.project, "A-1", orderID, 1, "created", "unfulfilled"))
 	got, _ := f.status("A-1")
-	want := readmodel.OrderStatus{OrderNo: "A-1", Status: "created", FulfillmentStatus: "unfulfilled", Invoices: []readmodel.InvoiceRef{}}
+	want := readmodel.OrderStatus{OrderNo: "A-1", Status: "created", FulfillmentStatus: "unfulfilled", Invoices: []readmodel.InvoiceRef{}, WaitingFor: "payment", Holds: []readmodel.Hold{}} // no payment, no credit
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after order.created (-want +got):\n%s", diff)
 	}
@@ -192,7 +195,7 @@ func TestProjectsEachEventType(t *testing.T) {
 	f.apply(orderEvent(t, event.OrderUpdated, f.project, "A-1", orderID, 4, "invoiced", "fulfilled"))
 	f.apply(invoiceEvent(t, event.InvoiceCreated, f.project, "A-1", invID, "TEST-2026-1", "created", 1, t0))
 	got, _ = f.status("A-1")
-	want = readmodel.OrderStatus{OrderNo: "A-1", Status: "invoiced", FulfillmentStatus: "fulfilled", Invoices: []readmodel.InvoiceRef{
+	want = readmodel.OrderStatus{OrderNo: "A-1", Status: "invoiced", FulfillmentStatus: "fulfilled", WaitingFor: "none", Holds: []readmodel.Hold{}, Invoices: []readmodel.InvoiceRef{
 		{ID: invID, Number: "TEST-2026-1", Status: "created", URL: "/v1/invoices/" + invID, Type: "invoice"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after invoice.created (-want +got):\n%s", diff)
@@ -389,5 +392,213 @@ func TestRebuildRestoresIdenticalReadModels(t *testing.T) {
 	var n int
 	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM `+f.tables.Invoices+` WHERE project_id = $1`, f.project).Scan(&n); err != nil || n != 30 {
 		t.Errorf("%d invoices after rebuild (%v), want 30", n, err)
+	}
+}
+
+// fresh reports whether Redis holds PostgreSQL's current status record of
+// the order: every write of an order_view row takes a new rev, and Redis
+// stores the rev of the row it copied (status compares the bodies too).
+func (f *fixture) fresh(orderNo string) bool {
+	f.t.Helper()
+	ctx := context.Background()
+	var rev int64
+	if err := f.pool.QueryRow(ctx, `SELECT rev FROM `+f.tables.Orders+` WHERE project_id = $1 AND order_no = $2`,
+		f.project, orderNo).Scan(&rev); err != nil {
+		return false
+	}
+	rrev, _, err := readmodel.Get(ctx, f.rdb, f.project, orderNo)
+	return err == nil && rrev == rev
+}
+
+// cached is the order's status record in Redis.
+func (f *fixture) cached(orderNo string) readmodel.OrderStatus {
+	f.t.Helper()
+	var st readmodel.OrderStatus
+	_, body, err := readmodel.Get(context.Background(), f.rdb, f.project, orderNo)
+	if err == nil {
+		err = json.Unmarshal(body, &st)
+	}
+	if err != nil {
+		f.t.Fatalf("redis %s: %v", orderNo, err)
+	}
+	return st
+}
+
+// pgVersion is the order version of order_view (0 when absent).
+func (f *fixture) pgVersion(orderNo string) int64 {
+	f.t.Helper()
+	var v *int64
+	err := f.pool.QueryRow(context.Background(), `SELECT order_version FROM `+f.tables.Orders+`
+		WHERE project_id = $1 AND order_no = $2`, f.project, orderNo).Scan(&v)
+	if err != nil || v == nil {
+		return 0
+	}
+	return *v
+}
+
+func (f *fixture) marks() int {
+	f.t.Helper()
+	var n int
+	if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM projection_redis_dirty WHERE orders_table = $1`,
+		f.tables.Orders).Scan(&n); err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+// switchableRedis is a real Redis client of the fixture's database whose
+// connections go to addr: first a closed port, later the real Redis.
+func (f *fixture) switchableRedis(addr *atomic.Pointer[string]) *redis.Client {
+	f.t.Helper()
+	opt := *f.rdb.Options() // a copy: the fixture's client keeps its own
+	opt.Dialer = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, *addr.Load())
+	}
+	opt.MaxRetries = -1 // fail fast; the projector retries
+	c := redis.NewClient(&opt)
+	f.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// run runs p until the test ends or the returned stop is called.
+func run(t *testing.T, p *projection.Projector) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("projector: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestRedisFailureIsRepaired: while the projector cannot reach Redis, the
+// events still reach PostgreSQL and the offsets move on; the orders are
+// marked, and their Redis records become fresh once Redis answers (the same
+// process) or when another projector runs (the marks are durable).
+func TestRedisFailureIsRepaired(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		restart bool // Redis comes back for a new projector, not the failing one
+	}{
+		{name: "redis comes back"},
+		{name: "another projector repairs", restart: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, 0)
+			orderID := uuid.NewString()
+			// A record in Redis that the failure would leave stale.
+			f.apply(orderEvent(t, event.OrderCreated, f.project, "D-1", orderID, 1, "created", "unfulfilled"))
+			staleRev, _, err := readmodel.Get(context.Background(), f.rdb, f.project, "D-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			var addr atomic.Pointer[string]
+			dead, live := closedPort(t), f.rdb.Options().Addr
+			addr.Store(&dead)
+			failing := projection.New(f.pool, f.switchableRedis(&addr), testenv.KafkaBrokers(), nil).
+				WithSource(f.topics, f.group, f.tables)
+			stop := run(t, failing)
+			f.publish(
+				orderEvent(t, event.OrderFulfilled, f.project, "D-1", orderID, 2, "created", "fulfilled"),
+				orderEvent(t, event.OrderCreated, f.project, "D-2", uuid.NewString(), 1, "created", "unfulfilled"))
+			testenv.Eventually(t, 30*time.Second, "both events in PostgreSQL while Redis is unreachable", func() bool {
+				return f.pgVersion("D-1") == 2 && f.pgVersion("D-2") == 1
+			})
+			testenv.Eventually(t, 10*time.Second, "both orders marked", func() bool { return f.marks() == 2 })
+			if rev, _, err := readmodel.Get(context.Background(), f.rdb, f.project, "D-1"); err != nil || rev != staleRev {
+				t.Fatalf("redis D-1 rev %d (%v), want the stale %d while Redis is unreachable", rev, err, staleRev)
+			}
+			if f.fresh("D-1") || f.fresh("D-2") {
+				t.Fatal("Redis fresh while unreachable")
+			}
+
+			if tc.restart {
+				stop()
+				run(t, f.p) // reaches Redis
+			} else {
+				addr.Store(&live)
+			}
+			testenv.Eventually(t, 30*time.Second, "Redis fresh again", func() bool { return f.fresh("D-1") && f.fresh("D-2") })
+			testenv.Eventually(t, 10*time.Second, "no marks left", func() bool { return f.marks() == 0 })
+			if got := f.cached("D-1"); got.FulfillmentStatus != "fulfilled" {
+				t.Errorf("redis D-1 %+v, want fulfilled", got)
+			}
+
+			// Redis answers again: a later event reaches it directly.
+			f.publish(orderEvent(t, event.OrderUpdated, f.project, "D-1", orderID, 3, "invoiced", "fulfilled"))
+			testenv.Eventually(t, 30*time.Second, "the later event in Redis", func() bool {
+				return f.pgVersion("D-1") == 3 && f.fresh("D-1")
+			})
+		})
+	}
+}
+
+// TestBatchesPostgreSQLCanNeverApply: a batch PostgreSQL refuses for one of
+// its events (here an order number too long for the index: program limit
+// exceeded, 54000) is applied event by event: the others are applied, the
+// offending one is dead-lettered, instead of the batch being retried forever.
+// One order spelt with two forms of its project id is one key of the batch.
+func TestBatchesPostgreSQLCanNeverApply(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 0)
+	var long string // 10800 characters that do not compress
+	for range 300 {
+		long += uuid.NewString()
+	}
+	id := uuid.NewString()
+	batch := messages(t,
+		orderEvent(t, event.OrderCreated, f.project, "E-1", uuid.NewString(), 1, "created", "unfulfilled"),
+		orderEvent(t, event.OrderCreated, f.project, long, uuid.NewString(), 1, "created", "unfulfilled"),
+		orderEvent(t, event.OrderCreated, f.project, "E-2", id, 1, "created", "unfulfilled"),
+		orderEvent(t, event.OrderFulfilled, strings.ToUpper(f.project), "E-2", id, 2, "created", "fulfilled"))
+	for i := range batch {
+		batch[i].Offset = int64(900 + i)
+	}
+	if err := f.p.Apply(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if !f.fresh("E-1") || !f.fresh("E-2") {
+		t.Error("E-1 or E-2 not projected to Redis")
+	}
+	if got := f.cached("E-2"); got.FulfillmentStatus != "fulfilled" {
+		t.Errorf("E-2 %+v, want the newest event (fulfilled)", got)
+	}
+	var offsets []int64
+	rows, err := f.pool.Query(context.Background(), `SELECT "offset" FROM projection_dead_letters WHERE projector = $1 ORDER BY 1`, f.group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var o int64
+		if err := rows.Scan(&o); err != nil {
+			t.Fatal(err)
+		}
+		offsets = append(offsets, o)
+	}
+	if !slices.Equal(offsets, []int64{901}) {
+		t.Errorf("dead letters at offsets %v, want [901] (the long order number)", offsets)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +88,17 @@ func TestHoldsReleaseThemselves(t *testing.T) {
 		}
 	}
 
+	// The status record names the hold and its task.
+	d := waitStatus(t, c, key, xr, func(d map[string]any) bool { return len(d["holds"].([]any)) == 1 })
+	h := d["holds"].([]any)[0].(map[string]any)
+	if h["type"] != "xrechnung_contact_phone_missing" || d["waitingFor"] != "none" || d["status"] != "created" {
+		t.Errorf("status record of the held order: %v", d)
+	}
+	if r := c.Do("GET", "/v1/tasks/"+h["taskId"].(string), key, nil); r.Status != 200 ||
+		r.JSON(t)["data"].(map[string]any)["orderNo"] != xr {
+		t.Errorf("the hold's task: %d %s", r.Status, r.Body)
+	}
+
 	// The period sent later releases that order (its own event).
 	post(later, period, http.StatusOK)
 	documents(t, c, key, later, "invoiced", 1)
@@ -100,6 +112,9 @@ func TestHoldsReleaseThemselves(t *testing.T) {
 	}
 	documents(t, c, key, xr, "invoiced", 1)
 	taskState(t, pool, pid, "xrechnung_contact_phone_missing", xr, "resolved")
+	if d := waitStatus(t, c, key, xr, func(map[string]any) bool { return true }); len(d["holds"].([]any)) != 0 {
+		t.Errorf("holds after the release: %v", d)
+	}
 
 	// The product's revenue recognition is set through the API.
 	if r := c.Do("PUT", "/v1/products/no-such-product-"+suffix, key, []byte(`{"revenueRecognition":null}`)); r.Status != 404 ||
@@ -124,4 +139,55 @@ func TestHoldsReleaseThemselves(t *testing.T) {
 	}
 	documents(t, c, key, accrual, "invoiced", 1)
 	taskState(t, pool, pid, "product_without_revenue_recognition", accrual, "resolved")
+
+	// The same setting from the admin CLI.
+	out, err := runCmd(t, "product", "set", "--project", pid, "--product-id", product, "--immediate")
+	if err != nil || !strings.Contains(out, `"mode": "immediate"`) || !strings.Contains(out, product) {
+		t.Errorf("o2i product set --immediate: %v\n%s", err, out)
+	}
+	if out, err := runCmd(t, "product", "set", "--project", pid, "--product-id", product, "--period-months", "6"); err != nil || !strings.Contains(out, `"periodMonths": 6`) {
+		t.Errorf("o2i product set --period-months 6: %v\n%s", err, out)
+	}
+	for _, bad := range [][]string{
+		{"product", "set", "--project", pid, "--product-id", product},                                        // neither
+		{"product", "set", "--project", pid, "--product-id", product, "--immediate", "--period-months", "3"}, // both
+		{"product", "set", "--project", pid, "--product-id", "no-such-" + suffix, "--immediate"},             // unknown
+		{"product", "set", "--project", pid, "--product-id", product, "--period-months", "121"},              // out of range
+	} {
+		if _, err := runCmd(t, bad...); err == nil {
+			t.Errorf("o2i %v succeeded", bad)
+		}
+	}
+}
+
+// TestStatusSaysWhatTheOrderWaitsFor: waitingFor in the status record is
+// payment for an order whose provider payment has not arrived, fulfillment
+// for paid goods not shipped yet, and none once invoiced.
+func TestStatusSaysWhatTheOrderWaitsFor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testenv.Pool(t)
+	pid := testenv.Project(t, pool, true)
+	const secret = "whsec_waiting"
+	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) { s.StripeWebhookSecret = secret }}); err != nil {
+		t.Fatal(err)
+	}
+	key := testenv.Key(t, pool, pid)
+	c := client(t)
+	no := "WAIT-" + uuid.NewString()[:8]
+	if r := c.Do("POST", "/v1/orders", key, []byte(fmt.Sprintf(`{"orderNo":%q,"paymentRef":"pi_%s","paymentGateway":"stripe","requiresShipping":true,
+		"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+		"items":[{"name":"Tee","quantity":1,"unitGrossCents":1190,"taxRate":19}]}`, no, no)), "Idempotency-Key", no); r.Status != http.StatusCreated {
+		t.Fatalf("order: %d %s", r.Status, r.Body)
+	}
+	waitStatus(t, c, key, no, func(d map[string]any) bool { return d["waitingFor"] == "fulfillment" })
+	if r := c.Do("POST", "/v1/fulfillments", key, []byte(fmt.Sprintf(`{"orderNo":%q,"status":"fulfilled"}`, no)), "Idempotency-Key", no+"-f"); r.Status != 200 {
+		t.Fatalf("fulfilled: %d %s", r.Status, r.Body)
+	}
+	waitStatus(t, c, key, no, func(d map[string]any) bool { return d["waitingFor"] == "payment" })
+	stripeEvent(t, pid, secret, "payment_intent.succeeded", fmt.Sprintf(`{"id":"pi_%s","object":"payment_intent","amount":1190,"amount_received":1190,"currency":"eur"}`, no))
+	documents(t, c, key, no, "invoiced", 1)
+	if d := waitStatus(t, c, key, no, func(map[string]any) bool { return true }); d["waitingFor"] != "none" {
+		t.Errorf("invoiced order waits for %v", d["waitingFor"])
+	}
 }

@@ -108,7 +108,17 @@ type Order struct {
 	// RefundPendingCents is refunded gross the provider reported that no
 	// credit note covers yet; the invoicer issues one against the invoice.
 	RefundPendingCents int64 `json:"refundPendingCents,omitempty"`
+	// PaidAt is when the payment provider's payment was matched.
+	PaidAt *time.Time `json:"paidAt,omitempty"`
+	// Holds are the review tasks that hold the due order back.
+	Holds []Hold `json:"holds,omitempty"`
 	OrderContent
+}
+
+// Hold is a review task holding an order back without an invoice number.
+type Hold struct {
+	Type   string `json:"type"`
+	TaskID string `json:"taskId"`
 }
 
 // CreditTransaction is the data of credit.transaction_recorded.
@@ -136,6 +146,8 @@ type orderHead struct {
 	InvoicedAt         *time.Time `json:"invoicedAt,omitempty"`
 	CorrectionPending  bool       `json:"correctionPending,omitempty"`
 	RefundPendingCents int64      `json:"refundPendingCents,omitempty"`
+	PaidAt             *time.Time `json:"paidAt,omitempty"`
+	Holds              []Hold     `json:"holds,omitempty"`
 }
 
 // OrderData returns the JSON of o (the bytes json.Marshal(o) gives) from
@@ -143,7 +155,7 @@ type orderHead struct {
 // encoded the content do not encode it again.
 func OrderData(o Order, content []byte) (json.RawMessage, error) {
 	h, err := json.Marshal(orderHead{o.ID, o.ProjectID, o.Status, o.Version, o.FulfillmentStatus, o.ShippedAt,
-		o.SuppliedAt, o.TrackingNumber, o.CreatedAt, o.UpdatedAt, o.InvoicedAt, o.CorrectionPending, o.RefundPendingCents})
+		o.SuppliedAt, o.TrackingNumber, o.CreatedAt, o.UpdatedAt, o.InvoicedAt, o.CorrectionPending, o.RefundPendingCents, o.PaidAt, o.Holds})
 	if err != nil {
 		return nil, err
 	}

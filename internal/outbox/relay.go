@@ -42,6 +42,21 @@ const leaderLock int64 = 0x6f32692d72656c79 // "o2i-rely"
 // by the order's row lock, so the later change's transaction commits after
 // the earlier one and its rows are read later: the order's events leave in
 // commit order.
+//
+// Size: the broker refuses a record batch larger than its limit
+// (MaxMessageBytes), and kafka-go fails the whole batch. The writer's
+// BatchBytes is set so that no batch it assembles exceeds the limit, and a
+// row whose message alone does not fit is never sent: it is moved to
+// outbox_dead_letters (metric o2i_outbox_dead_letters_total, an error log)
+// in the transaction that moves the position past it, so the rows behind it
+// are published. When the broker refuses a batch as too large anyway (its
+// limit is lower than configured), the rows are sent one by one and the one
+// the broker refuses alone is dead-lettered the same way. Every other
+// failure is retried with backoff, nothing skipped.
+//
+// Every database statement, broker write and lock attempt is bounded in
+// time; a statement that overruns closes the leader's connection, which
+// gives up the lock, and the relay starts over.
 type Relay struct {
 	Pool    *pgxpool.Pool
 	Brokers []string
@@ -51,6 +66,14 @@ type Relay struct {
 	StandbyPoll time.Duration // how often a standby replica tries the leader lock; default 1s
 	MaxBackoff  time.Duration // longest wait between failed publishes; default 5s
 	Retention   time.Duration // how long published rows are kept before the leader deletes them; default 1h
+
+	// MaxMessageBytes is the largest record batch the broker accepts on the
+	// relay's topics: the broker's message.max.bytes, or the topic's
+	// max.message.bytes when that is lower. Default DefaultMaxMessageBytes,
+	// the default of Kafka and of the local stack's broker. Raising it needs
+	// the broker's and topics' limits raised first and the consumers' fetch
+	// size (MaxBytes, 10 MiB in the projector and invoicer) to stay above it.
+	MaxMessageBytes int
 
 	// Projects restricts the relay to these projects' rows, with its own
 	// leader lock. For tests; a production relay leaves it empty.
@@ -72,12 +95,28 @@ type Relay struct {
 	m *relayMetrics
 }
 
+// DefaultMaxMessageBytes is Kafka's default message.max.bytes (1 MiB plus
+// the 12 bytes of a record batch's offset and length fields), which kfake
+// also uses.
+const DefaultMaxMessageBytes = 1048588
+
+// recordBatchOverhead is the header of a Kafka record batch (magic 2): what
+// a batch of messages takes on the wire beyond its records.
+const recordBatchOverhead = 61
+
+// Bounds of the relay's external calls.
+const (
+	dbTimeout      = 15 * time.Second // one database statement or transaction
+	publishTimeout = 30 * time.Second // one WriteMessages call (the writer's own attempts within)
+)
+
 type relayMetrics struct {
-	published *prometheus.CounterVec
-	errors    prometheus.Counter
-	backlog   prometheus.Gauge
-	leader    prometheus.Gauge
-	batch     prometheus.Histogram
+	published   *prometheus.CounterVec
+	errors      prometheus.Counter
+	deadLetters prometheus.Counter
+	backlog     prometheus.Gauge
+	leader      prometheus.Gauge
+	batch       prometheus.Histogram
 }
 
 func newRelayMetrics(reg prometheus.Registerer) *relayMetrics {
@@ -87,6 +126,9 @@ func newRelayMetrics(reg prometheus.Registerer) *relayMetrics {
 		}, []string{"topic"}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "o2i_outbox_publish_errors_total", Help: "Failed publish attempts of the relay (the batch is retried).",
+		}),
+		deadLetters: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "o2i_outbox_dead_letters_total", Help: "Outbox rows the relay could never publish (too large for the broker), kept in outbox_dead_letters.",
 		}),
 		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "o2i_outbox_backlog", Help: "Outbox rows waiting to be published, sampled by the leading relay.",
@@ -102,6 +144,7 @@ func newRelayMetrics(reg prometheus.Registerer) *relayMetrics {
 	if reg != nil {
 		m.published = register(reg, m.published)
 		m.errors = register(reg, m.errors)
+		m.deadLetters = register(reg, m.deadLetters)
 		m.backlog = register(reg, m.backlog)
 		m.leader = register(reg, m.leader)
 		m.batch = register(reg, m.batch)
@@ -137,6 +180,9 @@ func (r *Relay) defaults() {
 	}
 	if r.Retention <= 0 {
 		r.Retention = time.Hour
+	}
+	if r.MaxMessageBytes <= recordBatchOverhead {
+		r.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if r.Logger == nil {
 		r.Logger = slog.Default()
@@ -186,14 +232,16 @@ func (r *Relay) Run(ctx context.Context) error {
 // lead takes the leader lock on a dedicated connection and publishes until
 // ctx ends or the connection fails. It reports whether it got the lock.
 func (r *Relay) lead(ctx context.Context) (bool, error) {
-	conn, err := r.Pool.Acquire(ctx)
+	actx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	conn, err := r.Pool.Acquire(actx)
 	if err != nil {
 		return false, err
 	}
 	defer conn.Release()
 	key := r.lockKey()
 	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
+	if err := conn.QueryRow(actx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
 		return false, err
 	}
 	if !ok {
@@ -220,7 +268,7 @@ func (r *Relay) lead(ctx context.Context) (bool, error) {
 	var lastBacklog, lastPurge time.Time
 	for ctx.Err() == nil {
 		if time.Since(lastBacklog) > 5*time.Second {
-			r.sampleBacklog(ctx, conn.Conn(), pos)
+			r.sampleBacklog(ctx, pos)
 			lastBacklog = time.Now()
 		}
 		if len(r.Projects) == 0 && time.Since(lastPurge) > time.Minute {
@@ -256,14 +304,19 @@ func (r *Relay) lead(ctx context.Context) (bool, error) {
 
 func (r *Relay) newWriter() *kafka.Writer {
 	return &kafka.Writer{
-		Addr:            kafka.TCP(r.Brokers...),
-		Balancer:        &kafka.Hash{}, // one key, one partition
-		RequiredAcks:    kafka.RequireAll,
-		BatchSize:       r.BatchSize,
+		Addr:         kafka.TCP(r.Brokers...),
+		Balancer:     &kafka.Hash{}, // one key, one partition
+		RequiredAcks: kafka.RequireAll,
+		BatchSize:    r.BatchSize,
+		// kafka-go counts each message as messageBytes does, an upper bound
+		// of its record; with the batch header a batch stays within the limit.
+		BatchBytes:      int64(r.batchBytes()),
 		BatchTimeout:    2 * time.Millisecond, // the default 1s would add a second to every publish
 		MaxAttempts:     3,
 		WriteBackoffMin: 20 * time.Millisecond,
 		WriteBackoffMax: 200 * time.Millisecond,
+		WriteTimeout:    10 * time.Second, // one produce request
+		ReadTimeout:     10 * time.Second,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 			r.Logger.Warn("outbox relay: kafka writer: " + fmt.Sprintf(msg, args...))
 		}),
@@ -272,6 +325,45 @@ func (r *Relay) newWriter() *kafka.Writer {
 			MetadataTTL: 10 * time.Second,
 		},
 	}
+}
+
+// batchBytes is the most a batch's messages may count (see messageBytes)
+// so that the batch fits the broker's limit.
+func (r *Relay) batchBytes() int { return r.MaxMessageBytes - recordBatchOverhead }
+
+// messageBytes is what m counts against the writer's BatchBytes, computed as
+// kafka-go computes it (message.totalSize: 22 bytes of fixed fields, the key,
+// the value and the varint-framed headers). It is at least the size of m's
+// record in a batch on the wire (varint lengths, about 12 bytes of fields),
+// so a message of at most batchBytes fits the broker's limit alone.
+func messageBytes(m kafka.Message) int {
+	n := 22 + len(m.Key) + len(m.Value) + varintLen(len(m.Headers))
+	for _, h := range m.Headers {
+		n += varintLen(len(h.Key)) + len(h.Key) + varintLen(len(h.Value)) + len(h.Value)
+	}
+	return n
+}
+
+// varintLen is the length of n as a zig-zag varint.
+func varintLen(n int) int {
+	u := uint64(n) << 1
+	l := 1
+	for u >= 0x80 {
+		u >>= 7
+		l++
+	}
+	return l
+}
+
+// tooLarge reports whether the writer or the broker refused a message for
+// its size (for a WriteErrors: any of them).
+func tooLarge(err error) bool {
+	var we kafka.WriteErrors
+	if errors.As(err, &we) {
+		return slices.ContainsFunc(we, func(e error) bool { return e != nil && tooLarge(e) })
+	}
+	// kafka.MessageTooLargeError (the writer's own check) unwraps to MessageSizeTooLarge.
+	return errors.Is(err, kafka.MessageSizeTooLarge) || errors.Is(err, kafka.RecordListTooLarge)
 }
 
 type publishError struct{ err error }
@@ -286,7 +378,7 @@ type position struct {
 }
 
 type relaySQL struct {
-	selectAll, selectProjects, savePosition, loadPosition, purge, backlog, backlogProjects string
+	selectAll, selectProjects, savePosition, loadPosition, purge, backlog, backlogProjects, deadLetter string
 }
 
 func newRelaySQL(table string) relaySQL {
@@ -302,14 +394,22 @@ func newRelaySQL(table string) relaySQL {
   SELECT ctid FROM ` + table + ` WHERE created_at < $1 AND (tx_id, id) <= ($2::text::xid8, $3::bigint) LIMIT 10000))`,
 		backlog:         `SELECT count(*) FROM (SELECT 1 FROM ` + table + ` WHERE (tx_id, id) > ($1::text::xid8, $2::bigint) LIMIT 10000000) o`,
 		backlogProjects: `SELECT count(*) FROM ` + table + ` WHERE (tx_id, id) > ($1::text::xid8, $2::bigint) AND project_id = ANY($3::uuid[])`,
+		// The payload is copied in the database rather than sent back.
+		deadLetter: `INSERT INTO outbox_dead_letters (relay, outbox_id, tx_id, project_id, topic, msg_key, event_id, event_type,
+    payload, payload_bytes, message_bytes, error)
+  SELECT $1, id, tx_id, project_id, topic, msg_key, event_id, event_type, payload, octet_length(payload), $3, $4
+  FROM ` + table + ` WHERE id = $2
+  ON CONFLICT (relay, outbox_id) DO NOTHING`,
 	}
 }
 
 // loadPosition reads the relay's stored position; a relay that never
 // published starts before the first row.
 func (r *Relay) loadPosition(ctx context.Context, conn *pgx.Conn) (position, error) {
+	qctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
 	pos := position{txID: "0"}
-	err := conn.QueryRow(ctx, r.sql.loadPosition, r.lockKey()).Scan(&pos.txID, &pos.id)
+	err := conn.QueryRow(qctx, r.sql.loadPosition, r.lockKey()).Scan(&pos.txID, &pos.id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return position{txID: "0"}, nil
 	}
@@ -319,79 +419,209 @@ func (r *Relay) loadPosition(ctx context.Context, conn *pgx.Conn) (position, err
 	return pos, nil
 }
 
+// row is an outbox row as the message the relay publishes.
+type row struct {
+	pos          position
+	eventID, typ string
+	msg          kafka.Message
+}
+
 // relayBatch publishes the rows after pos and advances pos past them; it
-// returns how many rows it read. A Kafka failure is a *publishError.
+// returns how many rows it read. A Kafka failure is a *publishError. A row
+// too large for the broker is dead-lettered instead (see Relay).
 func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn, w *kafka.Writer, pos *position) (int, error) {
+	rows, err := r.read(ctx, conn, *pos)
+	if err != nil {
+		return 0, err
+	}
+	if r.afterRead != nil {
+		r.afterRead(len(rows))
+	}
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	// A row that cannot fit is never sent: the rows before it are published
+	// now, and it is dead-lettered once it is the first row read.
+	batch := rows
+	if i := slices.IndexFunc(rows, func(o row) bool { return messageBytes(o.msg) > r.batchBytes() }); i == 0 {
+		cause := fmt.Sprintf("message of %d bytes exceeds the relay's limit of %d bytes (MaxMessageBytes %d less the record batch header)",
+			messageBytes(rows[0].msg), r.batchBytes(), r.MaxMessageBytes)
+		return len(rows), r.deadLetter(ctx, conn, rows[0], pos, cause)
+	} else if i > 0 {
+		batch = rows[:i]
+	}
+	err = r.publish(ctx, w, batch)
+	if err != nil && tooLarge(err) && ctx.Err() == nil {
+		return len(rows), r.publishEach(ctx, conn, w, batch, pos, err)
+	}
+	if err != nil {
+		return len(rows), &publishError{err: err}
+	}
+	if r.beforeMark != nil {
+		if err := r.beforeMark(len(batch)); err != nil {
+			return len(rows), err
+		}
+	}
+	last := batch[len(batch)-1].pos
+	if err := r.savePosition(ctx, conn, last); err != nil {
+		return len(rows), err
+	}
+	*pos = last
+	for _, o := range batch {
+		r.m.published.WithLabelValues(o.msg.Topic).Inc()
+	}
+	return len(rows), nil
+}
+
+// read returns up to BatchSize rows after pos.
+func (r *Relay) read(ctx context.Context, conn *pgx.Conn, pos position) ([]row, error) {
+	qctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
 	var rows pgx.Rows
 	var err error
 	if len(r.Projects) == 0 {
-		rows, err = conn.Query(ctx, r.sql.selectAll, r.BatchSize, pos.txID, pos.id)
+		rows, err = conn.Query(qctx, r.sql.selectAll, r.BatchSize, pos.txID, pos.id)
 	} else {
-		rows, err = conn.Query(ctx, r.sql.selectProjects, r.BatchSize, pos.txID, pos.id, r.Projects)
+		rows, err = conn.Query(qctx, r.sql.selectProjects, r.BatchSize, pos.txID, pos.id, r.Projects)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read outbox: %w", err)
+		return nil, fmt.Errorf("read outbox: %w", err)
 	}
-	var last position
-	msgs := make([]kafka.Message, 0, r.BatchSize)
+	defer rows.Close()
+	out := make([]row, 0, r.BatchSize)
 	for rows.Next() {
-		var topic, key, eventID, typ string
+		var o row
+		var topic, key string
 		var payload []byte
-		if err := rows.Scan(&last.id, &last.txID, &topic, &key, &eventID, &typ, &payload); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("read outbox: %w", err)
+		if err := rows.Scan(&o.pos.id, &o.pos.txID, &topic, &key, &o.eventID, &o.typ, &payload); err != nil {
+			return nil, fmt.Errorf("read outbox: %w", err)
 		}
-		msgs = append(msgs, kafka.Message{
+		o.msg = kafka.Message{
 			Topic: topic, Key: []byte(key), Value: payload,
-			Headers: []kafka.Header{{Key: "eventId", Value: []byte(eventID)}, {Key: "type", Value: []byte(typ)}},
-		})
+			Headers: []kafka.Header{{Key: "eventId", Value: []byte(o.eventID)}, {Key: "type", Value: []byte(o.typ)}},
+		}
+		out = append(out, o)
 	}
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("read outbox: %w", err)
+		return nil, fmt.Errorf("read outbox: %w", err)
 	}
-	if r.afterRead != nil {
-		r.afterRead(len(msgs))
-	}
-	if len(msgs) == 0 {
-		return 0, nil
-	}
-	start := time.Now()
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = w.WriteMessages(pctx, msgs...)
-	cancel()
-	if err != nil {
-		return len(msgs), &publishError{err: err}
-	}
-	r.m.batch.Observe(time.Since(start).Seconds())
-	if r.beforeMark != nil {
-		if err := r.beforeMark(len(msgs)); err != nil {
-			return len(msgs), err
-		}
-	}
-	if _, err := conn.Exec(ctx, r.sql.savePosition, r.lockKey(), last.txID, last.id); err != nil {
-		return len(msgs), fmt.Errorf("store relay position: %w", err)
-	}
-	*pos = last
-	for _, m := range msgs {
-		r.m.published.WithLabelValues(m.Topic).Inc()
-	}
-	return len(msgs), nil
+	return out, nil
 }
 
-func (r *Relay) sampleBacklog(ctx context.Context, conn *pgx.Conn, pos position) {
-	if n, err := r.backlog(ctx, conn, pos); err == nil {
+// publish writes the rows' messages and waits for the broker's acks.
+func (r *Relay) publish(ctx context.Context, w *kafka.Writer, rows []row) error {
+	msgs := make([]kafka.Message, len(rows))
+	for i, o := range rows {
+		msgs[i] = o.msg
+	}
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	if err := w.WriteMessages(pctx, msgs...); err != nil {
+		return err
+	}
+	r.m.batch.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// publishEach publishes rows one at a time, in order, after the broker
+// refused their batch (err) as too large: its limit is lower than
+// MaxMessageBytes, or a batch of several messages did not fit. Rows the
+// batch got through are not sent again; a row refused alone is
+// dead-lettered. Any other error stops it with the position after the last
+// row handled.
+func (r *Relay) publishEach(ctx context.Context, conn *pgx.Conn, w *kafka.Writer, rows []row, pos *position, err error) error {
+	var we kafka.WriteErrors
+	sent := func(i int) bool { return errors.As(err, &we) && len(we) == len(rows) && we[i] == nil }
+	var done *position // handled (published) but the position not stored yet
+	store := func() error {
+		if done == nil {
+			return nil
+		}
+		if err := r.savePosition(ctx, conn, *done); err != nil {
+			return err
+		}
+		*pos, done = *done, nil
+		return nil
+	}
+	for i, o := range rows {
+		var perr error
+		if !sent(i) {
+			perr = r.publish(ctx, w, []row{o})
+		}
+		switch {
+		case perr != nil && tooLarge(perr) && ctx.Err() == nil:
+			// Its transaction stores the position past the rows before it too.
+			if err := r.deadLetter(ctx, conn, o, pos, "refused by Kafka: "+perr.Error()); err != nil {
+				return err
+			}
+			done = nil
+		case perr != nil:
+			if err := store(); err != nil {
+				return err
+			}
+			return &publishError{err: perr}
+		default:
+			done = &o.pos
+			r.m.published.WithLabelValues(o.msg.Topic).Inc()
+		}
+	}
+	return store()
+}
+
+func (r *Relay) savePosition(ctx context.Context, conn *pgx.Conn, p position) error {
+	sctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	if _, err := conn.Exec(sctx, r.sql.savePosition, r.lockKey(), p.txID, p.id); err != nil {
+		return fmt.Errorf("store relay position: %w", err)
+	}
+	return nil
+}
+
+// deadLetter copies row o into outbox_dead_letters and moves the position
+// past it, in one transaction.
+func (r *Relay) deadLetter(ctx context.Context, conn *pgx.Conn, o row, pos *position, cause string) error {
+	dctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	size := messageBytes(o.msg)
+	err := pgx.BeginFunc(dctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(dctx, r.sql.deadLetter, r.lockKey(), o.pos.id, size, cause); err != nil {
+			return err
+		}
+		_, err := tx.Exec(dctx, r.sql.savePosition, r.lockKey(), o.pos.txID, o.pos.id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("dead-letter outbox row %d: %w", o.pos.id, err)
+	}
+	*pos = o.pos
+	r.m.deadLetters.Inc()
+	r.Logger.Error("outbox relay: dead letter: the row can never be published, moved to outbox_dead_letters",
+		"id", o.pos.id, "topic", o.msg.Topic, "key", string(o.msg.Key), "eventId", o.eventID, "type", o.typ,
+		"bytes", size, "maxMessageBytes", r.MaxMessageBytes, "err", cause)
+	return nil
+}
+
+// sampleBacklog sets the backlog gauge. It counts on a pooled connection:
+// a slow count must not cost the leader its connection (and lock).
+func (r *Relay) sampleBacklog(ctx context.Context, pos position) {
+	bctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	if n, err := r.backlog(bctx, r.Pool, pos); err == nil {
 		r.m.backlog.Set(float64(n))
 	}
 }
 
 // backlog counts the rows after pos (committed or not yet visible).
-func (r *Relay) backlog(ctx context.Context, conn *pgx.Conn, pos position) (int64, error) {
+func (r *Relay) backlog(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, pos position) (int64, error) {
 	var n int64
 	var err error
 	if len(r.Projects) == 0 {
-		err = conn.QueryRow(ctx, r.sql.backlog, pos.txID, pos.id).Scan(&n)
+		err = q.QueryRow(ctx, r.sql.backlog, pos.txID, pos.id).Scan(&n)
 	} else {
-		err = conn.QueryRow(ctx, r.sql.backlogProjects, pos.txID, pos.id, r.Projects).Scan(&n)
+		err = q.QueryRow(ctx, r.sql.backlogProjects, pos.txID, pos.id, r.Projects).Scan(&n)
 	}
 	return n, err
 }
@@ -422,11 +652,14 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// purge deletes published rows written longer than Retention ago.
+// purge deletes published (or dead-lettered) rows written longer than
+// Retention ago.
 func (r *Relay) purge(ctx context.Context, conn *pgx.Conn, pos position) error {
 	cutoff := time.Now().Add(-r.Retention)
 	for {
-		tag, err := conn.Exec(ctx, r.sql.purge, cutoff, pos.txID, pos.id)
+		pctx, cancel := context.WithTimeout(ctx, dbTimeout)
+		tag, err := conn.Exec(pctx, r.sql.purge, cutoff, pos.txID, pos.id)
+		cancel()
 		if err != nil {
 			return fmt.Errorf("purge sent outbox rows: %w", err)
 		}

@@ -15,6 +15,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -480,4 +482,193 @@ func TestRelayNeverSkipsALateCommit(t *testing.T) {
 	}
 	tl.collect(t, f.project, []string{late.ID, early.ID}, 30*time.Second)
 	testenv.Eventually(t, 10*time.Second, "position past both", func() bool { return f.unsent(t) == 0 })
+}
+
+// padded is a test event's payload made as large as a test needs.
+type padded struct {
+	seq
+	Pad string `json:"pad"`
+}
+
+// eventOfSize returns an event of order no at version v whose message, as
+// the relay builds it, counts size bytes (messageBytes).
+func (f *fixture) eventOfSize(t *testing.T, no string, v int64, size int) event.Event {
+	t.Helper()
+	build := func(pad int) (event.Event, int) {
+		ev, err := event.New(event.OrderUpdated, f.project, "order", "", no, v, time.Now(), padded{seq{no, v}, strings.Repeat("x", pad)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Topic = f.topic
+		row, err := RowOf(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev, messageBytes(kafka.Message{Topic: row.Topic, Key: []byte(row.Key), Value: row.Payload, Headers: []kafka.Header{
+			{Key: "eventId", Value: []byte(row.EventID)}, {Key: "type", Value: []byte(row.Type)}}})
+	}
+	// The padding is encoded byte for byte; other fields (a timestamp) may
+	// vary by a byte or two between builds, so adjust until it is exact.
+	pad := 0
+	for range 10 {
+		ev, got := build(pad)
+		if got == size {
+			return ev
+		}
+		pad += size - got
+	}
+	t.Fatalf("no event of exactly %d bytes", size)
+	return event.Event{}
+}
+
+// commit commits each event in its own transaction, in order.
+func (f *fixture) commit(t *testing.T, evs ...event.Event) {
+	t.Helper()
+	ctx := context.Background()
+	for _, ev := range evs {
+		if err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error { return enqueueInto(ctx, tx, insertSQL(f.table), ev) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// deadLetter is a row of outbox_dead_letters.
+type deadLetter struct {
+	eventID, topic, key, err   string
+	payloadBytes, messageBytes int
+	storedPayload              int
+}
+
+func (f *fixture) deadLetters(t *testing.T, r *Relay) []deadLetter {
+	t.Helper()
+	rows, err := f.pool.Query(context.Background(), `SELECT event_id::text, topic, msg_key, error, payload_bytes, message_bytes,
+		octet_length(payload) FROM outbox_dead_letters WHERE relay = $1 ORDER BY outbox_id`, r.lockKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (deadLetter, error) {
+		var d deadLetter
+		err := row.Scan(&d.eventID, &d.topic, &d.key, &d.err, &d.payloadBytes, &d.messageBytes, &d.storedPayload)
+		return d, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// TestRelayDeadLettersWhatKafkaRefuses runs the relay against the local
+// broker (kfake, max.message.bytes 1048588 like Kafka) with a row that does
+// not fit between normal rows of the same order and of another order: the
+// normal rows are published in order, the large one is moved to
+// outbox_dead_letters with its payload, and the relay goes on.
+func TestRelayDeadLettersWhatKafkaRefuses(t *testing.T) {
+	t.Parallel()
+	limit := DefaultMaxMessageBytes - recordBatchOverhead // the largest message that fits alone
+	for _, tc := range []struct {
+		name     string
+		relayMax int // the relay's MaxMessageBytes (0: the default, the broker's limit)
+		size     int // of the large row's message
+		dead     bool
+		errLike  string
+	}{
+		{name: "too large, never sent", size: 2 << 20, dead: true, errLike: "exceeds the relay's limit"},
+		{name: "one byte over the limit, never sent", size: limit + 1, dead: true, errLike: "exceeds the relay's limit"},
+		{name: "exactly at the limit, published", size: limit},
+		// A relay configured above the broker's real limit sends it; the
+		// broker refuses the batch, the rows go one by one.
+		{name: "refused by the broker", relayMax: 8 << 20, size: 2 << 20, dead: true, errLike: "refused by Kafka"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, testTopic(t))
+			brokers := testenv.KafkaBrokers()
+			small := func(no string, v int64) event.Event {
+				ev, err := event.New(event.OrderUpdated, f.project, "order", "", no, v, time.Now(), seq{no, v})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev.Topic = f.topic
+				return ev
+			}
+			large := f.eventOfSize(t, "ORD-0", 2, tc.size)
+			evs := []event.Event{small("ORD-0", 1), large, small("ORD-1", 1), small("ORD-0", 3), small("ORD-1", 2)}
+			f.commit(t, evs...)
+			r := f.relay(brokers)
+			r.MaxMessageBytes = tc.relayMax
+			t.Cleanup(func() {
+				f.pool.Exec(context.Background(), `DELETE FROM outbox_dead_letters WHERE relay = $1`, r.lockKey())
+			})
+			startRelay(t, r)
+
+			var want []string
+			for _, ev := range evs {
+				if ev.ID != large.ID || !tc.dead {
+					want = append(want, ev.ID)
+				}
+			}
+			tl := newTail(t, brokers, f.topic, true)
+			gs := tl.collect(t, f.project, want, 60*time.Second)
+			checkOrder(t, gs)
+			testenv.Eventually(t, 20*time.Second, "position past every row", func() bool { return f.unsent(t) == 0 })
+			if slices.ContainsFunc(gs, func(g got) bool { return tc.dead && g.ev.ID == large.ID }) {
+				t.Error("the dead-lettered event was published")
+			}
+			dead := f.deadLetters(t, r)
+			if !tc.dead {
+				if len(dead) != 0 {
+					t.Fatalf("dead letters %+v, want none", dead)
+				}
+			} else {
+				row, err := RowOf(large)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(dead) != 1 || dead[0].eventID != large.ID || dead[0].topic != f.topic || dead[0].key != row.Key ||
+					dead[0].payloadBytes != len(row.Payload) || dead[0].storedPayload != len(row.Payload) ||
+					dead[0].messageBytes != tc.size || !strings.Contains(dead[0].err, tc.errLike) {
+					t.Fatalf("dead letters %+v, want the large event (%d bytes) with an error like %q", dead, tc.size, tc.errLike)
+				}
+				if n := counterValue(t, r.m.deadLetters); n != 1 {
+					t.Errorf("o2i_outbox_dead_letters_total %v, want 1", n)
+				}
+			}
+
+			// The relay is still running: a later event is published.
+			next := small("ORD-0", 4)
+			f.commit(t, next)
+			checkOrder(t, append(gs, tl.collect(t, f.project, []string{next.ID}, 30*time.Second)...))
+			testenv.Eventually(t, 10*time.Second, "position past the later row", func() bool { return f.unsent(t) == 0 })
+		})
+	}
+}
+
+func TestTooLarge(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"the writer's own check", kafka.MessageTooLargeError{}, true},
+		{"the broker's error code", fmt.Errorf("%w: The message is too large.", kafka.MessageSizeTooLarge), true},
+		{"record list too large", kafka.RecordListTooLarge, true},
+		{"one of a batch's write errors", kafka.WriteErrors{nil, kafka.MessageSizeTooLarge, nil}, true},
+		{"write errors without a size error", kafka.WriteErrors{nil, kafka.NotLeaderForPartition}, false},
+		{"broker down", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, false},
+		{"timeout", context.DeadlineExceeded, false},
+	} {
+		if got := tooLarge(tc.err); got != tc.want {
+			t.Errorf("%s: tooLarge(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
 }

@@ -28,6 +28,20 @@ type OrderStatus struct {
 	Status            string       `json:"status" required:"true" description:"created (no valid invoice yet: waiting, held, or a correction in progress), invoiced, or cancelled (more values may be added)"`
 	FulfillmentStatus string       `json:"fulfillmentStatus" required:"true" enum:"unfulfilled,partial,fulfilled"`
 	Invoices          []InvoiceRef `json:"invoices" required:"true" description:"every document of the order, oldest first"`
+	WaitingFor        string       `json:"waitingFor" required:"true" enum:"none,payment,fulfillment" description:"what the order waits for before its invoice is due: the provider's payment (matched by paymentRef), the fulfilled report of goods, or none (due, invoiced, cancelled, or held: see holds)"`
+	Holds             []Hold       `json:"holds" required:"true" description:"review tasks that hold the due order back without an invoice number (GET /v1/tasks/{taskId}); empty when none"`
+}
+
+// Hold is a review task holding an order back.
+type Hold struct {
+	Type   string `json:"type" required:"true" description:"the task type, e.g. xrechnung_contact_phone_missing, product_without_revenue_recognition, order_not_invoiceable, invoice_validation_failed"`
+	TaskID string `json:"taskId" required:"true" format:"uuid"`
+}
+
+// Row is an order_view row as the status record is made from it.
+type Row struct {
+	OrderNo, Status, FulfillmentStatus, WaitingFor string
+	Invoices, Holds                                []byte // JSON arrays
 }
 
 // InvoiceURL is the path of an invoice's metadata resource.
@@ -77,13 +91,24 @@ func Get(ctx context.Context, rdb redis.Cmdable, projectID, orderNo string) (int
 // Encode renders a status record from an order_view row (invoices is the
 // row's JSON array); projectors store exactly these bytes in Redis and the
 // query side serves them.
-func Encode(orderNo, status, fulfillmentStatus string, invoices []byte) ([]byte, error) {
-	s := OrderStatus{OrderNo: orderNo, Status: status, FulfillmentStatus: fulfillmentStatus}
-	if err := json.Unmarshal(invoices, &s.Invoices); err != nil {
+func Encode(r Row) ([]byte, error) {
+	s := OrderStatus{OrderNo: r.OrderNo, Status: r.Status, FulfillmentStatus: r.FulfillmentStatus, WaitingFor: r.WaitingFor}
+	if err := json.Unmarshal(r.Invoices, &s.Invoices); err != nil {
 		return nil, err
 	}
 	if s.Invoices == nil {
 		s.Invoices = []InvoiceRef{}
+	}
+	if len(r.Holds) > 0 {
+		if err := json.Unmarshal(r.Holds, &s.Holds); err != nil {
+			return nil, err
+		}
+	}
+	if s.Holds == nil {
+		s.Holds = []Hold{}
+	}
+	if s.WaitingFor == "" {
+		s.WaitingFor = "none"
 	}
 	return json.Marshal(s)
 }

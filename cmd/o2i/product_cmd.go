@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/o2i-service/o2i/command"
+)
+
+// productCmd is `o2i product set`: a product's revenue recognition, as
+// PUT /v1/products/{productId} sets it (orders held for it are released by
+// the invoicer within seconds).
+func productCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io.Writer) error {
+	const usage = "usage: o2i product set --project ID --product-id ID (--period-months N | --immediate)\n"
+	if len(args) == 0 || args[0] != "set" {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	f := newAdminFlags("product set", cfg, stderr)
+	id := f.String("project", "", "project id (required)")
+	productID := f.String("product-id", "", "the caller's article id (productId of the order lines; required)")
+	months := f.Int("period-months", 0, "defer the revenue over this many months (1 to 120)")
+	immediate := f.Bool("immediate", false, "recognise the revenue at the date of supply")
+	if err := f.parse(args[1:]); err != nil {
+		return err
+	}
+	if *id == "" || *productID == "" || f.isSet("period-months") == *immediate {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	var period *int
+	if !*immediate {
+		period = months
+	}
+	settings, err := command.RevenueRecognitionSettings(period)
+	if err != nil {
+		return err
+	}
+	return f.print(ctx, stdout, func(pool *pgxpool.Pool) (any, error) {
+		return command.ConfigureProduct(ctx, pool, *id, *productID, settings)
+	})
+}
