@@ -39,6 +39,7 @@ func connect(ctx context.Context, cfg Config) (*deps, error) {
 		return nil, fmt.Errorf("dependency Redis (O2I_REDIS_URL): %w", err)
 	}
 	opt.PoolSize = 64
+	opt.ContextTimeoutEnabled = true // a caller's deadline bounds every Redis call
 	d.redis = redis.NewClient(opt)
 	if err := d.checkRedis(ctx); err != nil {
 		d.close()
