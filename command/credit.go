@@ -58,10 +58,10 @@ func parseCreditTransactions(body []byte) ([]event.CreditTransaction, error) {
 		}
 		t := obj{m: m, path: path}
 		ct := &out[i]
-		if ct.ID, err = t.str("id", true); err != nil {
+		if ct.ID, err = t.text("id", true, maxIDLength); err != nil {
 			return nil, err
 		}
-		if ct.Type, err = t.str("type", true); err != nil {
+		if ct.Type, err = t.text("type", true, maxIDLength); err != nil {
 			return nil, err
 		}
 		switch ct.Type {
@@ -69,7 +69,7 @@ func parseCreditTransactions(body []byte) ([]event.CreditTransaction, error) {
 		default:
 			return nil, apperr.Field(t.at("type"), "%s must be one of earn, redeem, reverse, payout, expire", t.at("type"))
 		}
-		if ct.Email, err = t.str("email", true); err != nil {
+		if ct.Email, err = t.text("email", true, maxEmailLength); err != nil {
 			return nil, err
 		}
 		if !validEmail(ct.Email) {
@@ -92,7 +92,7 @@ func parseCreditTransactions(body []byte) ([]event.CreditTransaction, error) {
 			return nil, apperr.Field(t.at("occurred_at"), "%s must be a date-time with UTC offset, for example 2026-03-01T10:15:00+01:00", t.at("occurred_at"))
 		}
 		ct.OccurredAt = when.UTC()
-		if ct.OrderRef, err = t.str("order_ref", false); err != nil {
+		if ct.OrderRef, err = t.text("order_ref", false, maxIDLength); err != nil {
 			return nil, err
 		}
 	}
@@ -202,7 +202,7 @@ func parseCreditBalances(body []byte) ([]CreditBalance, error) {
 			return nil, typeErr(path, "an object", v)
 		}
 		b := obj{m: m, path: path}
-		if out[i].Email, err = b.str("email", true); err != nil {
+		if out[i].Email, err = b.text("email", true, maxEmailLength); err != nil {
 			return nil, err
 		}
 		if !validEmail(out[i].Email) {

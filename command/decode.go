@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	fastjson "github.com/segmentio/encoding/json"
 
@@ -24,9 +25,29 @@ import (
 // their literal text (json.Number) and parsed exactly: integers as int64,
 // quantities and rates as money.Decimal, never through float64.
 
-// maxCents bounds every amount in cents (10^13 cents, 100 billion units), so
-// that sums over an order cannot overflow.
+// maxCents bounds every amount in cents (10^13 cents, 100 billion units), and
+// every line amount (quantity × unit price, see parseItem), so that no sum
+// over an order can overflow int64: at most maxItems lines of at most 10^13
+// cents, plus VAT of at most 100 % and shipping, stay below 2.1·10^16,
+// far from 9.2·10^18. Credit redemptions sum to at most 100 × 10^13.
 const maxCents = 10_000_000_000_000
+
+// The longest text values of the write bodies, in characters (Unicode code
+// points, not bytes); the OpenAPI document states each as maxLength. A
+// value that is longer is 422 validation_failed naming its field. The
+// bounds keep every value that PostgreSQL indexes below its index-row limit
+// (2,704 bytes; a character is at most 4 bytes in UTF-8) and every event
+// well below the broker's message limit (see maxOrderJSONBytes).
+const (
+	maxIDLength       = 200 // ids, references and codes: orderNo, paymentRef, sku, productId, ...
+	maxLineLength     = 300 // names and address lines
+	maxItemNameLength = 500 // a line's name: the catalogue key of lines without productId and sku
+	maxEmailLength    = 254 // RFC 5321's limit of a forward path
+	maxPostalLength   = 50  // postal_code
+	maxVATIDLength    = 50  // vat_id
+	maxLeitwegLength  = 46  // the longest Leitweg-ID: 12 + 1 + 30 + 1 + 2
+	maxCurrencyLength = 3   // ISO 4217
+)
 
 // decodeObject parses body as one JSON object. Malformed JSON is 400
 // invalid_json; a JSON value that is not an object as well.
@@ -129,6 +150,26 @@ func (o obj) str(key string, required bool) (string, error) {
 		return "", apperr.Field(o.at(key), "%s must not be empty", o.at(key))
 	}
 	return s, nil
+}
+
+// text is str with a maximum length in characters.
+func (o obj) text(key string, required bool, max int) (string, error) {
+	s, err := o.str(key, required)
+	if err != nil {
+		return "", err
+	}
+	return s, maxLen(o.at(key), s, max)
+}
+
+// maxLen refuses s at path when it has more than max characters.
+func maxLen(path, s string, max int) error {
+	if len(s) <= max { // never more characters than bytes
+		return nil
+	}
+	if n := utf8.RuneCountInString(s); n > max {
+		return apperr.Field(path, "%s must be at most %d characters, got %d", path, max, n)
+	}
+	return nil
 }
 
 // object returns a nested object; ok is false when absent or null.
@@ -258,9 +299,9 @@ func dateTime(s string) (time.Time, bool) {
 }
 
 // validEmail accepts a bare address (no display name) with a local part and
-// a domain.
+// a domain. Its length is checked before (maxEmailLength characters).
 func validEmail(s string) bool {
-	if len(s) > 254 || strings.ContainsAny(s, " \t\r\n<>") {
+	if strings.ContainsAny(s, " \t\r\n<>") {
 		return false
 	}
 	a, err := mail.ParseAddress(s)

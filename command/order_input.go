@@ -9,8 +9,33 @@ import (
 	"github.com/o2i-service/o2i/internal/money"
 )
 
-// maxItems bounds the lines of one order.
-const maxItems = 1000
+// The size of one order. Every order.* event carries the whole order (its
+// content, event.Order), and the relay must publish it as one Kafka message:
+// the broker takes at most 1 MiB. Worst case, counted as encoding/json writes
+// the content (a character takes up to 6 bytes there: <, > and & become
+// \u003c, control characters \u00XX):
+//
+//   - one line: name 500, sku 200 and productId 200 characters → at most
+//     5,400 bytes of text, plus about 400 bytes of keys, numbers (quantity
+//     ≤ 20 digits, three amounts ≤ 14 digits, a rate), giftCard and the
+//     catalogue product's UUID: ≈ 5.8 KB;
+//   - everything else: two addresses of ≤ 1,648 characters (≈ 20 KB), the
+//     top-level texts (≈ 6.3 KB), ≤ 100 credit redemptions of ≈ 1.3 KB
+//     (≈ 130 KB), the event's head with trackingNumber (≈ 2 KB) and its
+//     envelope (≈ 0.5 KB): ≈ 160 KB.
+//
+// So the per-field limits alone allow 1,000 lines × 5.8 KB ≈ 5.8 MB, and the
+// 1 MiB body limit does not help either (the encoding can be up to six times
+// the body, and absent fields such as giftCard are written too). Therefore
+// the encoded content itself is bounded as well: at most maxOrderJSONBytes
+// (512 KiB), which makes an order event at most ≈ 515 KiB, half of the
+// broker's limit, whatever the caller sends. 1,000 lines with names of
+// about 300 plain characters still fit.
+const (
+	maxItems             = 1000
+	maxCreditRedemptions = 100
+	maxOrderJSONBytes    = 512 << 10
+)
 
 // parseOrder validates the body of POST /v1/orders and returns the
 // normalised order (defaults applied; catalogue bindings still empty). The
@@ -21,11 +46,8 @@ func parseOrder(body []byte) (event.OrderContent, error) {
 		return event.OrderContent{}, err
 	}
 	var c event.OrderContent
-	if c.OrderNo, err = o.str("orderNo", true); err != nil {
+	if c.OrderNo, err = o.text("orderNo", true, maxIDLength); err != nil {
 		return c, err
-	}
-	if len(c.OrderNo) > 200 {
-		return c, apperr.Field("orderNo", "orderNo must be at most 200 characters")
 	}
 
 	ba, ok, err := o.object("billingAddress")
@@ -70,22 +92,22 @@ func parseOrder(body []byte) (event.OrderContent, error) {
 		}
 	}
 
-	if c.PaymentRef, err = o.str("paymentRef", false); err != nil {
+	if c.PaymentRef, err = o.text("paymentRef", false, maxIDLength); err != nil {
 		return c, err
 	}
-	if c.PaymentGateway, err = o.str("paymentGateway", false); err != nil {
+	if c.PaymentGateway, err = o.text("paymentGateway", false, maxIDLength); err != nil {
 		return c, err
 	}
-	if c.FinancialStatus, err = o.str("financialStatus", false); err != nil {
+	if c.FinancialStatus, err = o.text("financialStatus", false, maxIDLength); err != nil {
 		return c, err
 	}
-	if c.Email, err = o.str("email", false); err != nil {
+	if c.Email, err = o.text("email", false, maxEmailLength); err != nil {
 		return c, err
 	}
 	if c.Email != "" && !validEmail(c.Email) {
 		return c, apperr.Field("email", "email must be a valid e-mail address")
 	}
-	if c.Currency, err = o.str("currency", false); err != nil {
+	if c.Currency, err = o.text("currency", false, maxCurrencyLength); err != nil {
 		return c, err
 	}
 	if c.Currency == "" {
@@ -111,7 +133,46 @@ func parseOrder(body []byte) (event.OrderContent, error) {
 	if err := parseCredit(o, &c); err != nil {
 		return c, err
 	}
-	return c, nil
+	return c, checkOrderSize(&c)
+}
+
+// checkOrderSize refuses an order whose content encodes to more than
+// maxOrderJSONBytes (see there). A cheap upper bound settles almost every
+// order; only a large one is encoded to measure it.
+func checkOrderSize(c *event.OrderContent) error {
+	const perItem, perRedemption, rest = 400, 100, 2000 // bytes of keys, numbers and punctuation, generously
+	n := rest + len(c.Items)*perItem + len(c.CreditRedemptions)*perRedemption
+	texts := func(ss ...string) {
+		for _, s := range ss {
+			n += 6 * len(s) // no byte encodes to more than 6
+		}
+	}
+	for _, a := range []*event.Address{&c.BillingAddress, c.ShippingAddress} {
+		if a != nil {
+			texts(a.CountryCode, a.Name, a.CompanyName, a.VATID, a.Street, a.AdditionalAddressLine, a.PostalCode, a.City, a.LeitwegID)
+		}
+	}
+	for i := range c.Items {
+		texts(c.Items[i].Name, c.Items[i].SKU, c.Items[i].ProductID)
+	}
+	for i := range c.CreditRedemptions {
+		texts(c.CreditRedemptions[i].Type, c.CreditRedemptions[i].ExternalRef)
+	}
+	texts(c.OrderNo, c.PaymentRef, c.PaymentGateway, c.Currency, c.FinancialStatus, c.Email)
+	if n <= maxOrderJSONBytes {
+		return nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	size := len(b) + len(c.Items)*36 // each line's catalogue product UUID, bound later
+	if size <= maxOrderJSONBytes {
+		return nil
+	}
+	// The lines are what can make an order this large: everything else
+	// together stays below about 160 KB.
+	return apperr.Field("items", "the order is too large: it encodes to %d bytes, at most %d are accepted; send fewer or shorter lines", size, maxOrderJSONBytes)
 }
 
 func parseAddress(a obj) (event.Address, error) {
@@ -126,12 +187,15 @@ func parseAddress(a obj) (event.Address, error) {
 	for _, f := range []struct {
 		key string
 		dst *string
+		max int
 	}{
-		{"name", &r.Name}, {"company_name", &r.CompanyName}, {"vat_id", &r.VATID}, {"street", &r.Street},
-		{"additional_address_line", &r.AdditionalAddressLine}, {"postal_code", &r.PostalCode}, {"city", &r.City},
-		{"leitweg_id", &r.LeitwegID},
+		{"name", &r.Name, maxLineLength}, {"company_name", &r.CompanyName, maxLineLength},
+		{"vat_id", &r.VATID, maxVATIDLength}, {"street", &r.Street, maxLineLength},
+		{"additional_address_line", &r.AdditionalAddressLine, maxLineLength},
+		{"postal_code", &r.PostalCode, maxPostalLength}, {"city", &r.City, maxLineLength},
+		{"leitweg_id", &r.LeitwegID, maxLeitwegLength},
 	} {
-		if *f.dst, err = a.str(f.key, false); err != nil {
+		if *f.dst, err = a.text(f.key, false, f.max); err != nil {
 			return r, err
 		}
 	}
@@ -146,7 +210,7 @@ func parseAddress(a obj) (event.Address, error) {
 func parseItem(it obj) (event.Item, error) {
 	var r event.Item
 	var err error
-	if r.Name, err = it.str("name", true); err != nil {
+	if r.Name, err = it.text("name", true, maxItemNameLength); err != nil {
 		return r, err
 	}
 	q, err := it.decimal("quantity")
@@ -172,7 +236,21 @@ func parseItem(it obj) (event.Item, error) {
 	if r.UnitNetCents == nil && r.UnitGrossCents == nil {
 		return r, apperr.Field(it.at("unitNetCents"), "%s: at least one of unitNetCents and unitGrossCents is required", it.path)
 	}
-	if r.SKU, err = it.str("sku", false); err != nil {
+	// The line amount is bounded like every amount (see maxCents), so that
+	// no product or sum of the order can overflow.
+	for _, p := range []struct {
+		key   string
+		price *int64
+	}{{"unitNetCents", r.UnitNetCents}, {"unitGrossCents", r.UnitGrossCents}} {
+		if p.price == nil {
+			continue
+		}
+		if amt, err := money.Mul(r.Quantity, money.Cents(*p.price)); err != nil || amt > maxCents {
+			return r, apperr.Field(it.at("quantity"), "%s × %s (the line amount) must not exceed %d cents",
+				it.at("quantity"), it.at(p.key), int64(maxCents))
+		}
+	}
+	if r.SKU, err = it.text("sku", false, maxIDLength); err != nil {
 		return r, err
 	}
 	if r.TaxRate, err = it.rate("taxRate"); err != nil {
@@ -195,7 +273,7 @@ func parseItem(it obj) (event.Item, error) {
 			return r, typeErr(it.at("productId"), "a string", v)
 		}
 	}
-	return r, nil
+	return r, maxLen(it.at("productId"), r.ProductID, maxIDLength)
 }
 
 func parseServicePeriod(sp obj) (*event.ServicePeriod, error) {
@@ -264,8 +342,8 @@ func parseCredit(o obj, c *event.OrderContent) error {
 	if err != nil || !ok || len(crs) == 0 {
 		return err
 	}
-	if len(crs) > maxItems {
-		return apperr.Field("creditRedemptions", "creditRedemptions must hold at most %d entries", maxItems)
+	if len(crs) > maxCreditRedemptions {
+		return apperr.Field("creditRedemptions", "creditRedemptions must hold at most %d entries", maxCreditRedemptions)
 	}
 	var sum int64
 	c.CreditRedemptions = make([]event.CreditRedemption, len(crs))
@@ -277,7 +355,7 @@ func parseCredit(o obj, c *event.OrderContent) error {
 		}
 		cr := obj{m: m, path: path}
 		r := &c.CreditRedemptions[i]
-		if r.Type, err = cr.str("type", true); err != nil {
+		if r.Type, err = cr.text("type", true, maxIDLength); err != nil {
 			return err
 		}
 		if r.Type != "referral_credit" {
@@ -292,7 +370,7 @@ func parseCredit(o obj, c *event.OrderContent) error {
 		}
 		r.AmountCents = *amt
 		sum += *amt
-		if r.ExternalRef, err = cr.str("externalRef", true); err != nil {
+		if r.ExternalRef, err = cr.text("externalRef", true, maxIDLength); err != nil {
 			return err
 		}
 	}

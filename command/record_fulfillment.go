@@ -46,10 +46,10 @@ func parseFulfillment(body []byte) (fulfillmentInput, error) {
 		return fulfillmentInput{}, err
 	}
 	var in fulfillmentInput
-	if in.OrderNo, err = o.str("orderNo", true); err != nil {
+	if in.OrderNo, err = o.text("orderNo", true, maxIDLength); err != nil {
 		return in, err
 	}
-	if in.Status, err = o.str("status", false); err != nil {
+	if in.Status, err = o.text("status", false, maxIDLength); err != nil {
 		return in, err
 	}
 	switch in.Status {
@@ -71,7 +71,7 @@ func parseFulfillment(body []byte) (fulfillmentInput, error) {
 		t = t.UTC().Truncate(time.Microsecond)
 		in.ShippedAt = &t
 	}
-	if in.TrackingNumber, err = o.str("trackingNumber", false); err != nil {
+	if in.TrackingNumber, err = o.text("trackingNumber", false, maxIDLength); err != nil {
 		return in, err
 	}
 	return in, nil

@@ -35,27 +35,27 @@ func (NullableDecimal) JSONSchema() (jsonschema.Schema, error) {
 // Address is a billing or shipping address.
 type Address struct {
 	CountryCode           string  `json:"country_code" required:"true" pattern:"^[A-Z]{2}$" description:"ISO 3166-1 alpha-2 country code; needed for VAT determination"`
-	Name                  *string `json:"name,omitempty"`
-	CompanyName           *string `json:"company_name,omitempty"`
-	VATID                 *string `json:"vat_id,omitempty"`
-	Street                *string `json:"street,omitempty"`
-	AdditionalAddressLine *string `json:"additional_address_line,omitempty"`
-	PostalCode            *string `json:"postal_code,omitempty"`
-	City                  *string `json:"city,omitempty"`
-	LeitwegID             *string `json:"leitweg_id,omitempty" pattern:"^[0-9]{2,12}(-[0-9A-Z]{1,30})?-[0-9]{2}$" description:"Routing ID of public-sector buyers (Leitweg-ID) with valid ISO/IEC 7064 MOD 97-10 check digits; a valid value makes the invoice XRechnung 3.0"`
+	Name                  *string `json:"name,omitempty" maxLength:"300"`
+	CompanyName           *string `json:"company_name,omitempty" maxLength:"300"`
+	VATID                 *string `json:"vat_id,omitempty" maxLength:"50"`
+	Street                *string `json:"street,omitempty" maxLength:"300"`
+	AdditionalAddressLine *string `json:"additional_address_line,omitempty" maxLength:"300"`
+	PostalCode            *string `json:"postal_code,omitempty" maxLength:"50"`
+	City                  *string `json:"city,omitempty" maxLength:"300"`
+	LeitwegID             *string `json:"leitweg_id,omitempty" maxLength:"46" pattern:"^[0-9]{2,12}(-[0-9A-Z]{1,30})?-[0-9]{2}$" description:"Routing ID of public-sector buyers (Leitweg-ID) with valid ISO/IEC 7064 MOD 97-10 check digits; a valid value makes the invoice XRechnung 3.0"`
 }
 
 // Item is one order line.
 type Item struct {
-	Name             string           `json:"name" required:"true" minLength:"1"`
-	Quantity         Decimal          `json:"quantity" required:"true" exclusiveMinimum:"0" description:"greater than 0; an exact decimal"`
-	UnitNetCents     *int64           `json:"unitNetCents,omitempty" description:"unit net price in cents; at least one of unitNetCents and unitGrossCents"`
-	UnitGrossCents   *int64           `json:"unitGrossCents,omitempty" description:"unit gross price in cents; at least one of unitNetCents and unitGrossCents"`
-	SKU              *string          `json:"sku,omitempty"`
+	Name             string           `json:"name" required:"true" minLength:"1" maxLength:"500" description:"the line's name; with neither productId nor sku it binds the line to a catalogue product"`
+	Quantity         Decimal          `json:"quantity" required:"true" exclusiveMinimum:"0" maximum:"1000000000" description:"greater than 0; an exact decimal with at most 9 decimal places; quantity × unit price must not exceed 10000000000000 cents"`
+	UnitNetCents     *int64           `json:"unitNetCents,omitempty" minimum:"0" maximum:"10000000000000" description:"unit net price in cents; at least one of unitNetCents and unitGrossCents"`
+	UnitGrossCents   *int64           `json:"unitGrossCents,omitempty" minimum:"0" maximum:"10000000000000" description:"unit gross price in cents; at least one of unitNetCents and unitGrossCents"`
+	SKU              *string          `json:"sku,omitempty" maxLength:"200"`
 	TaxRate          *NullableDecimal `json:"taxRate,omitempty" minimum:"0" maximum:"100" description:"percent (nineteen percent is 19); null: the product's default, else the standard rate"`
 	GiftCard         bool             `json:"giftCard,omitempty" description:"a multi-purpose voucher sale (no VAT); invoiced on a separate document"`
-	DiscountNetCents *int64           `json:"discountNetCents,omitempty" minimum:"0" description:"net discount of the line (EN 16931 BG-27); the unit price stays undiscounted"`
-	ProductID        string           `json:"productId,omitempty" description:"stable article id from the caller's system"`
+	DiscountNetCents *int64           `json:"discountNetCents,omitempty" minimum:"0" maximum:"10000000000000" description:"net discount of the line (EN 16931 BG-27); the unit price stays undiscounted"`
+	ProductID        string           `json:"productId,omitempty" maxLength:"200" description:"stable article id from the caller's system"`
 }
 
 // ServicePeriod is the period a time-based service covers.
@@ -67,29 +67,29 @@ type ServicePeriod struct {
 // CreditRedemption is store credit used to pay part of an order.
 type CreditRedemption struct {
 	Type        string `json:"type" required:"true" enum:"referral_credit"`
-	AmountCents int64  `json:"amountCents" required:"true" minimum:"1"`
-	ExternalRef string `json:"externalRef" required:"true" minLength:"1"`
+	AmountCents int64  `json:"amountCents" required:"true" minimum:"1" maximum:"10000000000000"`
+	ExternalRef string `json:"externalRef" required:"true" minLength:"1" maxLength:"200"`
 }
 
 // OrderInput is the body of POST /v1/orders.
 type OrderInput struct {
 	IdempotencyKey     string             `header:"Idempotency-Key" json:"-" required:"true" maxLength:"200" minLength:"1" description:"deduplicates deliveries; kept at least 24 hours"`
-	OrderNo            string             `json:"orderNo" required:"true" minLength:"1" description:"the caller's order number; unique within the project permanently"`
+	OrderNo            string             `json:"orderNo" required:"true" minLength:"1" maxLength:"200" description:"the caller's order number; unique within the project permanently"`
 	BillingAddress     Address            `json:"billingAddress" required:"true"`
-	Items              []Item             `json:"items" required:"true" minItems:"1"`
+	Items              []Item             `json:"items" required:"true" minItems:"1" maxItems:"1000" description:"at most 1000 lines, and the order as a whole must encode to at most 512 KiB of JSON (422 items)"`
 	ShippingAddress    *Address           `json:"shippingAddress,omitempty"`
-	PaymentRef         *string            `json:"paymentRef,omitempty" description:"payment-provider reference; unique per project"`
-	PaymentGateway     *string            `json:"paymentGateway,omitempty"`
-	FinancialStatus    *string            `json:"financialStatus,omitempty"`
-	Email              *string            `json:"email,omitempty" format:"email"`
-	Currency           string             `json:"currency,omitempty" pattern:"^[A-Z]{3}$" default:"EUR"`
+	PaymentRef         *string            `json:"paymentRef,omitempty" maxLength:"200" description:"payment-provider reference; unique per project"`
+	PaymentGateway     *string            `json:"paymentGateway,omitempty" maxLength:"200"`
+	FinancialStatus    *string            `json:"financialStatus,omitempty" maxLength:"200"`
+	Email              *string            `json:"email,omitempty" format:"email" maxLength:"254"`
+	Currency           string             `json:"currency,omitempty" maxLength:"3" pattern:"^[A-Z]{3}$" default:"EUR"`
 	RequiresShipping   bool               `json:"requiresShipping,omitempty" default:"false"`
 	ServicePeriod      *ServicePeriod     `json:"service_period,omitempty"`
-	ShippingGrossCents *int64             `json:"shippingGrossCents,omitempty" minimum:"0"`
-	ShippingNetCents   *int64             `json:"shippingNetCents,omitempty" minimum:"0"`
+	ShippingGrossCents *int64             `json:"shippingGrossCents,omitempty" minimum:"0" maximum:"10000000000000"`
+	ShippingNetCents   *int64             `json:"shippingNetCents,omitempty" minimum:"0" maximum:"10000000000000"`
 	ShippingTaxRate    *NullableDecimal   `json:"shippingTaxRate,omitempty" minimum:"0" maximum:"100" description:"percent; required with shippingNetCents"`
-	CreditRedemptions  []CreditRedemption `json:"creditRedemptions,omitempty"`
-	GrossTotalCents    *int64             `json:"grossTotalCents,omitempty" minimum:"0" description:"required when creditRedemptions is sent"`
+	CreditRedemptions  []CreditRedemption `json:"creditRedemptions,omitempty" maxItems:"100"`
+	GrossTotalCents    *int64             `json:"grossTotalCents,omitempty" minimum:"0" maximum:"10000000000000" description:"required when creditRedemptions is sent"`
 }
 
 // OrderResult is the data of POST /v1/orders.
@@ -108,10 +108,10 @@ type CancelOrderInput struct {
 // FulfillmentInput is the body of POST /v1/fulfillments.
 type FulfillmentInput struct {
 	IdempotencyKey string  `header:"Idempotency-Key" json:"-" required:"true" maxLength:"200" minLength:"1"`
-	OrderNo        string  `json:"orderNo" required:"true" minLength:"1"`
+	OrderNo        string  `json:"orderNo" required:"true" minLength:"1" maxLength:"200"`
 	Status         string  `json:"status,omitempty" enum:"unfulfilled,partial,fulfilled"`
 	ShippedAt      *string `json:"shippedAt,omitempty" format:"date-time"`
-	TrackingNumber *string `json:"trackingNumber,omitempty"`
+	TrackingNumber *string `json:"trackingNumber,omitempty" maxLength:"200"`
 }
 
 // FulfillmentResult is the data of POST /v1/fulfillments: what was recorded.
@@ -123,12 +123,12 @@ type FulfillmentResult struct {
 
 // CreditTransaction is one store-credit movement.
 type CreditTransaction struct {
-	ID          string `json:"id" required:"true" minLength:"1" description:"caller's unique id; makes repeats harmless"`
+	ID          string `json:"id" required:"true" minLength:"1" maxLength:"200" description:"caller's unique id; makes repeats harmless"`
 	Type        string `json:"type" required:"true" enum:"earn,redeem,reverse,payout,expire"`
-	Email       string `json:"email" required:"true" format:"email"`
-	AmountCents int64  `json:"amount_cents" required:"true"`
+	Email       string `json:"email" required:"true" format:"email" maxLength:"254"`
+	AmountCents int64  `json:"amount_cents" required:"true" minimum:"-10000000000000" maximum:"10000000000000"`
 	OccurredAt  string `json:"occurred_at" required:"true" format:"date-time"`
-	OrderRef    string `json:"order_ref,omitempty"`
+	OrderRef    string `json:"order_ref,omitempty" maxLength:"200"`
 }
 
 // CreditTransactionsInput is the body of POST /v1/credit-transactions.
@@ -146,13 +146,13 @@ type CreditTransactionsResult struct {
 
 // CreditBalance is a customer's balance as the caller sees it.
 type CreditBalance struct {
-	Email        string `json:"email" required:"true" format:"email"`
-	BalanceCents int64  `json:"balance_cents" required:"true"`
+	Email        string `json:"email" required:"true" format:"email" maxLength:"254"`
+	BalanceCents int64  `json:"balance_cents" required:"true" minimum:"-10000000000000" maximum:"10000000000000"`
 }
 
 // CreditBalancesInput is the body of PUT /v1/credit-balances.
 type CreditBalancesInput struct {
-	Balances []CreditBalance `json:"balances" required:"true"`
+	Balances []CreditBalance `json:"balances" required:"true" maxItems:"10000"`
 }
 
 // CreditBalancesResult says how many balances were compared and how many differ.

@@ -32,9 +32,9 @@ var ErrorCodes = []struct {
 	Status int
 	Means  string
 }{
-	{"invalid_json", 400, "the body is not valid JSON or a value has the wrong JSON type"},
+	{"invalid_json", 400, "the body is not valid JSON, nests deeper than 32 levels, or holds text that is not valid UTF-8 or contains NUL (field names the string)"},
 	{"invalid_signature", 400, "the payment webhook's Stripe-Signature is missing, malformed, wrong or older than five minutes"},
-	{"invalid_request", 400, "a query parameter or header is malformed"},
+	{"invalid_request", 400, "a path parameter, query parameter or header is malformed, for example not UTF-8 or with NUL (field names it)"},
 	{"idempotency_key_missing", 400, "the Idempotency-Key header is required"},
 	{"idempotency_key_too_long", 400, "the Idempotency-Key header is longer than 200 characters"},
 	{"unauthorized", 401, "missing, malformed, unknown, expired or revoked API key"},

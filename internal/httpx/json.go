@@ -41,7 +41,9 @@ func WriteData[T any](w http.ResponseWriter, r *http.Request, status int, data T
 }
 
 // ReadBody returns the request body after checking its content type
-// (415 unsupported_media_type) and size (413 payload_too_large, limit max bytes).
+// (415 unsupported_media_type), its size (413 payload_too_large, limit max
+// bytes), its nesting depth and its text (400 invalid_json, see CheckJSON).
+// Every JSON body the service reads comes through here.
 func ReadBody(r *http.Request, max int64) ([]byte, error) {
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
@@ -56,6 +58,9 @@ func ReadBody(r *http.Request, max int64) ([]byte, error) {
 			return nil, apperr.New(apperr.TooLarge, "payload_too_large", "request body exceeds %d bytes", max)
 		}
 		return nil, apperr.New(apperr.Invalid, "invalid_json", "reading the request body: %v", err)
+	}
+	if err := CheckJSON(body); err != nil {
+		return nil, err
 	}
 	return body, nil
 }

@@ -20,7 +20,7 @@ const apiDescription = `Turns a seller's orders into legally valid German e-invo
 
 All money amounts are integer cents. Every response carries the header X-Request-Id, equal to the body's requestId. Errors have the body {"error":{"code","message","field"},"requestId"}; field is the JSON path of the offending value: object keys joined with dots, array indices in brackets, for example items[0].quantity or billingAddress.country_code.
 
-Request bodies are limited to 1 MiB (413 payload_too_large) and must be application/json (415 unsupported_media_type). Every key has a request rate limit (default 1,000 requests/s with a burst of 2,000, configurable per project); over it the answer is 429 rate_limited with Retry-After. When the service is overloaded it answers 503 with Retry-After instead of holding the request.`
+Request bodies are limited to 1 MiB (413 payload_too_large) and must be application/json (415 unsupported_media_type). They may nest arrays and objects at most 32 levels deep, and all text (string values and member names, path and query parameters, the Idempotency-Key header) must be valid UTF-8 without NUL characters (400 invalid_json or invalid_request, field naming the value). String lengths are limits in characters (Unicode code points), as each field's maxLength states; longer values, more items than maxItems and amounts beyond maximum are 422 validation_failed with the field. Members a body's schema does not list are accepted and ignored (forward compatibility: additionalProperties is allowed), so a client may send fields of a later version. Every key has a request rate limit (default 1,000 requests/s with a burst of 2,000, configurable per project); over it the answer is 429 rate_limited with Retry-After. When the service is overloaded it answers 503 with Retry-After instead of holding the request.`
 
 // OpenAPI renders the OpenAPI 3.1 document of routes.
 func OpenAPI(routes []Route) ([]byte, error) {
@@ -76,9 +76,10 @@ func OpenAPI(routes []Route) ([]byte, error) {
 }
 
 // errorStatuses are the error responses a route can give: its own plus what
-// every authenticated route can answer.
+// every route (400: path and query parameters that are not text, see
+// checkRequest) and every authenticated route can answer.
 func errorStatuses(rt Route) []int {
-	set := map[int]bool{}
+	set := map[int]bool{http.StatusBadRequest: true}
 	for _, s := range rt.Errors {
 		set[s] = true
 	}

@@ -101,8 +101,8 @@ func (s *Server) Handler() http.Handler {
 					p, _ := PrincipalFrom(rec.ctx(ctx))
 					s.Recorder.Record(Entry{
 						RequestID: id, ProjectID: p.ProjectID, KeyPrefix: p.KeyPrefix,
-						Method: req.Method, Path: req.URL.Path, Route: route, Status: status,
-						Duration: d, IdempotencyKey: req.Header.Get("Idempotency-Key"), At: start,
+						Method: req.Method, Path: loggable(req.URL.Path), Route: route, Status: status,
+						Duration: d, IdempotencyKey: loggable(req.Header.Get("Idempotency-Key")), At: start,
 					})
 				}
 			}()
@@ -142,6 +142,10 @@ func (s *Server) wrap(rt Route) http.Handler {
 				rec.principal = &p
 			}
 			r = r.WithContext(ctx)
+		}
+		if err := checkRequest(r); err != nil {
+			WriteError(w, r, err)
+			return
 		}
 		if err := rt.Handler(w, r); err != nil {
 			WriteError(w, r, err)
