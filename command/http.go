@@ -91,7 +91,7 @@ func (s *Service) Routes() []httpx.Route {
 			Description: webhookDescription,
 			Input:       WebhookInput{},
 			Responses:   []httpx.Response{{Status: 200, Body: httpx.Envelope[PaymentResult]{}, Description: "event recorded (or a repeated delivery)"}},
-			Errors:      []int{400, 404, 413, 415},
+			Errors:      []int{400, 413, 415},
 			Handler:     s.postStripeWebhook,
 		},
 		{

@@ -49,8 +49,12 @@ const TaskPaymentWithoutOrder = "payment_without_order"
 // stripeTolerance is how far a signature's timestamp may be from now.
 const stripeTolerance = 300 * time.Second
 
-// maxWebhookBody bounds a webhook delivery.
-const maxWebhookBody = 1 << 20
+// maxWebhookBody bounds a webhook delivery: Stripe's events are a few KiB.
+const maxWebhookBody = 64 << 10
+
+// maxStripeID bounds the ids the service stores from an event (event id,
+// type, payment intent): Stripe's are far shorter.
+const maxStripeID = 255
 
 // PaymentResult is the answer to a webhook delivery.
 type PaymentResult struct {
@@ -88,7 +92,8 @@ type WebhookInput struct {
 
 const webhookDescription = "The payment provider's webhook (Stripe). Public: authenticated by the Stripe-Signature header " +
 	"with the project's webhook secret (o2i project set --stripe-webhook-secret); a missing, malformed, wrong or older " +
-	"than five minutes signature is 400 invalid_signature. Each event id is applied once; a repeated delivery is 200 " +
+	"than five minutes signature is 400 invalid_signature, and so is a delivery to an unknown project or one without a " +
+	"webhook secret (the endpoint tells nobody which projects exist). The body is at most 64 KiB. Each event id is applied once; a repeated delivery is 200 " +
 	"with duplicate true. payment_intent.succeeded pays the order whose paymentRef is the payment intent id (the " +
 	"invoice follows when the order is due); without such an order the payment waits, with a review task, until the " +
 	"order arrives. charge.refunded (matched by the charge's payment_intent) with the whole charge refunded at once cancels " +
@@ -96,23 +101,37 @@ const webhookDescription = "The payment provider's webhook (Stripe). Public: aut
 	"for the newly refunded gross, split over the invoice's VAT rates by their gross (largest remainder)."
 
 func (s *Service) postStripeWebhook(w http.ResponseWriter, r *http.Request) error {
+	// The route is public: what costs something (reading the body, the
+	// database) comes after the cheap checks, and an unknown project, a
+	// project without a webhook secret and a wrong signature all get the
+	// same answer, so the endpoint tells nobody which projects exist.
+	header := r.Header.Get("Stripe-Signature")
+	if _, _, err := parseStripeSignature(header); err != nil {
+		return err
+	}
+	p, err := project.Get(r.Context(), s.pool, chi.URLParam(r, "projectId"))
+	var ae *apperr.Error
+	switch {
+	case errors.As(err, &ae) && ae.Kind == apperr.NotFound, err == nil && p.Settings.StripeWebhookSecret == "":
+		return errSignatureMismatch()
+	case err != nil:
+		return err
+	}
 	body, err := httpx.ReadBody(r, maxWebhookBody)
 	if err != nil {
 		return err
 	}
-	p, err := project.Get(r.Context(), s.pool, chi.URLParam(r, "projectId"))
-	if err != nil {
-		return err
-	}
-	if p.Settings.StripeWebhookSecret == "" {
-		return apperr.New(apperr.NotFound, "project_not_found", "project %s has no Stripe webhook secret", p.ID)
-	}
-	if err := verifyStripeSignature(r.Header.Get("Stripe-Signature"), body, p.Settings.StripeWebhookSecret, time.Now()); err != nil {
+	if err := verifyStripeSignature(header, body, p.Settings.StripeWebhookSecret, time.Now()); err != nil {
 		return err
 	}
 	var ev StripeEvent
 	if err := json.Unmarshal(body, &ev); err != nil || ev.ID == "" || ev.Type == "" {
 		return apperr.New(apperr.Invalid, "invalid_json", "not a Stripe event (id and type are required)")
+	}
+	for name, v := range map[string]string{"id": ev.ID, "type": ev.Type, "data.object.id": ev.Data.Object.ID, "data.object.payment_intent": ev.Data.Object.PaymentIntent} {
+		if len(v) > maxStripeID {
+			return apperr.New(apperr.Invalid, "invalid_json", "%s is longer than %d bytes", name, maxStripeID)
+		}
 	}
 	res, err := s.recordPayment(r.Context(), p.ID, ev, time.Now().UTC())
 	if err != nil {
@@ -122,13 +141,15 @@ func (s *Service) postStripeWebhook(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-// verifyStripeSignature checks Stripe's signature of body with secret.
-func verifyStripeSignature(header string, body []byte, secret string, now time.Time) error {
-	bad := func(format string, args ...any) error {
-		return apperr.New(apperr.Invalid, "invalid_signature", format, args...)
+func errSignatureMismatch() error {
+	return apperr.New(apperr.Invalid, "invalid_signature", "the Stripe-Signature does not verify for this endpoint (wrong secret, wrong project, or no webhook secret set)")
+}
+
+// parseStripeSignature reads the header t=<unix>,v1=<hex>[,v1=<hex>...].
+func parseStripeSignature(header string) (ts string, sigs [][]byte, err error) {
+	if len(header) > 2048 {
+		return "", nil, apperr.New(apperr.Invalid, "invalid_signature", "the Stripe-Signature header is too long")
 	}
-	var ts string
-	var sigs [][]byte
 	for _, part := range strings.Split(header, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
@@ -144,25 +165,41 @@ func verifyStripeSignature(header string, body []byte, secret string, now time.T
 		}
 	}
 	if ts == "" || len(sigs) == 0 {
-		return bad("the Stripe-Signature header needs t=<unix> and at least one v1=<hex>")
+		return "", nil, apperr.New(apperr.Invalid, "invalid_signature", "the Stripe-Signature header needs t=<unix> and at least one v1=<hex>")
 	}
-	sec, err := strconv.ParseInt(ts, 10, 64)
+	if _, err := strconv.ParseInt(ts, 10, 64); err != nil {
+		return "", nil, apperr.New(apperr.Invalid, "invalid_signature", "the Stripe-Signature timestamp %q is not a number", ts)
+	}
+	return ts, sigs, nil
+}
+
+// verifyStripeSignature checks Stripe's signature of body with secret: a v1
+// HMAC-SHA256 of "<t>.<body>", then t within the tolerance (said only to a
+// sender whose signature matched).
+func verifyStripeSignature(header string, body []byte, secret string, now time.Time) error {
+	bad := func(format string, args ...any) error {
+		return apperr.New(apperr.Invalid, "invalid_signature", format, args...)
+	}
+	ts, sigs, err := parseStripeSignature(header)
 	if err != nil {
-		return bad("the Stripe-Signature timestamp %q is not a number", ts)
+		return err
 	}
-	if d := now.Sub(time.Unix(sec, 0)); d > stripeTolerance || d < -stripeTolerance {
-		return bad("the Stripe-Signature timestamp is %s away from now (at most %s)", d.Round(time.Second), stripeTolerance)
-	}
+	sec, _ := strconv.ParseInt(ts, 10, 64)
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write([]byte(ts + "."))
 	mac.Write(body)
 	want := mac.Sum(nil)
+	matched := false
 	for _, sig := range sigs {
-		if hmac.Equal(sig, want) {
-			return nil
-		}
+		matched = matched || hmac.Equal(sig, want)
 	}
-	return bad("no v1 signature of the Stripe-Signature header matches the project's webhook secret")
+	if !matched {
+		return errSignatureMismatch()
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > stripeTolerance || d < -stripeTolerance {
+		return bad("the Stripe-Signature timestamp is %s away from now (at most %s)", d.Round(time.Second), stripeTolerance)
+	}
+	return nil
 }
 
 // recordPayment records a Stripe event once and applies a succeeded payment.

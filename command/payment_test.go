@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,13 +75,22 @@ func TestStripeWebhookSignature(t *testing.T) {
 	e := newEnv(t)
 	body := stripeEvent("evt_"+uuid.NewString()[:8], "charge.refunded", "pi_x", 100)
 	now := time.Now()
-	// Without a secret the project has no webhook.
-	if r := e.webhook(e.project, body, stripeSign(webhookSecret, body, now)); r.status != 404 || r.errBody(t).Error.Code != "project_not_found" {
+	// Without a secret the project has no webhook; an unknown project gets
+	// the very same answer as a wrong signature (no project oracle).
+	mismatch := e.webhook(e.project, body, stripeSign("whsec_other", body, now))
+	if r := e.webhook(e.project, body, stripeSign(webhookSecret, body, now)); r.status != 400 || r.errBody(t).Error.Code != "invalid_signature" ||
+		r.errBody(t).Error.Message != mismatch.errBody(t).Error.Message {
 		t.Errorf("no secret: %d %s", r.status, r.body)
 	}
 	withWebhookSecret(t, e)
-	if r := e.webhook(uuid.NewString(), body, stripeSign(webhookSecret, body, now)); r.status != 404 {
+	if r := e.webhook(uuid.NewString(), body, stripeSign(webhookSecret, body, now)); r.status != 400 ||
+		r.errBody(t).Error.Message != mismatch.errBody(t).Error.Message {
 		t.Errorf("unknown project: %d %s", r.status, r.body)
+	}
+	// A body over 64 KiB is refused before anything else is done with it.
+	big := append(append([]byte{}, body[:len(body)-1]...), []byte(`,"pad":"`+strings.Repeat("x", 70<<10)+`"}`)...)
+	if r := e.webhook(e.project, big, stripeSign(webhookSecret, big, now)); r.status != 413 {
+		t.Errorf("70 KiB body: %d %.200s", r.status, r.body)
 	}
 	bad := []struct {
 		name, sig string

@@ -33,7 +33,7 @@ var ErrorCodes = []struct {
 	Means  string
 }{
 	{"invalid_json", 400, "the body is not valid JSON, nests deeper than 32 levels, or holds text that is not valid UTF-8 or contains NUL (field names the string)"},
-	{"invalid_signature", 400, "the payment webhook's Stripe-Signature is missing, malformed, wrong or older than five minutes"},
+	{"invalid_signature", 400, "the payment webhook's Stripe-Signature is missing, malformed, wrong or older than five minutes, or the project is unknown or has no webhook secret"},
 	{"invalid_request", 400, "a path parameter, query parameter or header is malformed, for example not UTF-8 or with NUL (field names it)"},
 	{"idempotency_key_missing", 400, "the Idempotency-Key header is required"},
 	{"idempotency_key_too_long", 400, "the Idempotency-Key header is longer than 200 characters"},
@@ -41,7 +41,7 @@ var ErrorCodes = []struct {
 	{"forbidden", 403, "the key lacks the endpoint's scope"},
 	{"not_found", 404, "no such route"},
 	{"order_not_found", 404, "no order with that orderNo in the key's project"},
-	{"project_not_found", 404, "no such project, or it has no webhook secret (payment webhook)"},
+	{"project_not_found", 404, "no such project (admin commands)"},
 	{"invoice_not_found", 404, "no invoice with that reference in the key's project"},
 	{"task_not_found", 404, "no review task with that id in the key's project"},
 	{"product_not_found", 404, "no product with that productId in the key's project (a product exists once an order line named it)"},
