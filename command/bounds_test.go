@@ -210,7 +210,8 @@ func TestBoundedInputIsRefusedAndStoresNothing(t *testing.T) {
 		{name: "depth 33 credit", method: post, path: "/v1/credit-transactions", raw: raw(`{"transactions":` + deepJSON(32) + `}`), status: 400, code: ij},
 		{name: "depth 33 balances", method: http.MethodPut, path: "/v1/credit-balances", raw: raw(`{"balances":[],"x":` + deepJSON(32) + `}`), status: 400, code: ij},
 		{name: "depth 33 product", method: http.MethodPut, path: "/v1/products/P-1", raw: raw(`{"revenueRecognition":` + deepJSON(32) + `}`), status: 400, code: ij},
-		{name: "depth 33 webhook", method: post, path: "/v1/webhooks/stripe/" + e.project, raw: raw(`{"id":"evt_1","type":"x","data":` + deepJSON(32) + `}`), status: 400, code: ij},
+		// The public webhook reads no body before the signature header and the project check out.
+		{name: "depth 33 webhook, unsigned", method: post, path: "/v1/webhooks/stripe/" + e.project, raw: raw(`{"id":"evt_1","type":"x","data":` + deepJSON(32) + `}`), status: 400, code: "invalid_signature"},
 
 		// 4. NUL and invalid UTF-8: in bodies, path parameters and headers.
 		{name: "NUL in orderNo", raw: rawOrder(`"orderNo":"`, `"orderNo":"\u0000`), status: 400, code: ij, field: "orderNo"},
@@ -223,7 +224,7 @@ func TestBoundedInputIsRefusedAndStoresNothing(t *testing.T) {
 		{name: "NUL in trackingNumber", method: post, path: "/v1/fulfillments", raw: raw(`{"orderNo":"X","trackingNumber":"1Z\u0000"}`), status: 400, code: ij, field: "trackingNumber"},
 		{name: "NUL in a credit id", method: post, path: "/v1/credit-transactions", raw: creditTxs(func(m map[string]any) { m["id"] = "a\x00" }), status: 400, code: ij, field: "transactions[0].id"},
 		{name: "invalid UTF-8 in a balance e-mail", method: http.MethodPut, path: "/v1/credit-balances", raw: raw("{\"balances\":[{\"email\":\"a\xff@example.com\",\"balance_cents\":0}]}"), status: 400, code: ij, field: "balances[0].email"},
-		{name: "NUL in a webhook event id", method: post, path: "/v1/webhooks/stripe/" + e.project, raw: raw(`{"id":"evt_\u0000","type":"payment_intent.succeeded","data":{"object":{"id":"pi_1","amount":100}}}`), status: 400, code: ij, field: "id"},
+		{name: "NUL in a webhook event id, unsigned", method: post, path: "/v1/webhooks/stripe/" + e.project, raw: raw(`{"id":"evt_\u0000","type":"payment_intent.succeeded","data":{"object":{"id":"pi_1","amount":100}}}`), status: 400, code: "invalid_signature"},
 		{name: "NUL in a cancelled orderNo", method: post, path: "/v1/orders/A%00/cancel", raw: raw(""), status: 400, code: ir, field: "orderNo"},
 		{name: "invalid UTF-8 in a cancelled orderNo", method: post, path: "/v1/orders/A%2F%FF/cancel", raw: raw(""), status: 400, code: ir, field: "orderNo"},
 		{name: "NUL in a productId", method: http.MethodPut, path: "/v1/products/P%00", raw: raw(`{"revenueRecognition":null}`), status: 400, code: ir, field: "productId"},

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/event"
-	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/store"
 )
 
@@ -28,20 +26,6 @@ const cancelDescription = `Cancels the order: it is never invoiced, and every do
 	`Unknown orderNo is 404 order_not_found.
 
 ` + idempotencyDescription
-
-func (s *Service) postCancel(w http.ResponseWriter, r *http.Request) error {
-	key, err := idempotencyKey(r)
-	if err != nil {
-		return err
-	}
-	orderNo := chi.URLParam(r, "orderNo")
-	resp, err := s.cancelOrder(r.Context(), httpx.ProjectID(r.Context()), key, httpx.RequestID(r.Context()), orderNo)
-	if err != nil {
-		return err
-	}
-	resp.write(w)
-	return nil
-}
 
 // cancelOrder marks the order cancelled, with a correction pending when it
 // has documents to cancel, and publishes its state.

@@ -3,7 +3,6 @@ package command
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/event"
-	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/outbox"
 	"github.com/o2i-service/o2i/internal/store"
 )
@@ -274,39 +272,4 @@ WHERE project_id = $1 AND kind = $2 AND subject = $3 AND status = 'open'`, proje
 		return CreditBalancesResult{}, fmt.Errorf("reconcile credit balances: %w", err)
 	}
 	return res, nil
-}
-
-func (s *Service) postCreditTransactions(w http.ResponseWriter, r *http.Request) error {
-	body, err := httpx.ReadBody(r, httpx.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	txs, err := parseCreditTransactions(body)
-	if err != nil {
-		return err
-	}
-	res, err := s.recordCreditTransactions(r.Context(), httpx.ProjectID(r.Context()), txs)
-	if err != nil {
-		return err
-	}
-	res.RequestID = httpx.RequestID(r.Context())
-	httpx.WriteJSON(w, r, http.StatusOK, res)
-	return nil
-}
-
-func (s *Service) putCreditBalances(w http.ResponseWriter, r *http.Request) error {
-	body, err := httpx.ReadBody(r, httpx.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	bs, err := parseCreditBalances(body)
-	if err != nil {
-		return err
-	}
-	res, err := s.reconcileBalances(r.Context(), httpx.ProjectID(r.Context()), bs)
-	if err != nil {
-		return err
-	}
-	httpx.WriteData(w, r, http.StatusOK, res)
-	return nil
 }

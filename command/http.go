@@ -1,47 +1,27 @@
 // Package command is the write side: one use case per file (PlaceOrder,
-// RecordFulfillment, ...) and the write endpoints. Each command validates,
-// writes its state change, idempotency record and outbox events in one
-// PostgreSQL transaction. It imports internal packages, never query.
+// RecordFulfillment, CancelOrder, MatchPayment, IssueInvoices, ...), the
+// write endpoints together in http.go (they parse, call, answer), the
+// Service in service.go, shared pieces in files named for them: the order
+// repository (order_repo.go: lock, change, publish), the keyed-command
+// protocol (idempotency.go), dead letters and the invoicer's reconciler.
+// Each command validates, writes its state change, idempotency record and
+// outbox events in one PostgreSQL transaction; the rules that decide live in
+// internal/lifecycle and internal/billing. It imports internal packages,
+// archive and render, never query.
 package command
 
 import (
+	"encoding/json"
+	"errors"
 	"net/http"
-	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/go-chi/chi/v5"
 
-	"github.com/o2i-service/o2i/internal/catalog"
+	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/project"
 )
-
-// Service holds what the write use cases need.
-type Service struct {
-	pool      *pgxpool.Pool
-	catalog   *catalog.Catalog
-	creates   *createBatcher
-	sellers   sellerCache
-	lastSweep atomic.Int64 // unix nanoseconds of the last idempotency sweep started here
-}
-
-// New returns the write side over pool.
-func New(pool *pgxpool.Pool) *Service {
-	s := &Service{pool: pool, catalog: catalog.New(pool), creates: newCreateBatcher(pool)}
-	s.lastSweep.Store(time.Now().Add(-sweepEvery + time.Minute).UnixNano()) // first sweep a minute after start
-	return s
-}
-
-// RegisterMetrics exports the write side's metrics (the group commit of new
-// orders) to reg.
-func (s *Service) RegisterMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{s.creates.sizes, s.creates.fallbackCount} {
-		if err := reg.Register(c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // Routes are the write endpoints.
 func (s *Service) Routes() []httpx.Route {
@@ -185,5 +165,112 @@ func (s *Service) postFulfillment(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	resp.write(w)
+	return nil
+}
+
+func (s *Service) postCancel(w http.ResponseWriter, r *http.Request) error {
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	orderNo := chi.URLParam(r, "orderNo")
+	resp, err := s.cancelOrder(r.Context(), httpx.ProjectID(r.Context()), key, httpx.RequestID(r.Context()), orderNo)
+	if err != nil {
+		return err
+	}
+	resp.write(w)
+	return nil
+}
+
+func (s *Service) postCreditTransactions(w http.ResponseWriter, r *http.Request) error {
+	body, err := httpx.ReadBody(r, httpx.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	txs, err := parseCreditTransactions(body)
+	if err != nil {
+		return err
+	}
+	res, err := s.recordCreditTransactions(r.Context(), httpx.ProjectID(r.Context()), txs)
+	if err != nil {
+		return err
+	}
+	res.RequestID = httpx.RequestID(r.Context())
+	httpx.WriteJSON(w, r, http.StatusOK, res)
+	return nil
+}
+
+func (s *Service) putCreditBalances(w http.ResponseWriter, r *http.Request) error {
+	body, err := httpx.ReadBody(r, httpx.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	bs, err := parseCreditBalances(body)
+	if err != nil {
+		return err
+	}
+	res, err := s.reconcileBalances(r.Context(), httpx.ProjectID(r.Context()), bs)
+	if err != nil {
+		return err
+	}
+	httpx.WriteData(w, r, http.StatusOK, res)
+	return nil
+}
+
+func (s *Service) postStripeWebhook(w http.ResponseWriter, r *http.Request) error {
+	// The route is public: what costs something (reading the body, the
+	// database) comes after the cheap checks, and an unknown project, a
+	// project without a webhook secret and a wrong signature all get the
+	// same answer, so the endpoint tells nobody which projects exist.
+	header := r.Header.Get("Stripe-Signature")
+	if _, _, err := parseStripeSignature(header); err != nil {
+		return err
+	}
+	p, err := project.Get(r.Context(), s.pool, chi.URLParam(r, "projectId"))
+	var ae *apperr.Error
+	switch {
+	case errors.As(err, &ae) && ae.Kind == apperr.NotFound, err == nil && p.Settings.StripeWebhookSecret == "":
+		return errSignatureMismatch()
+	case err != nil:
+		return err
+	}
+	body, err := httpx.ReadBody(r, maxWebhookBody)
+	if err != nil {
+		return err
+	}
+	if err := verifyStripeSignature(header, body, p.Settings.StripeWebhookSecret, time.Now()); err != nil {
+		return err
+	}
+	var ev StripeEvent
+	if err := json.Unmarshal(body, &ev); err != nil || ev.ID == "" || ev.Type == "" {
+		return apperr.New(apperr.Invalid, "invalid_json", "not a Stripe event (id and type are required)")
+	}
+	for name, v := range map[string]string{"id": ev.ID, "type": ev.Type, "data.object.id": ev.Data.Object.ID, "data.object.payment_intent": ev.Data.Object.PaymentIntent} {
+		if len(v) > maxStripeID {
+			return apperr.New(apperr.Invalid, "invalid_json", "%s is longer than %d bytes", name, maxStripeID)
+		}
+	}
+	res, err := s.recordPayment(r.Context(), p.ID, ev, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	httpx.WriteData(w, r, http.StatusOK, res)
+	return nil
+}
+
+func (s *Service) putProduct(w http.ResponseWriter, r *http.Request) error {
+	body, err := httpx.ReadBody(r, httpx.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	settings, err := parseProductSettings(body)
+	if err != nil {
+		return err
+	}
+	res, err := ConfigureProduct(r.Context(), s.pool, httpx.ProjectID(r.Context()), chi.URLParam(r, "productId"), settings)
+	if err != nil {
+		return err
+	}
+	httpx.WriteData(w, r, http.StatusOK, res)
 	return nil
 }

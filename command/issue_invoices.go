@@ -44,6 +44,7 @@ const (
 	HoldNotInvoiceable        = "order_not_invoiceable"          // the engine rejects the order (for example a rate not allowed at the place of supply)
 	TaskValidationFailed      = "invoice_validation_failed"      // a document would break EN 16931 / XRechnung rules: held, no number taken, issued once the cause is fixed
 	TaskPaymentAmountMismatch = "payment_amount_mismatch"        // the provider's payment is not the amount due; the invoice is issued
+	TaskPriorYearRevenue      = "prior_year_revenue"             // accrual accounting, a service period starting in an earlier financial year; the invoice is issued
 )
 
 // HeldError says why an order was held back as a review task.
@@ -214,6 +215,17 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 			}); err != nil {
 				return nil, nil, err
 			}
+		}
+	}
+	// Revenue of an earlier (usually closed) financial year under accrual
+	// accounting: the invoice is issued, and the accountant is told (spec:
+	// service_period rule 4; the financial year is the calendar year).
+	if sp := order.ServicePeriod; sp != nil && p.Accounting == project.Accrual && sp.Start.Year() < d.IssueDate.Year() {
+		if err := openTask(ctx, tx, projectID, TaskPriorYearRevenue, o.orderNo, map[string]any{
+			"orderNo": o.orderNo, "numbers": numbers, "servicePeriodStart": sp.Start.Format(time.DateOnly),
+			"financialYear": sp.Start.Year(), "details": "assign the revenue to the prior financial year",
+		}); err != nil {
+			return nil, nil, err
 		}
 	}
 	// Whatever held the order has cleared.

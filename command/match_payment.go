@@ -5,22 +5,17 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/event"
-	"github.com/o2i-service/o2i/internal/httpx"
-	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/store"
 )
 
@@ -99,47 +94,6 @@ const webhookDescription = "The payment provider's webhook (Stripe). Public: aut
 	"order arrives. charge.refunded (matched by the charge's payment_intent) with the whole charge refunded at once cancels " +
 	"the order (its documents get cancellations); a partial refund gets a credit note (type code 381, Rechnungskorrektur) " +
 	"for the newly refunded gross, split over the invoice's VAT rates by their gross (largest remainder)."
-
-func (s *Service) postStripeWebhook(w http.ResponseWriter, r *http.Request) error {
-	// The route is public: what costs something (reading the body, the
-	// database) comes after the cheap checks, and an unknown project, a
-	// project without a webhook secret and a wrong signature all get the
-	// same answer, so the endpoint tells nobody which projects exist.
-	header := r.Header.Get("Stripe-Signature")
-	if _, _, err := parseStripeSignature(header); err != nil {
-		return err
-	}
-	p, err := project.Get(r.Context(), s.pool, chi.URLParam(r, "projectId"))
-	var ae *apperr.Error
-	switch {
-	case errors.As(err, &ae) && ae.Kind == apperr.NotFound, err == nil && p.Settings.StripeWebhookSecret == "":
-		return errSignatureMismatch()
-	case err != nil:
-		return err
-	}
-	body, err := httpx.ReadBody(r, maxWebhookBody)
-	if err != nil {
-		return err
-	}
-	if err := verifyStripeSignature(header, body, p.Settings.StripeWebhookSecret, time.Now()); err != nil {
-		return err
-	}
-	var ev StripeEvent
-	if err := json.Unmarshal(body, &ev); err != nil || ev.ID == "" || ev.Type == "" {
-		return apperr.New(apperr.Invalid, "invalid_json", "not a Stripe event (id and type are required)")
-	}
-	for name, v := range map[string]string{"id": ev.ID, "type": ev.Type, "data.object.id": ev.Data.Object.ID, "data.object.payment_intent": ev.Data.Object.PaymentIntent} {
-		if len(v) > maxStripeID {
-			return apperr.New(apperr.Invalid, "invalid_json", "%s is longer than %d bytes", name, maxStripeID)
-		}
-	}
-	res, err := s.recordPayment(r.Context(), p.ID, ev, time.Now().UTC())
-	if err != nil {
-		return err
-	}
-	httpx.WriteData(w, r, http.StatusOK, res)
-	return nil
-}
 
 func errSignatureMismatch() error {
 	return apperr.New(apperr.Invalid, "invalid_signature", "the Stripe-Signature does not verify for this endpoint (wrong secret, wrong project, or no webhook secret set)")

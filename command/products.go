@@ -2,14 +2,11 @@ package command
 
 import (
 	"context"
-	"net/http"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/catalog"
-	"github.com/o2i-service/o2i/internal/httpx"
 )
 
 // ConfigureProduct: PUT /v1/products/{productId}. Sets how a product's
@@ -29,23 +26,6 @@ const productDescription = `Sets a product's revenue recognition. {"revenueRecog
 	`(task product_without_revenue_recognition, no invoice number); setting it releases the held orders, which are invoiced within seconds. ` +
 	`productId is the caller's article id of the order lines (a product exists once an order line named it; else 404 product_not_found). ` +
 	`Repeating the same PUT changes nothing (idempotent by nature; no Idempotency-Key needed).`
-
-func (s *Service) putProduct(w http.ResponseWriter, r *http.Request) error {
-	body, err := httpx.ReadBody(r, httpx.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	settings, err := parseProductSettings(body)
-	if err != nil {
-		return err
-	}
-	res, err := ConfigureProduct(r.Context(), s.pool, httpx.ProjectID(r.Context()), chi.URLParam(r, "productId"), settings)
-	if err != nil {
-		return err
-	}
-	httpx.WriteData(w, r, http.StatusOK, res)
-	return nil
-}
 
 // parseProductSettings reads the body of PUT /v1/products/{productId}.
 func parseProductSettings(body []byte) (catalog.Settings, error) {

@@ -191,3 +191,36 @@ func TestStatusSaysWhatTheOrderWaitsFor(t *testing.T) {
 		t.Errorf("invoiced order waits for %v", d["waitingFor"])
 	}
 }
+
+// TestPriorYearRevenue: under accrual accounting, a service period that
+// starts in an earlier financial year still gets its invoice, and a
+// prior_year_revenue task tells the accountant; under cash accounting not.
+func TestPriorYearRevenue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testenv.Pool(t)
+	c := client(t)
+	year := time.Now().UTC().Year()
+	for _, accounting := range []string{project.Accrual, project.Cash} {
+		pid := testenv.Project(t, pool, true)
+		if _, err := project.Apply(ctx, pool, pid, project.Update{Accounting: &accounting}); err != nil {
+			t.Fatal(err)
+		}
+		key := testenv.Key(t, pool, pid)
+		no := "PY-" + uuid.NewString()[:8]
+		body := strings.Replace(string(creditOrder(no, "1", 1000, 1190)), `"start_date":"2026-11-01"`,
+			fmt.Sprintf(`"start_date":"%d-12-01"`, year-1), 1)
+		if r := c.Do("POST", "/v1/orders", key, []byte(body), "Idempotency-Key", no); r.Status != http.StatusCreated {
+			t.Fatalf("order: %d %s", r.Status, r.Body)
+		}
+		documents(t, c, key, no, "invoiced", 1)
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE project_id = $1 AND kind = 'prior_year_revenue' AND subject = $2 AND status = 'open'`,
+			pid, no).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int{project.Accrual: 1, project.Cash: 0}[accounting]; n != want {
+			t.Errorf("%s accounting: %d prior_year_revenue tasks, want %d", accounting, n, want)
+		}
+	}
+}
