@@ -109,9 +109,8 @@ func (a *Archive) Put(ctx context.Context, key string, data []byte, contentType 
 		}
 		return st, err
 	}
-	if st, err := existing(); !errors.Is(err, ErrNotFound) {
-		return st, err
-	}
+	// No look before the write: the condition refuses an existing key (412),
+	// and only then is the stored object read. One request per new object.
 	opts := minio.PutObjectOptions{
 		ContentType:     contentType,
 		UserMetadata:    map[string]string{shaKey: hexSum},
@@ -122,7 +121,7 @@ func (a *Archive) Put(ctx context.Context, key string, data []byte, contentType 
 	opts.SetMatchETagExcept("*")
 	_, err := a.c.PutObject(ctx, a.bucket, key, bytes.NewReader(data), int64(len(data)), opts)
 	if minio.ToErrorResponse(err).StatusCode == http.StatusPreconditionFailed {
-		return existing() // another put of the key came first
+		return existing() // the key holds a document already (an earlier or concurrent put)
 	}
 	if err != nil {
 		return Stored{}, fmt.Errorf("archive: put %s: %w", key, err)

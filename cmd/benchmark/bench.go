@@ -25,7 +25,8 @@ import (
 type bench struct {
 	pool    *pgxpool.Pool
 	rdb     *redis.Client
-	server  *exec.Cmd
+	server  *exec.Cmd // the service under test (the API and the roles run with it)
+	worker  *exec.Cmd // a second service process running background roles only, when started
 	bin     string
 	addr    string
 	baseURL string
@@ -53,13 +54,22 @@ func newBench(ctx context.Context, bin, addr string) (*bench, error) {
 
 // serve starts the service under test (all roles) unless it runs already.
 func (b *bench) serve(ctx context.Context) error {
+	return b.serveRoles(ctx, "")
+}
+
+// serveRoles starts the service under test with the given roles (all when
+// empty; they must include api) unless it runs already.
+func (b *bench) serveRoles(ctx context.Context, roles string) error {
 	if b.server != nil {
 		return nil
 	}
-	b.server = exec.Command(b.bin, "serve")
-	b.server.Env = append(os.Environ(), "O2I_HTTP_ADDR="+b.addr, "O2I_LOG_LEVEL=warn")
-	b.server.Stdout, b.server.Stderr = os.Stderr, os.Stderr
+	args := []string{"serve"}
+	if roles != "" {
+		args = append(args, "--roles", roles)
+	}
+	b.server = b.command(args, "O2I_HTTP_ADDR="+b.addr)
 	if err := b.server.Start(); err != nil {
+		b.server = nil
 		return fmt.Errorf("start %s: %w", b.bin, err)
 	}
 	if err := waitHTTP(ctx, b.baseURL+"/api/health"); err != nil {
@@ -68,11 +78,42 @@ func (b *bench) serve(ctx context.Context) error {
 	return nil
 }
 
-func (b *bench) close() {
-	if b.server != nil && b.server.Process != nil {
-		_ = b.server.Process.Signal(os.Interrupt)
-		_ = b.server.Wait()
+// command is a service process with the stack's environment and extra
+// variables; its output goes to stderr.
+func (b *bench) command(args []string, env ...string) *exec.Cmd {
+	c := exec.Command(b.bin, args...)
+	c.Env = append(append(os.Environ(), "O2I_LOG_LEVEL=warn"), env...)
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
+	stopWithParent(c)
+	return c
+}
+
+// stopServer stops the service under test and the worker process, if they run.
+func (b *bench) stopServer() {
+	stopProcess(b.worker)
+	stopProcess(b.server)
+	b.worker, b.server = nil, nil
+}
+
+// stopProcess interrupts a started process and waits for it to end (at
+// most 40 s: its shutdown timeout is 20 s), then kills it.
+func stopProcess(c *exec.Cmd) {
+	if c == nil || c.Process == nil {
+		return
 	}
+	done := make(chan struct{})
+	go func() { _ = c.Wait(); close(done) }()
+	_ = c.Process.Signal(os.Interrupt)
+	select {
+	case <-done:
+	case <-time.After(40 * time.Second):
+		_ = c.Process.Kill()
+		<-done
+	}
+}
+
+func (b *bench) close() {
+	b.stopServer()
 	b.rdb.Close()
 	b.pool.Close()
 	os.RemoveAll(b.dir)

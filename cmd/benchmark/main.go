@@ -9,9 +9,13 @@
 //   - list:   GET /v1/invoices pages of 100 at 10 million invoices in the read model;
 //   - writes: POST /v1/orders with realistic orders, next to pgbench inserting
 //     one ~1 KB JSONB row per transaction at the same concurrency, and the
-//     projection lag while the writes run.
+//     projection lag while the writes run;
+//   - invoices: a backlog of orders drained to archived invoices by the
+//     invoicer, next to the archive's PUTs and the PDF rendering alone, and
+//     order accepted → invoice archived under a steady order rate.
 //
-// With -readme it rewrites the figures table of README.md.
+// With -readme it rewrites the figures table of README.md: the rows of the
+// stages that ran; those of the others stay, with the day they were measured.
 package main
 
 import (
@@ -24,6 +28,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -37,6 +43,7 @@ type result struct {
 	Measured string `json:"measured"`
 	Ceiling  string `json:"ceiling"`
 	Target   string `json:"target"`
+	Stage    string `json:"stage"` // the stage that measured it
 }
 
 func main() {
@@ -45,7 +52,7 @@ func main() {
 		return
 	}
 	var (
-		only     = flag.String("only", "engine,reads,list,writes", "stages to run: engine, reads, list, writes")
+		only     = flag.String("only", "engine,reads,list,writes,invoices", "stages to run: engine, reads, list, writes, invoices")
 		duration = flag.Duration("duration", 10*time.Second, "length of each load run")
 		conns    = flag.Int("conns", 64, "connections of the read load")
 		wconns   = flag.Int("write-conns", 32, "connections of the write load (and pgbench clients)")
@@ -54,7 +61,13 @@ func main() {
 		bin      = flag.String("o2i", "bin/o2i", "the service binary")
 		addr     = flag.String("addr", "127.0.0.1:18080", "address for the service under test")
 		readme   = flag.String("readme", "", "README to update with the figures")
+		inv      invoiceConfig
 	)
+	flag.IntVar(&inv.backlog, "invoice-orders", 3000, "orders of the invoicer's backlog (invoices stage)")
+	flag.IntVar(&inv.rate, "invoice-rate", 50, "orders per second of the steady load (invoices stage)")
+	flag.DurationVar(&inv.steady, "invoice-for", 20*time.Second, "length of the steady load (invoices stage)")
+	flag.IntVar(&inv.projects, "invoice-projects", 1, "projects the invoicer's backlog is spread over (invoices stage)")
+	flag.StringVar(&inv.profile, "invoicer-profile", "", "write a 15 s CPU profile of the invoicer process during the drain to this file")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -63,46 +76,41 @@ func main() {
 		log.Fatal(err)
 	}
 	defer b.close()
-	var results []result
+	fatalf := func(format string, args ...any) {
+		b.close() // stop the service under test: log.Fatalf skips deferred calls
+		log.Fatalf(format, args...)
+	}
 	stages := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
 		stages[strings.TrimSpace(s)] = true
 	}
-	if stages["engine"] {
-		r, err := b.engine(ctx)
+	var results []result
+	run := func(stage string, f func() ([]result, error)) {
+		if !stages[stage] {
+			return
+		}
+		r, err := f()
 		if err != nil {
-			log.Fatalf("engine: %v", err)
+			fatalf("%s: %v", stage, err)
+		}
+		for i := range r {
+			r[i].Stage = stage
 		}
 		results = append(results, r...)
 	}
-	if stages["reads"] {
-		r, err := b.reads(ctx, *orders, *conns, *duration)
-		if err != nil {
-			log.Fatalf("reads: %v", err)
-		}
-		results = append(results, r...)
-	}
-	if stages["list"] {
-		r, err := b.list(ctx, *invoices, *duration)
-		if err != nil {
-			log.Fatalf("list: %v", err)
-		}
-		results = append(results, r...)
-	}
-	if stages["writes"] {
-		r, err := b.writes(ctx, *wconns, *duration)
-		if err != nil {
-			log.Fatalf("writes: %v", err)
-		}
-		results = append(results, r...)
-	}
-	table := markdown(results, b.machine())
-	fmt.Println(table)
+	run("engine", func() ([]result, error) { return b.engine(ctx) })
+	run("reads", func() ([]result, error) { return b.reads(ctx, *orders, *conns, *duration) })
+	run("list", func() ([]result, error) { return b.list(ctx, *invoices, *duration) })
+	run("writes", func() ([]result, error) { return b.writes(ctx, *wconns, *duration) })
+	run("invoices", func() ([]result, error) { return b.invoices(ctx, inv) })
+	b.stopServer()
+	machine, today := b.machine(), time.Now().UTC().Format(time.DateOnly)
+	fmt.Println(markdown(results, machine, map[string]string{"": today}))
 	raw, _ := json.MarshalIndent(results, "", "  ")
 	_ = os.WriteFile(".dev/bench.json", raw, 0o644)
 	if *readme != "" {
-		if err := updateReadme(*readme, table); err != nil {
-			log.Fatal(err)
+		if err := updateReadme(*readme, results, machine, today); err != nil {
+			fatalf("%v", err)
 		}
 	}
 }
@@ -119,9 +127,55 @@ func ceilingServer(addr string) {
 	log.Fatal(http.ListenAndServe(addr, r))
 }
 
-func markdown(results []result, machine string) string {
+// stageOrder is the order of the stages in the table.
+var stageOrder = []string{"engine", "reads", "list", "writes", "invoices"}
+
+// stageOf names the stage of a row already in the table by its first column.
+func stageOf(what string) string {
+	for _, p := range [][2]string{{"invoice engine:", "engine"}, {"GET /v1/orders/", "reads"}, {"GET /v1/invoices", "list"},
+		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"invoice pipeline", "invoices"}} {
+		if strings.HasPrefix(what, p[0]) {
+			return p[1]
+		}
+	}
+	return ""
+}
+
+// markdown renders the table; dates holds the day each stage's rows were
+// measured ("" for any other stage).
+func markdown(results []result, machine string, dates map[string]string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured %s on %s.\n\n", time.Now().UTC().Format("2006-01-02"), machine)
+	date := func(stage string) string {
+		if d, ok := dates[stage]; ok {
+			return d
+		}
+		return dates[""]
+	}
+	// One date for all rows, or the stages of each date.
+	var days []string
+	byDay := map[string][]string{}
+	for _, st := range stageOrder {
+		if !slices.ContainsFunc(results, func(r result) bool { return r.Stage == st }) {
+			continue
+		}
+		d := date(st)
+		if _, ok := byDay[d]; !ok {
+			days = append(days, d)
+		}
+		byDay[d] = append(byDay[d], st)
+	}
+	switch len(days) {
+	case 0:
+		fmt.Fprintf(&b, "Measured %s on %s.\n\n", dates[""], machine)
+	case 1:
+		fmt.Fprintf(&b, "Measured %s on %s.\n\n", days[0], machine)
+	default:
+		var parts []string
+		for _, d := range days {
+			parts = append(parts, strings.Join(byDay[d], ", ")+" "+d)
+		}
+		fmt.Fprintf(&b, "Measured on %s: %s.\n\n", machine, strings.Join(parts, "; "))
+	}
 	b.WriteString("| what | measured | ceiling in the same run | target |\n|---|---|---|---|\n")
 	for _, r := range results {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.What, r.Measured, r.Ceiling, r.Target)
@@ -131,7 +185,16 @@ func markdown(results []result, machine string) string {
 
 const startMark, endMark = "<!-- bench:start -->", "<!-- bench:end -->"
 
-func updateReadme(path, table string) error {
+var (
+	measuredOne  = regexp.MustCompile(`^Measured (\d{4}-\d{2}-\d{2}) on .*\.$`)
+	measuredMany = regexp.MustCompile(`^Measured on .*?: (.*)\.$`)
+	stagesOnDay  = regexp.MustCompile(`^(.*) (\d{4}-\d{2}-\d{2})$`)
+)
+
+// updateReadme rewrites the table between the markers of the README: the
+// rows of the stages that ran are replaced, the others kept with the day
+// they were measured.
+func updateReadme(path string, results []result, machine, today string) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -141,7 +204,47 @@ func updateReadme(path, table string) error {
 	if i < 0 || j < i {
 		return fmt.Errorf("%s has no %s ... %s section", path, startMark, endMark)
 	}
-	s = s[:i+len(startMark)] + "\n" + table + s[j:]
+	ran := map[string]bool{}
+	for _, r := range results {
+		ran[r.Stage] = true
+	}
+	dates := map[string]string{"": today}
+	kept := map[string][]result{}
+	for _, line := range strings.Split(s[i+len(startMark):j], "\n") {
+		line = strings.TrimSpace(line)
+		if m := measuredOne.FindStringSubmatch(line); m != nil {
+			for _, st := range stageOrder {
+				dates[st] = m[1]
+			}
+		} else if m := measuredMany.FindStringSubmatch(line); m != nil {
+			for _, part := range strings.Split(m[1], "; ") {
+				if g := stagesOnDay.FindStringSubmatch(part); g != nil {
+					for _, st := range strings.Split(g[1], ", ") {
+						dates[st] = g[2]
+					}
+				}
+			}
+		}
+		cells := strings.Split(strings.Trim(line, "|"), " | ")
+		if !strings.HasPrefix(line, "| ") || len(cells) != 4 || cells[0] == " what" {
+			continue
+		}
+		r := result{What: strings.TrimSpace(cells[0]), Measured: cells[1], Ceiling: cells[2], Target: strings.TrimSpace(cells[3])}
+		r.Stage = stageOf(r.What)
+		if r.Stage != "" && !ran[r.Stage] {
+			kept[r.Stage] = append(kept[r.Stage], r)
+		}
+	}
+	var rows []result
+	for _, st := range stageOrder {
+		if ran[st] {
+			dates[st] = today
+			rows = append(rows, slices.DeleteFunc(slices.Clone(results), func(r result) bool { return r.Stage != st })...)
+		} else {
+			rows = append(rows, kept[st]...)
+		}
+	}
+	s = s[:i+len(startMark)] + "\n" + markdown(rows, machine, dates) + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
 }
 

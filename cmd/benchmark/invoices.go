@@ -1,0 +1,749 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/o2i-service/o2i/archive"
+	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/outbox"
+	"github.com/o2i-service/o2i/internal/testenv"
+	"github.com/o2i-service/o2i/render"
+)
+
+// invoiceConfig sizes the invoices stage.
+type invoiceConfig struct {
+	backlog  int           // orders accepted before the invoicer starts
+	rate     int           // orders per second of the steady load
+	steady   time.Duration // length of the steady load
+	profile  string        // file for a CPU profile of the invoicer during the drain
+	projects int           // projects the backlog is spread over (each has its own invoice number counter)
+}
+
+// invoicerDebugAddr serves the invoicer process's pprof when a profile is asked for.
+const invoicerDebugAddr = "127.0.0.1:18082"
+
+// invoices measures the path the service exists for, an order becoming an
+// archived invoice:
+//
+//   - drain: cfg.backlog credit-covered digital orders (due at once) are
+//     accepted while no invoicer runs (the service runs api, relay and
+//     projector), then the invoicer role is started in a process of its own
+//     and drains them; archived invoices/s from the first to the last
+//     archived_at. Its ceiling, measured in the same run with the service
+//     stopped: the archive's two PUTs per invoice (archive.Put, COMPLIANCE
+//     retention) at the invoicer's concurrency, and render.PDF alone.
+//   - latency: all roles in one process, cfg.rate orders/s for cfg.steady;
+//     order accepted (its 201) → invoice archived (archived_at), next to one
+//     invoice's PDF rendering and archiving alone.
+func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, error) {
+	if cfg.backlog < 2 || cfg.rate < 1 || cfg.steady < time.Second || cfg.projects < 1 {
+		return nil, fmt.Errorf("-invoice-orders must be at least 2, -invoice-rate, -invoice-projects at least 1, -invoice-for at least 1s")
+	}
+	workers := 2 * runtime.GOMAXPROCS(0) // the invoicer's Workers on this machine (command.NewInvoicer)
+	b.stopServer()                       // a former stage's service runs an invoicer
+	if err := waitNoInvoicer(ctx, 3*time.Minute); err != nil {
+		return nil, err
+	}
+	if err := b.invoicerCaughtUp(ctx); err != nil {
+		return nil, err
+	}
+
+	// The backlog, with no invoicer running.
+	if err := b.serveRoles(ctx, "api,relay,projector"); err != nil {
+		return nil, err
+	}
+	var drainProjects, keys []string
+	for range cfg.projects {
+		id, k, err := b.newProject(ctx, "bench invoices drain "+time.Now().Format(time.RFC3339), max(1, 16/cfg.projects))
+		if err != nil {
+			return nil, err
+		}
+		drainProjects, keys = append(drainProjects, id), append(keys, k...)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	prefix := fmt.Sprintf("INV-%d-", time.Now().Unix())
+	start := time.Now()
+	if err := b.postOrders(ctx, client, keys, prefix, cfg.backlog, 16); err != nil {
+		return nil, err
+	}
+	log.Printf("invoices: %d orders accepted in %s", cfg.backlog, time.Since(start).Round(time.Millisecond))
+	if err := b.waitOutbox(ctx, time.Minute); err != nil {
+		return nil, err
+	}
+	lag, err := invoicerLag(ctx)
+	if err != nil {
+		return nil, err
+	}
+	early, _, err := b.invoiceCounts(ctx, drainProjects...)
+	if err != nil {
+		return nil, err
+	}
+	if early > 0 {
+		// Another process of the invoicer group runs on this stack (a test):
+		// it takes partitions, so the drain would not be this invoicer's.
+		return nil, fmt.Errorf("%d invoices were archived before the invoicer under test started: another invoicer (consumer group %s) runs on this stack", early, command.InvoicerGroup)
+	}
+	log.Printf("invoices: backlog in Kafka, invoicer group lag %d events", lag)
+
+	// The drain.
+	env := []string{}
+	if cfg.profile != "" {
+		env = append(env, "O2I_DEBUG_ADDR="+invoicerDebugAddr)
+	}
+	b.worker = b.command([]string{"serve", "--roles", "invoicer"}, env...)
+	started := time.Now()
+	if err := b.worker.Start(); err != nil {
+		b.worker = nil
+		return nil, fmt.Errorf("start the invoicer: %w", err)
+	}
+	busy0 := machineBusy()
+	var profiled sync.WaitGroup
+	deadline := started.Add(3 * time.Minute)
+	others := 0 // the most other members of the invoicer group seen during the drain
+	for polls := 0; ; polls++ {
+		if polls%10 == 5 {
+			if n, err := invoicerMembers(ctx); err == nil {
+				others = max(others, n-1)
+			}
+		}
+		archived, failed, err := b.invoiceCounts(ctx, drainProjects...)
+		if err != nil {
+			return nil, err
+		}
+		if failed > 0 {
+			return nil, fmt.Errorf("%d invoices of the drain failed validation", failed)
+		}
+		if archived > 0 && cfg.profile != "" {
+			cfg.profile = b.profileInvoicer(&profiled, cfg.profile)
+		}
+		if archived == cfg.backlog {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("only %d of %d invoices archived 3 minutes after the invoicer started", archived, cfg.backlog)
+		}
+		sleep(ctx, 100*time.Millisecond)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	// CPU while draining: the invoicer process's own per invoice, and how
+	// busy the machine was (every process of the stack shares its cores).
+	busy := machineBusy() - busy0
+	cpu := processCPU(b.worker.Process.Pid)
+	var first, last time.Time
+	if err := b.pool.QueryRow(ctx, `SELECT min(archived_at), max(archived_at) FROM invoices WHERE project_id = ANY($1) AND status = 'archived'`,
+		drainProjects).Scan(&first, &last); err != nil {
+		return nil, err
+	}
+	rate := float64(cfg.backlog-1) / last.Sub(first).Seconds()
+	total := last.Sub(started)
+	busyShare := busy.Seconds() / time.Since(started).Seconds() / float64(runtime.NumCPU())
+	log.Printf("invoices: drain: %.0f archived invoices/s (first to last, %s), all archived %s after the invoicer started (first after %s); "+
+		"invoicer process CPU %.1f ms per invoice, machine %.0f %% busy",
+		rate, last.Sub(first).Round(time.Millisecond), total.Round(time.Millisecond), first.Sub(started).Round(time.Millisecond),
+		float64(cpu.Microseconds())/1000/float64(cfg.backlog), 100*busyShare)
+	profiled.Wait()
+	b.stopServer()
+	shared := ""
+	if others > 0 {
+		shared = fmt.Sprintf(" (%d other invoicers joined the group during the drain and took partitions: not this invoicer's figure alone)", others)
+		log.Printf("invoices: drain:%s", shared)
+	}
+
+	// The ceilings, on the very documents of the drain, with the service stopped.
+	var xml []byte
+	if err := b.pool.QueryRow(ctx, `SELECT xml FROM invoices WHERE project_id = $1 LIMIT 1`, drainProjects[0]).Scan(&xml); err != nil {
+		return nil, err
+	}
+	pdf, err := render.PDF(xml)
+	if err != nil {
+		return nil, err
+	}
+	pdfOne, _, err := rendering(ctx, xml, 1, 3*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	pdfAll, _, err := rendering(ctx, xml, runtime.GOMAXPROCS(0), 3*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	arch, err := newArchive()
+	if err != nil {
+		return nil, err
+	}
+	puts, _, err := archiving(ctx, arch, xml, pdf, workers, 5*time.Second, false)
+	if err != nil {
+		return nil, err
+	}
+	_, alone, err := archiving(ctx, arch, xml, pdf, 1, 3*time.Second, true)
+	if err != nil {
+		return nil, err
+	}
+	log.Printf("invoices: ceiling: render.PDF %.0f/s on one core, %.0f/s on %d; archive %.0f invoices/s (%d workers); one invoice alone, PDF + archive: p50 %s, p99 %s",
+		pdfOne, pdfAll, runtime.GOMAXPROCS(0), puts, workers, ms(alone.p50), ms(alone.p99))
+
+	// Order accepted → invoice archived under a steady load, all roles in one process.
+	if err := b.serve(ctx); err != nil {
+		return nil, err
+	}
+	steadyProject, keys, err := b.newProject(ctx, "bench invoices steady "+time.Now().Format(time.RFC3339), 4)
+	if err != nil {
+		return nil, err
+	}
+	// Warm-up: the invoicer must have joined its consumer group.
+	if err := b.postOrders(ctx, client, keys[:1], prefix+"PROBE-", 1, 1); err != nil {
+		return nil, err
+	}
+	if err := b.waitArchived(ctx, steadyProject, 1, 90*time.Second); err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	accepted, err := b.steadyOrders(ctx, client, keys, prefix+"S-", cfg.rate, cfg.steady)
+	if err != nil {
+		return nil, err
+	}
+	// What the invoicer had not caught up with when the load ended.
+	done, _, err := b.invoiceCounts(ctx, steadyProject)
+	if err != nil {
+		return nil, err
+	}
+	behind := len(accepted) + 1 - done
+	if err := b.waitArchived(ctx, steadyProject, len(accepted)+1, time.Minute); err != nil {
+		return nil, err
+	}
+	rows, err := b.pool.Query(ctx, `SELECT order_no, archived_at FROM invoices WHERE project_id = $1 AND status = 'archived'`, steadyProject)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var lat []time.Duration
+	for rows.Next() {
+		var no string
+		var at time.Time
+		if err := rows.Scan(&no, &at); err != nil {
+			return nil, err
+		}
+		if t, ok := accepted[no]; ok {
+			lat = append(lat, max(0, at.Sub(t)))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(lat) != len(accepted) {
+		return nil, fmt.Errorf("%d of %d orders of the steady load have an archived invoice", len(lat), len(accepted))
+	}
+	slices.Sort(lat)
+	p50, p99, worst := lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
+	log.Printf("invoices: steady %d orders/s: accepted → archived p50 %s, p99 %s, max %s over %d orders; %d not archived yet when the load ended",
+		cfg.rate, human(p50), human(p99), human(worst), len(lat), behind)
+
+	kb := func(n int) string { return fmt.Sprintf("%.1f KB", float64(n)/1000) }
+	return []result{
+		{
+			What: fmt.Sprintf("invoice pipeline, drain: %d credit-covered digital orders of %s accepted with no invoicer running, then the invoicer role "+
+				"(own process, %d workers) issues them (compute, CII XML, EN 16931 validation), renders their PDF/A-3 and archives both (test mode)",
+				cfg.backlog, projects(cfg.projects), workers),
+			Measured: fmt.Sprintf("%.0f archived invoices/s (first to last archived) = %.0f %% of the archive's ceiling, all %d archived %.1f s after the invoicer started; "+
+				"meanwhile the machine was %.0f %% busy, the invoicer process used %.1f ms CPU per invoice%s",
+				rate, 100*rate/puts, cfg.backlog, total.Seconds(), 100*busyShare, float64(cpu.Microseconds())/1000/float64(cfg.backlog), shared),
+			Ceiling: fmt.Sprintf("archive alone, archive.Put of the same PDF (%s) and XML (%s) with COMPLIANCE retention, %d workers: %.0f invoices/s (%.0f objects/s); "+
+				"render.PDF of the same XML alone: %.0f PDFs/s on one core, %.0f on %d cores",
+				kb(len(pdf)), kb(len(xml)), workers, puts, 2*puts, pdfOne, pdfAll, runtime.GOMAXPROCS(0)),
+			Target: "≥ 100 archived invoices/s",
+		},
+		{
+			What: fmt.Sprintf("invoice pipeline, latency: all roles in one process, %d credit-covered digital orders/s for %.0f s (%d orders)",
+				cfg.rate, cfg.steady.Seconds(), len(lat)),
+			Measured: fmt.Sprintf("order accepted (201) → invoice archived: p50 %s, p99 %s, max %s; %d orders not archived yet when the load ended",
+				human(p50), human(p99), human(worst), behind),
+			Ceiling: fmt.Sprintf("one invoice at a time, render.PDF + archive.Put of PDF and XML: p50 %s, p99 %s", ms(alone.p50), ms(alone.p99)),
+			Target:  "p99 < 2 s (our target; the issue names none)",
+		},
+	}, nil
+}
+
+// human renders a latency in ms below a second, else in s.
+func human(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000)
+	}
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}
+
+// creditOrder is a digital order paid completely with store credit, with a
+// service period: due at once, its invoice issued without a payment.
+func creditOrder(orderNo string) []byte {
+	return []byte(fmt.Sprintf(`{"orderNo":%q,"financialStatus":"paid","email":"kunde@example.com","currency":"EUR",
+"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+"items":[{"name":"Beratung je Stunde","quantity":1,"unitNetCents":1000,"taxRate":19,"sku":"BER-STD"}],
+"service_period":{"start_date":"2026-11-01","end_date":"2026-11-30"},
+"creditRedemptions":[{"type":"referral_credit","amountCents":1190,"externalRef":"ref-%s"}],"grossTotalCents":1190}`, orderNo, orderNo))
+}
+
+// postOrder sends one credit order and returns when it is accepted.
+func (b *bench) postOrder(ctx context.Context, c *http.Client, key, orderNo string) error {
+	req, err := http.NewRequestWithContext(ctx, "POST", b.baseURL+"/v1/orders", bytes.NewReader(creditOrder(orderNo)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", orderNo)
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("POST /v1/orders %s: %d %s", orderNo, resp.StatusCode, body)
+	}
+	return nil
+}
+
+// postOrders sends n credit orders (prefix + index) from conns goroutines.
+func (b *bench) postOrders(ctx context.Context, c *http.Client, keys []string, prefix string, n, conns int) error {
+	var next atomic.Int64
+	var once sync.Once
+	var firstErr error
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) || ctx.Err() != nil {
+					return
+				}
+				if err := b.postOrder(ctx, c, keys[w%len(keys)], fmt.Sprintf("%s%d", prefix, i)); err != nil {
+					once.Do(func() { firstErr = err; cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return firstErr
+}
+
+// steadyOrders sends rate credit orders per second for d, each on its own
+// goroutine at its tick, and returns when each was accepted.
+func (b *bench) steadyOrders(ctx context.Context, c *http.Client, keys []string, prefix string, rate int, d time.Duration) (map[string]time.Time, error) {
+	n := int(d.Seconds() * float64(rate))
+	accepted := make(map[string]time.Time, n)
+	var mu sync.Mutex
+	var failed atomic.Int64
+	var firstErr error
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	start := time.Now()
+	for i := range n {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			no := fmt.Sprintf("%s%d", prefix, i)
+			err := b.postOrder(ctx, c, keys[i%len(keys)], no)
+			at := time.Now()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if failed.Add(1) == 1 {
+					firstErr = err
+				}
+				return
+			}
+			accepted[no] = at
+		}()
+	}
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		return nil, fmt.Errorf("%d of %d orders of the steady load were not accepted, the first: %w", f, n, firstErr)
+	}
+	log.Printf("invoices: steady load: %d orders in %s", n, time.Since(start).Round(time.Millisecond))
+	return accepted, nil
+}
+
+// invoiceCounts returns how many of the projects' invoices are archived and failed.
+func (b *bench) invoiceCounts(ctx context.Context, projectIDs ...string) (archived, failed int, err error) {
+	err = b.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'archived'), count(*) FILTER (WHERE status = 'failed')
+		FROM invoices WHERE project_id = ANY($1)`, projectIDs).Scan(&archived, &failed)
+	return archived, failed, err
+}
+
+func projects(n int) string {
+	if n == 1 {
+		return "one project"
+	}
+	return fmt.Sprintf("%d projects", n)
+}
+
+// clockTick is the unit of the CPU times in /proc (USER_HZ).
+const clockTick = 10 * time.Millisecond
+
+// processCPU is the CPU time (user and system) a process has used so far,
+// from /proc; zero where there is none.
+func processCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses: utime
+	// and stime are the 12th and 13th of them.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * clockTick
+}
+
+// machineBusy is the CPU time all cores have spent neither idle nor
+// waiting for I/O so far, from /proc/stat; zero where there is none.
+func machineBusy() time.Duration {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var busy int64
+	for i, v := range f[1:9] { // user nice system idle iowait irq softirq steal
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i != 3 && i != 4 {
+			busy += n
+		}
+	}
+	return time.Duration(busy) * clockTick
+}
+
+// waitArchived polls every 100 ms until the project has n archived invoices.
+func (b *bench) waitArchived(ctx context.Context, projectID string, n int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		archived, failed, err := b.invoiceCounts(ctx, projectID)
+		switch {
+		case err != nil:
+			return err
+		case failed > 0:
+			return fmt.Errorf("%d invoices failed validation", failed)
+		case archived >= n:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("%d of %d invoices archived after %s", archived, n, limit)
+		}
+		sleep(ctx, 100*time.Millisecond)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// waitOutbox waits until the relay has published every event.
+func (b *bench) waitOutbox(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		n, err := outbox.Backlog(ctx, b.pool)
+		if err != nil || n == 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the outbox still holds %d unsent events after %s", n, limit)
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+}
+
+// invoicerCaughtUp makes sure the invoicer's consumer group has no older
+// events left, so that the drain is only this run's orders: when it has,
+// an invoicer runs (at most five minutes) until it has handled them.
+func (b *bench) invoicerCaughtUp(ctx context.Context) error {
+	lag, err := invoicerLag(ctx)
+	if err != nil || lag == 0 {
+		return err
+	}
+	log.Printf("invoices: the invoicer group has %d older events to handle first", lag)
+	b.worker = b.command([]string{"serve", "--roles", "relay,invoicer"})
+	if err := b.worker.Start(); err != nil {
+		b.worker = nil
+		return err
+	}
+	defer b.stopServer()
+	deadline := time.Now().Add(5 * time.Minute)
+	for polls := 1; lag > 0; polls++ {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the invoicer group still has %d events to handle after five minutes", lag)
+		}
+		sleep(ctx, time.Second)
+		if lag, err = invoicerLag(ctx); err != nil {
+			return err
+		}
+		if polls%30 == 0 {
+			log.Printf("invoices: the invoicer group has %d older events left", lag)
+		}
+	}
+	return nil
+}
+
+// waitNoInvoicer waits until no process is a member of the invoicer's
+// consumer group (a member that died leaves after its 10 s session), so
+// that the backlog waits for the invoicer under test alone.
+func waitNoInvoicer(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for polls := 0; ; polls++ {
+		members, err := invoicerMembers(ctx)
+		if err != nil {
+			return err
+		}
+		if members == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d other invoicers (consumer group %s) still run on this stack after %s", members, command.InvoicerGroup, limit)
+		}
+		if polls%5 == 0 {
+			log.Printf("invoices: waiting (at most %s) for %d other invoicers (consumer group %s) to leave", limit, members, command.InvoicerGroup)
+		}
+		sleep(ctx, 2*time.Second)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// invoicerMembers is how many processes are members of the invoicer's consumer group.
+func invoicerMembers(ctx context.Context) (int, error) {
+	c := &kafka.Client{Addr: kafka.TCP(testenv.KafkaBrokers()...), Timeout: 10 * time.Second}
+	resp, err := c.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{command.InvoicerGroup}})
+	if err != nil {
+		return 0, fmt.Errorf("kafka describe group %s: %w", command.InvoicerGroup, err)
+	}
+	members := 0
+	for _, g := range resp.Groups {
+		members += len(g.Members)
+	}
+	return members, nil
+}
+
+// invoicerLag is how many order events the invoicer's consumer group has
+// not committed yet.
+func invoicerLag(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c := &kafka.Client{Addr: kafka.TCP(testenv.KafkaBrokers()...), Timeout: 10 * time.Second}
+	meta, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{event.TopicOrders}})
+	if err != nil {
+		return 0, fmt.Errorf("kafka metadata: %w", err)
+	}
+	var parts []int
+	var reqs []kafka.OffsetRequest
+	for _, t := range meta.Topics {
+		for _, p := range t.Partitions {
+			parts = append(parts, p.ID)
+			reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+		}
+	}
+	ends, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{event.TopicOrders: reqs}})
+	if err != nil {
+		return 0, fmt.Errorf("kafka offsets: %w", err)
+	}
+	committed, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: command.InvoicerGroup, Topics: map[string][]int{event.TopicOrders: parts}})
+	if err == nil {
+		err = committed.Error
+	}
+	if err != nil {
+		return 0, fmt.Errorf("kafka committed offsets: %w", err)
+	}
+	at := map[int]int64{}
+	for _, p := range committed.Topics[event.TopicOrders] {
+		at[p.Partition] = p.CommittedOffset
+	}
+	var lag int64
+	for _, p := range ends.Topics[event.TopicOrders] {
+		if p.Error != nil {
+			return 0, fmt.Errorf("kafka offsets of partition %d: %w", p.Partition, p.Error)
+		}
+		from, ok := at[p.Partition]
+		if !ok || from < p.FirstOffset {
+			from = p.FirstOffset // nothing committed: the invoicer starts at the first offset
+		}
+		lag += max(0, p.LastOffset-from)
+	}
+	return lag, nil
+}
+
+// profileInvoicer fetches a 15 s CPU profile of the invoicer process into
+// file in the background; it returns "" so that it is asked once.
+func (b *bench) profileInvoicer(wg *sync.WaitGroup, file string) string {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		resp, err := http.Get("http://" + invoicerDebugAddr + "/debug/pprof/profile?seconds=15")
+		if err != nil {
+			log.Printf("invoices: profile: %v", err)
+			return
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("status %d: %s", resp.StatusCode, raw)
+		}
+		if err == nil {
+			err = os.WriteFile(file, raw, 0o644)
+		}
+		if err != nil {
+			log.Printf("invoices: profile: %v", err)
+			return
+		}
+		log.Printf("invoices: CPU profile of the invoicer during the drain in %s", file)
+	}()
+	return ""
+}
+
+// rendering runs render.PDF on xml from workers goroutines for d and
+// returns PDFs per second and the latencies.
+func rendering(ctx context.Context, xml []byte, workers int, d time.Duration) (float64, latencies, error) {
+	return loop(ctx, workers, d, func() error {
+		_, err := render.PDF(xml)
+		return err
+	})
+}
+
+// archiving puts the PDF and the XML of one invoice under fresh keys with
+// COMPLIANCE retention (as the invoicer does, Stat and conditional PUT each)
+// from workers goroutines for d, rendering the PDF first when withPDF, and
+// returns invoices per second and the latencies.
+func archiving(ctx context.Context, a *archive.Archive, xml, pdf []byte, workers int, d time.Duration, withPDF bool) (float64, latencies, error) {
+	run := uuid.NewString()
+	var n atomic.Int64
+	// One day: the length of the retention does not change the work, and
+	// locked objects cannot be removed before it ends.
+	until := time.Now().Add(24 * time.Hour)
+	return loop(ctx, workers, d, func() error {
+		doc := pdf
+		if withPDF {
+			var err error
+			if doc, err = render.PDF(xml); err != nil {
+				return err
+			}
+		}
+		key := fmt.Sprintf("bench/%s/%d", run, n.Add(1))
+		if _, err := a.Put(ctx, key+".pdf", doc, "application/pdf", until); err != nil {
+			return err
+		}
+		_, err := a.Put(ctx, key+".xml", xml, "application/xml", until)
+		return err
+	})
+}
+
+// loop runs f from workers goroutines for d and returns the calls per
+// second and their latencies.
+func loop(ctx context.Context, workers int, d time.Duration, f func() error) (float64, latencies, error) {
+	var mu sync.Mutex
+	var all []time.Duration
+	var firstErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			var err error
+			for time.Now().Before(end) && ctx.Err() == nil {
+				t := time.Now()
+				if err = f(); err != nil {
+					break
+				}
+				mine = append(mine, time.Since(t))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			all = append(all, mine...)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	if firstErr == nil && len(all) == 0 {
+		firstErr = errors.New("no call completed")
+	}
+	if firstErr != nil {
+		return 0, latencies{}, firstErr
+	}
+	slices.Sort(all)
+	elapsed := time.Since(start)
+	return float64(len(all)) / elapsed.Seconds(), latencies{n: len(all), rps: float64(len(all)) / elapsed.Seconds(),
+		p50: all[len(all)/2], p99: all[len(all)*99/100]}, nil
+}
+
+// newArchive connects to the stack's archive bucket as the service does.
+func newArchive() (*archive.Archive, error) {
+	tls := false
+	if v := os.Getenv("O2I_S3_USE_TLS"); v != "" {
+		var err error
+		if tls, err = strconv.ParseBool(v); err != nil {
+			return nil, fmt.Errorf("O2I_S3_USE_TLS: %w", err)
+		}
+	}
+	c, err := minio.New(testenv.Env("O2I_S3_ENDPOINT"), &minio.Options{
+		Creds:  credentials.NewStaticV4(testenv.Env("O2I_S3_ACCESS_KEY"), testenv.Env("O2I_S3_SECRET_KEY"), ""),
+		Secure: tls,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("O2I_S3_ENDPOINT: %w", err)
+	}
+	return archive.New(c, testenv.Env("O2I_S3_BUCKET")), nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
