@@ -235,6 +235,7 @@ WHERE id = $1 RETURNING version, updated_at`, o.id, at, amount).Scan(&o.version,
 	if err != nil {
 		return "", false, err
 	}
+	o.paidAt, o.paidCents = &at, &amount
 	// An invoiced order (an open item of an invoice-first gateway) is paid
 	// now: the amount must be what its documents ask for, to the cent.
 	if o.status == "invoiced" {

@@ -48,6 +48,7 @@ type orderState struct {
 	status            string
 	fulfillmentStatus string
 	waitingFor        string // decided by resolveWaiting
+	payment           string // decided by resolveWaiting
 	holds             []byte // JSON [{type, taskId}]
 	facts             lifecycle.Facts
 	paymentGateway    string
@@ -154,25 +155,25 @@ func queueOrders(b *pgx.Batch, t Tables, orders map[orderRef]orderState) {
 	if len(orders) == 0 {
 		return
 	}
-	var projects, orderNos, ids, statuses, fulfillments, waiting, holds []string
+	var projects, orderNos, ids, statuses, fulfillments, waiting, holds, payments []string
 	var versions []int64
 	for ref, o := range orders {
 		projects, orderNos, ids = append(projects, ref.projectID), append(orderNos, ref.orderNo), append(ids, o.orderID)
 		versions, statuses, fulfillments = append(versions, o.version), append(statuses, o.status), append(fulfillments, o.fulfillmentStatus)
-		waiting, holds = append(waiting, o.waitingFor), append(holds, string(o.holds))
+		waiting, holds, payments = append(waiting, o.waitingFor), append(holds, string(o.holds)), append(payments, o.payment)
 	}
 	b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, order_id, order_version, status, fulfillment_status, waiting_for, holds,
-			rev, updated_at)
+			payment, rev, updated_at)
 		SELECT k.project_id, k.order_no, k.order_id, k.order_version, k.status, k.fulfillment_status, k.waiting_for, k.holds::jsonb,
-			nextval('read_model_rev'), now()
-		FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[])
-			AS k(project_id, order_no, order_id, order_version, status, fulfillment_status, waiting_for, holds)
+			k.payment, nextval('read_model_rev'), now()
+		FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+			AS k(project_id, order_no, order_id, order_version, status, fulfillment_status, waiting_for, holds, payment)
 		ORDER BY k.project_id, k.order_no
 		ON CONFLICT (project_id, order_no) DO UPDATE SET order_id = EXCLUDED.order_id, order_version = EXCLUDED.order_version,
 			status = EXCLUDED.status, fulfillment_status = EXCLUDED.fulfillment_status, waiting_for = EXCLUDED.waiting_for,
-			holds = EXCLUDED.holds, rev = EXCLUDED.rev, updated_at = now()
+			holds = EXCLUDED.holds, payment = EXCLUDED.payment, rev = EXCLUDED.rev, updated_at = now()
 		WHERE v.order_version < EXCLUDED.order_version`,
-		projects, orderNos, ids, versions, statuses, fulfillments, waiting, holds)
+		projects, orderNos, ids, versions, statuses, fulfillments, waiting, holds, payments)
 }
 
 // statusRow is an order_view row as the status record needs it.
@@ -194,7 +195,7 @@ func loadStatus(ctx context.Context, q interface {
 	for i, r := range refs {
 		projects[i], orders[i] = r.projectID, r.orderNo
 	}
-	rows, err := q.Query(ctx, `SELECT v.project_id::text, v.order_no, v.rev, v.status, v.fulfillment_status, v.invoices, v.waiting_for, v.holds
+	rows, err := q.Query(ctx, `SELECT v.project_id::text, v.order_no, v.rev, v.status, v.fulfillment_status, v.invoices, v.waiting_for, v.holds, v.payment
 		FROM unnest($1::uuid[], $2::text[]) AS k(project_id, order_no)
 		JOIN `+table+` v ON v.project_id = k.project_id AND v.order_no = k.order_no`, projects, orders)
 	if err != nil {
@@ -205,14 +206,13 @@ func loadStatus(ctx context.Context, q interface {
 
 func scanStatus(row pgx.CollectableRow) (statusRow, error) {
 	var r statusRow
-	var status, fulfillment, waiting string
-	var invoices, holds []byte
-	if err := row.Scan(&r.ref.projectID, &r.ref.orderNo, &r.rev, &status, &fulfillment, &invoices, &waiting, &holds); err != nil {
+	m := readmodel.Row{OrderNo: r.ref.orderNo}
+	if err := row.Scan(&r.ref.projectID, &r.ref.orderNo, &r.rev, &m.Status, &m.FulfillmentStatus, &m.Invoices, &m.WaitingFor, &m.Holds, &m.Payment); err != nil {
 		return r, err
 	}
+	m.OrderNo = r.ref.orderNo
 	var err error
-	r.body, err = readmodel.Encode(readmodel.Row{OrderNo: r.ref.orderNo, Status: status, FulfillmentStatus: fulfillment,
-		Invoices: invoices, WaitingFor: waiting, Holds: holds})
+	r.body, err = readmodel.Encode(m)
 	return r, err
 }
 

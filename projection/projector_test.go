@@ -151,8 +151,8 @@ func (f *fixture) status(orderNo string) (readmodel.OrderStatus, int64) {
 	ctx := context.Background()
 	var rev int64
 	row := readmodel.Row{OrderNo: orderNo}
-	err := f.pool.QueryRow(ctx, `SELECT rev, status, fulfillment_status, invoices, waiting_for, holds FROM `+f.tables.Orders+`
-		WHERE project_id = $1 AND order_no = $2`, f.project, orderNo).Scan(&rev, &row.Status, &row.FulfillmentStatus, &row.Invoices, &row.WaitingFor, &row.Holds)
+	err := f.pool.QueryRow(ctx, `SELECT rev, status, fulfillment_status, invoices, waiting_for, holds, payment FROM `+f.tables.Orders+`
+		WHERE project_id = $1 AND order_no = $2`, f.project, orderNo).Scan(&rev, &row.Status, &row.FulfillmentStatus, &row.Invoices, &row.WaitingFor, &row.Holds, &row.Payment)
 	if err != nil {
 		f.t.Fatalf("order_view %s: %v", orderNo, err)
 	}
@@ -182,7 +182,7 @@ func TestProjectsEachEventType(t *testing.T) {
 
 	f.apply(orderEvent(t, event.OrderCreated, f.project, "A-1", orderID, 1, "created", "unfulfilled"))
 	got, _ := f.status("A-1")
-	want := readmodel.OrderStatus{OrderNo: "A-1", Status: "created", FulfillmentStatus: "unfulfilled", Invoices: []readmodel.InvoiceRef{}, WaitingFor: "payment", Holds: []readmodel.Hold{}} // no payment, no credit
+	want := readmodel.OrderStatus{OrderNo: "A-1", Status: "created", FulfillmentStatus: "unfulfilled", Invoices: []readmodel.InvoiceRef{}, WaitingFor: "payment", Holds: []readmodel.Hold{}, Payment: "pending"} // no payment, no credit
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after order.created (-want +got):\n%s", diff)
 	}
@@ -195,7 +195,7 @@ func TestProjectsEachEventType(t *testing.T) {
 	f.apply(orderEvent(t, event.OrderUpdated, f.project, "A-1", orderID, 4, "invoiced", "fulfilled"))
 	f.apply(invoiceEvent(t, event.InvoiceCreated, f.project, "A-1", invID, "TEST-2026-1", "created", 1, t0))
 	got, _ = f.status("A-1")
-	want = readmodel.OrderStatus{OrderNo: "A-1", Status: "invoiced", FulfillmentStatus: "fulfilled", WaitingFor: "none", Holds: []readmodel.Hold{}, Invoices: []readmodel.InvoiceRef{
+	want = readmodel.OrderStatus{OrderNo: "A-1", Status: "invoiced", FulfillmentStatus: "fulfilled", WaitingFor: "none", Holds: []readmodel.Hold{}, Payment: "pending", Invoices: []readmodel.InvoiceRef{
 		{ID: invID, Number: "TEST-2026-1", Status: "created", URL: "/v1/invoices/" + invID, Type: "invoice"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after invoice.created (-want +got):\n%s", diff)

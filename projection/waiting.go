@@ -53,13 +53,13 @@ func invoiceFirstGateways(ctx context.Context, q interface {
 	return list, nil
 }
 
-// resolveWaiting decides waitingFor of every order state of a batch.
+// resolveWaiting decides waitingFor and payment of every order state of a batch.
 func resolveWaiting(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, orders map[orderRef]orderState) error {
 	for ref, o := range orders {
 		f := o.facts
-		if o.paymentGateway != "" && o.status == "created" {
+		if o.paymentGateway != "" && !f.Paid && !f.CoveredByCredit && o.status != "cancelled" {
 			list, err := invoiceFirstGateways(ctx, q, ref.projectID)
 			if err != nil {
 				return err
@@ -67,6 +67,7 @@ func resolveWaiting(ctx context.Context, q interface {
 			f.InvoiceFirst = slices.Contains(list, o.paymentGateway)
 		}
 		o.waitingFor = string(lifecycle.Decide(f).WaitingFor)
+		o.payment = lifecycle.PaymentOf(f)
 		orders[ref] = o
 	}
 	return nil

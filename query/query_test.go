@@ -128,7 +128,7 @@ func TestOrderStatusServedWithETagAnd304(t *testing.T) {
 	if err := json.Unmarshal(r.Body, &body); err != nil {
 		t.Fatal(err)
 	}
-	want := readmodel.OrderStatus{OrderNo: "S-1", Status: "invoiced", FulfillmentStatus: "fulfilled", WaitingFor: "none", Holds: []readmodel.Hold{},
+	want := readmodel.OrderStatus{OrderNo: "S-1", Status: "invoiced", FulfillmentStatus: "fulfilled", WaitingFor: "none", Holds: []readmodel.Hold{}, Payment: "pending",
 		Invoices: []readmodel.InvoiceRef{{ID: inv, Number: "TEST-2026-100", Status: "archived", URL: "/v1/invoices/" + inv, Type: "invoice"}}}
 	if diff := cmp.Diff(want, body.Data); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

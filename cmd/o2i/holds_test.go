@@ -224,3 +224,55 @@ func TestPriorYearRevenue(t *testing.T) {
 		}
 	}
 }
+
+// TestDataHoldsRelease: an order whose billing address the invoice cannot
+// do without is held as order_not_invoiceable until the order is pushed
+// again complete; an order whose document would break the rules (the seller
+// has neither VAT ID nor tax number) is held as invoice_validation_failed
+// without taking a number, and issued once the seller data is there. Both
+// show their hold in the status record.
+func TestDataHoldsRelease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testenv.Pool(t)
+	pid := testenv.Project(t, pool, true)
+	key := testenv.Key(t, pool, pid)
+	c := client(t)
+	suffix := uuid.NewString()[:8]
+	partial, rules := "ADDR-"+suffix, "RULES-"+suffix
+
+	incomplete := strings.Replace(string(creditOrder(partial, "1", 1000, 1190)), `"street":"Weg 1","postal_code":"10115","city":"Berlin"`, `"postal_code":"10115"`, 1)
+	if r := c.Do("POST", "/v1/orders", key, []byte(incomplete), "Idempotency-Key", partial); r.Status != http.StatusCreated {
+		t.Fatalf("order without street: %d %s", r.Status, r.Body)
+	}
+	taskState(t, pool, pid, "order_not_invoiceable", partial, "open")
+	waitStatus(t, c, key, partial, func(d map[string]any) bool {
+		hs := d["holds"].([]any)
+		return len(hs) == 1 && hs[0].(map[string]any)["type"] == "order_not_invoiceable"
+	})
+	if r := c.Do("POST", "/v1/orders", key, creditOrder(partial, "1", 1000, 1190), "Idempotency-Key", partial+"-2"); r.Status != http.StatusOK {
+		t.Fatalf("complete order: %d %s", r.Status, r.Body)
+	}
+	documents(t, c, key, partial, "invoiced", 1)
+	taskState(t, pool, pid, "order_not_invoiceable", partial, "resolved")
+
+	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) { s.SellerVATID, s.SellerTaxNumber = "", "" }}); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Do("POST", "/v1/orders", key, creditOrder(rules, "1", 1000, 1190), "Idempotency-Key", rules); r.Status != http.StatusCreated {
+		t.Fatalf("order: %d %s", r.Status, r.Body)
+	}
+	taskState(t, pool, pid, "invoice_validation_failed", rules, "open")
+	if n := numbersOf(t, pool, pid, rules); n != 0 {
+		t.Errorf("a document that breaks the rules was recorded (%d)", n)
+	}
+	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) { *s = testenv.DemoSeller() }}); err != nil {
+		t.Fatal(err)
+	}
+	docs := documents(t, c, key, rules, "invoiced", 1)
+	taskState(t, pool, pid, "invoice_validation_failed", rules, "resolved")
+	// No number was lost: the first order took 000001, this one 000002.
+	if docs[0]["number"] != fmt.Sprintf("TEST-%d-000002", time.Now().UTC().Year()) {
+		t.Errorf("number %v, want the next after the first order's", docs[0]["number"])
+	}
+}

@@ -141,6 +141,9 @@ func TestOpenItems(t *testing.T) {
 	}
 	docs := documents(t, c, key, exact, "invoiced", 1)
 	documents(t, c, key, short, "invoiced", 1)
+	if d := waitStatus(t, c, key, exact, func(map[string]any) bool { return true }); d["payment"] != "open" {
+		t.Errorf("invoice-first order before its payment: payment %v, want open", d["payment"])
+	}
 	x := c.Do("GET", "/v1/invoices/"+docs[0]["id"].(string)+"/xml", key, nil)
 	var issue time.Time
 	if err := pool.QueryRow(ctx, `SELECT issue_date FROM invoices WHERE id = $1`, docs[0]["id"]).Scan(&issue); err != nil {
@@ -157,6 +160,7 @@ func TestOpenItems(t *testing.T) {
 	stripeEvent(t, pid, secret, "payment_intent.succeeded", fmt.Sprintf(`{"id":"pi_%s","object":"payment_intent","amount":11900,"amount_received":11900,"currency":"eur"}`, exact))
 	stripeEvent(t, pid, secret, "payment_intent.succeeded", fmt.Sprintf(`{"id":"pi_%s","object":"payment_intent","amount":11000,"amount_received":11000,"currency":"eur"}`, short))
 	taskState(t, pool, pid, "payment_amount_mismatch", short, "open")
+	waitStatus(t, c, key, exact, func(d map[string]any) bool { return d["payment"] == "paid" })
 	var paid bool
 	var mismatches int
 	if err := pool.QueryRow(ctx, `SELECT paid_at IS NOT NULL, (SELECT count(*) FROM tasks WHERE project_id = $1 AND subject = $2 AND kind = 'payment_amount_mismatch')

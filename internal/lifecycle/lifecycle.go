@@ -93,3 +93,24 @@ func CoveredByCredit(financialStatus string, grossTotalCents *int64, credits []i
 	}
 	return sum == *grossTotalCents
 }
+
+// Payment states of an order, for its status record.
+const (
+	PaymentPending = "pending" // no payment yet, none needed yet
+	PaymentOpen    = "open"    // invoiced as an open item of an invoice-first gateway: the payment is due
+	PaymentPaid    = "paid"    // the provider's payment is matched
+	PaymentCredit  = "credit"  // store credit pays the whole order
+)
+
+// PaymentOf returns the order's payment state.
+func PaymentOf(f Facts) string {
+	switch {
+	case f.Paid:
+		return PaymentPaid
+	case f.CoveredByCredit:
+		return PaymentCredit
+	case f.InvoiceFirst && f.Status == "invoiced":
+		return PaymentOpen
+	}
+	return PaymentPending
+}

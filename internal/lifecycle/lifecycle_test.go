@@ -41,3 +41,23 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+func TestPaymentOf(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		f    Facts
+		want string
+	}{
+		{Facts{Status: "created"}, PaymentPending},
+		{Facts{Status: "created", InvoiceFirst: true}, PaymentPending},
+		{Facts{Status: "invoiced", InvoiceFirst: true}, PaymentOpen},
+		{Facts{Status: "invoiced", InvoiceFirst: true, Paid: true}, PaymentPaid},
+		{Facts{Status: "invoiced", CoveredByCredit: true}, PaymentCredit},
+		{Facts{Status: "created", Paid: true}, PaymentPaid},
+	}
+	for _, tc := range tests {
+		if got := PaymentOf(tc.f); got != tc.want {
+			t.Errorf("PaymentOf(%+v) = %s, want %s", tc.f, got, tc.want)
+		}
+	}
+}

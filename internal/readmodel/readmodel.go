@@ -30,6 +30,7 @@ type OrderStatus struct {
 	Invoices          []InvoiceRef `json:"invoices" required:"true" description:"every document of the order, oldest first"`
 	WaitingFor        string       `json:"waitingFor" required:"true" enum:"none,payment,fulfillment" description:"what the order waits for before its invoice is due: the provider's payment (matched by paymentRef), the fulfilled report of goods, or none (due, invoiced, cancelled, or held: see holds)"`
 	Holds             []Hold       `json:"holds" required:"true" description:"review tasks that hold the due order back without an invoice number (GET /v1/tasks/{taskId}); empty when none"`
+	Payment           string       `json:"payment" required:"true" enum:"pending,open,paid,credit" description:"pending: no payment yet; open: invoiced as an open item of an invoice-first gateway, the payment is due (see the invoice's due date); paid: the provider's payment is matched; credit: store credit pays the whole order"`
 }
 
 // Hold is a review task holding an order back.
@@ -40,8 +41,8 @@ type Hold struct {
 
 // Row is an order_view row as the status record is made from it.
 type Row struct {
-	OrderNo, Status, FulfillmentStatus, WaitingFor string
-	Invoices, Holds                                []byte // JSON arrays
+	OrderNo, Status, FulfillmentStatus, WaitingFor, Payment string
+	Invoices, Holds                                         []byte // JSON arrays
 }
 
 // InvoiceURL is the path of an invoice's metadata resource.
@@ -92,7 +93,7 @@ func Get(ctx context.Context, rdb redis.Cmdable, projectID, orderNo string) (int
 // row's JSON array); projectors store exactly these bytes in Redis and the
 // query side serves them.
 func Encode(r Row) ([]byte, error) {
-	s := OrderStatus{OrderNo: r.OrderNo, Status: r.Status, FulfillmentStatus: r.FulfillmentStatus, WaitingFor: r.WaitingFor}
+	s := OrderStatus{OrderNo: r.OrderNo, Status: r.Status, FulfillmentStatus: r.FulfillmentStatus, WaitingFor: r.WaitingFor, Payment: r.Payment}
 	if err := json.Unmarshal(r.Invoices, &s.Invoices); err != nil {
 		return nil, err
 	}
@@ -109,6 +110,9 @@ func Encode(r Row) ([]byte, error) {
 	}
 	if s.WaitingFor == "" {
 		s.WaitingFor = "none"
+	}
+	if s.Payment == "" {
+		s.Payment = "pending"
 	}
 	return json.Marshal(s)
 }
