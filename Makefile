@@ -18,17 +18,37 @@ O2I      := bin/o2i
 LOAD_ENV := . ./.dev/env
 OPENAPI  := cmd/o2i/openapi.json
 
+# Staticcheck 2026.2.2: the release line that supports Go 1.26 (go.mod) and 1.27.
+STATICCHECK_VERSION := v0.8.2
+
+# Fuzz targets as package:Target; `make fuzz` runs each for FUZZTIME.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := \
+	./command:FuzzParseOrder \
+	./command:FuzzParseFulfillment \
+	./command:FuzzParseCreditTransactions \
+	./command:FuzzParseCreditBalances \
+	./command:FuzzStripeWebhook \
+	./internal/leitweg:FuzzCheck \
+	./query:FuzzDecodeCursor \
+	./query:FuzzDecodeTimeIDCursor \
+	./internal/httpx:FuzzCheckJSON \
+	./internal/einvoice:FuzzCheckXML \
+	./render:FuzzReadView
+
 REDOCLY_VERSION := 2.77.0
 TOOLS_DIR       := .dev/tools
 REDOCLY         := $(TOOLS_DIR)/node_modules/.bin/redocly
 REDOCLY_STAMP   := $(TOOLS_DIR)/.redocly-$(REDOCLY_VERSION)
+STATICCHECK     := $(TOOLS_DIR)/bin/staticcheck
+STATICCHECK_STAMP := $(TOOLS_DIR)/.staticcheck-$(STATICCHECK_VERSION)
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
 # The OpenAPI lint as one shell command; a missing document is a failure.
 OPENAPI_LINT = { test -f $(OPENAPI) || { echo "openapi lint: $(OPENAPI) is missing" >&2; false; }; } && $(REDOCLY) lint $(OPENAPI)
 
-.PHONY: help run test build down clean bench lint stack migrate status openapi devstack tools referee-deps
+.PHONY: help run test build down clean bench lint fuzz stack migrate status openapi devstack tools staticcheck referee-deps
 
 help: ## List the targets
 	@echo "usage: make <target>"
@@ -71,16 +91,27 @@ bench: migrate referee-deps ## Benchmarks and load runs on the local stack; writ
 	$(GO) build -o bin/benchmark ./cmd/benchmark
 	$(LOAD_ENV) && bin/benchmark -readme README.md $(BENCHFLAGS)
 
-lint: tools ## OpenAPI lint, go vet and gofmt check (all run; fails if any fails)
+lint: tools staticcheck ## OpenAPI lint, go vet, staticcheck and gofmt check (all run; fails if any fails)
 	@failed=""; \
 	echo "==> redocly lint $(OPENAPI)"; \
 	( $(OPENAPI_LINT) ) || failed="$$failed openapi-lint"; \
 	echo "==> go vet ./..."; \
 	$(GO) vet ./... || failed="$$failed go-vet"; \
+	echo "==> staticcheck ./..."; \
+	$(STATICCHECK) ./... || failed="$$failed staticcheck"; \
 	echo "==> gofmt -l"; \
 	unformatted=$$(find . \( -path ./.dev -o -path ./bin -o -path ./vendor -o -name testdata -o -name node_modules \) -prune -o -name '*.go' -print | xargs -r gofmt -l); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt-ed:"; echo "$$unformatted"; failed="$$failed gofmt"; fi; \
 	if [ -n "$$failed" ]; then echo "make lint: failed:$$failed" >&2; exit 1; fi
+
+fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each, one after the other (make fuzz FUZZTIME=2m)
+	@failed=""; \
+	for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "==> go test -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME) $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || failed="$$failed $$name"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make fuzz: failed:$$failed" >&2; exit 1; fi
 
 openapi: build ## Regenerate cmd/o2i/openapi.json from the service (o2i openapi)
 	$(O2I) openapi > $(OPENAPI).tmp || { rm -f $(OPENAPI).tmp; exit 1; }
@@ -105,6 +136,14 @@ referee-deps:
 	if [ -n "$$missing" ]; then \
 		echo "validator tools missing: installing$$missing from the OS packages"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing </dev/null; \
+	fi
+
+# Staticcheck, pinned, built into .dev/tools/bin by the go command.
+staticcheck:
+	@if [ ! -x $(STATICCHECK) ] || [ ! -f $(STATICCHECK_STAMP) ]; then \
+		echo "installing staticcheck $(STATICCHECK_VERSION) into $(TOOLS_DIR)/bin"; \
+		mkdir -p $(TOOLS_DIR)/bin && rm -f $(TOOLS_DIR)/.staticcheck-*; \
+		GOBIN=$(CURDIR)/$(TOOLS_DIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && touch $(STATICCHECK_STAMP); \
 	fi
 
 # Redocly CLI from npm, pinned, installed into .dev/tools.

@@ -292,10 +292,15 @@ func isoDate(s string) (time.Time, bool) {
 }
 
 // dateTime parses an ISO 8601 date-time with offset (RFC 3339), for example
-// 2026-03-01T10:15:00Z or 2026-03-01T11:15:00.5+01:00.
+// 2026-03-01T10:15:00Z or 2026-03-01T11:15:00.5+01:00. The instant must lie
+// in the years 0000 to 9999 in UTC as well, since it is stored and answered
+// in UTC: 0000-01-01T00:00:00+01:00 would be year -1 there, no RFC 3339.
 func dateTime(s string) (time.Time, bool) {
 	t, err := time.Parse(time.RFC3339Nano, s)
-	return t, err == nil
+	if y := t.UTC().Year(); err != nil || y < 0 || y > 9999 {
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 // validEmail accepts a bare address (no display name) with a local part and

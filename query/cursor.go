@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"sync"
 	"time"
 
@@ -66,11 +65,17 @@ func encodeCursor(key []byte, projectID, filters string, seq int64) string {
 	return base64.RawURLEncoding.EncodeToString(append(payload, cursorMAC(key, projectID, filters, payload)...))
 }
 
-var errBadCursor = errors.New("bad cursor")
+// cursorBytes decodes s, which must be spelled as encodeCursor spells it:
+// the decoder ignores CR and LF and the unused bits of the last character,
+// so without this a cursor would have other spellings.
+func cursorBytes(s string) ([]byte, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	return raw, err == nil && base64.RawURLEncoding.EncodeToString(raw) == s
+}
 
 func decodeCursor(key []byte, projectID, filters, s string) (int64, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(raw) != 9+16 || raw[0] != cursorVersion {
+	raw, ok := cursorBytes(s)
+	if !ok || len(raw) != 9+16 || raw[0] != cursorVersion {
 		return 0, apperr.Field("cursor", "cursor is not a cursor of this listing")
 	}
 	if !hmac.Equal(raw[9:], cursorMAC(key, projectID, filters, raw[:9])) {
@@ -108,8 +113,8 @@ func encodeTimeIDCursor(key []byte, projectID, filters string, at time.Time, id 
 }
 
 func decodeTimeIDCursor(key []byte, projectID, filters, s string) (time.Time, uuid.UUID, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(raw) != timeIDPayloadLen+16 || raw[0] != timeIDCursorVersion {
+	raw, ok := cursorBytes(s)
+	if !ok || len(raw) != timeIDPayloadLen+16 || raw[0] != timeIDCursorVersion {
 		return time.Time{}, uuid.Nil, apperr.Field("cursor", "cursor is not a cursor of this listing")
 	}
 	if !hmac.Equal(raw[timeIDPayloadLen:], cursorMAC(key, projectID, filters, raw[:timeIDPayloadLen])) {

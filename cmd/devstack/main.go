@@ -36,11 +36,10 @@ type config struct {
 
 	httpAddr string
 
-	pgPort   int
-	pgUser   string
-	pgPass   string
-	pgDB     string
-	pgConfig map[string]string
+	pgPort int
+	pgUser string
+	pgPass string
+	pgDB   string
 
 	redisPort int
 

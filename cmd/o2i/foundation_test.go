@@ -320,8 +320,7 @@ func TestProjectCommands(t *testing.T) {
 		t.Error("project set prints a secret in full")
 	}
 	// An empty value clears a setting; other settings stay.
-	out, err = runCmd(t, "project", "set", "--project", p.ID, "--seller-name", "")
-	if err != nil {
+	if _, err := runCmd(t, "project", "set", "--project", p.ID, "--seller-name", ""); err != nil {
 		t.Fatal(err)
 	}
 	out, err = runCmd(t, "project", "show", "--project", p.ID)

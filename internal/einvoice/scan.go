@@ -87,7 +87,11 @@ func (s *scanner) next() (kind tokKind, name, text []byte, err error) {
 		rest := s.b[s.i:]
 		switch {
 		case bytes.HasPrefix(rest, []byte("<?")):
-			j := bytes.Index(rest, []byte("?>"))
+			s.i += 2
+			if s.name() == nil {
+				return 0, nil, nil, s.errf("processing instruction without a target")
+			}
+			j := bytes.Index(s.b[s.i:], []byte("?>"))
 			if j < 0 {
 				return 0, nil, nil, s.errf("unterminated processing instruction")
 			}
@@ -107,6 +111,9 @@ func (s *scanner) next() (kind tokKind, name, text []byte, err error) {
 				return 0, nil, nil, s.errf("unterminated CDATA section")
 			}
 			s.i += j + 3
+			if k := badChar(rest[9:j]); k >= 0 {
+				return 0, nil, nil, s.errf("character %U is not allowed in XML", []rune(string(rest[9+k:]))[0])
+			}
 			return tokText, nil, rest[9:j], nil
 		case bytes.HasPrefix(rest, []byte("<!")):
 			return 0, nil, nil, s.errf("DOCTYPE and declarations are not accepted")
@@ -223,8 +230,26 @@ func (s *scanner) name() []byte {
 	return s.b[start:s.i]
 }
 
+// badChar returns the offset of the first character of b that XML 1.0 does
+// not allow (a control character other than tab, LF and CR, or U+FFFE and
+// U+FFFF), or -1. b is valid UTF-8.
+func badChar(b []byte) int {
+	for i, c := range b {
+		switch {
+		case c < 0x20 && c != '\t' && c != '\n' && c != '\r':
+			return i
+		case c == 0xEF && i+2 < len(b) && b[i+1] == 0xBF && (b[i+2] == 0xBE || b[i+2] == 0xBF):
+			return i
+		}
+	}
+	return -1
+}
+
 // decode resolves entity references; without any it returns raw itself.
 func (s *scanner) decode(raw []byte) ([]byte, error) {
+	if i := badChar(raw); i >= 0 {
+		return nil, s.errf("character %U is not allowed in XML", []rune(string(raw[i:]))[0])
+	}
 	if bytes.IndexByte(raw, '&') < 0 {
 		if bytes.Contains(raw, []byte("]]>")) {
 			return nil, s.errf("']]>' in text")
@@ -266,7 +291,7 @@ func (s *scanner) decode(raw []byte) ([]byte, error) {
 				n, err = strconv.ParseUint(ref[1:], 10, 32)
 			}
 			r := rune(n)
-			if err != nil || !utf8.ValidRune(r) || (r < 0x20 && r != '\t' && r != '\n' && r != '\r') {
+			if err != nil || !utf8.ValidRune(r) || (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0xFFFE || r == 0xFFFF {
 				return nil, s.errf("invalid entity reference &%s;", ref)
 			}
 			s.buf = utf8.AppendRune(s.buf, r)

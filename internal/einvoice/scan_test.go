@@ -24,6 +24,11 @@ func TestScannerWellFormedness(t *testing.T) {
 		{"duplicate attribute", `<rsm:CrossIndustryInvoice a="1" a="2"></rsm:CrossIndustryInvoice>`, "duplicate"},
 		{"invalid UTF-8", root + "\xff</rsm:CrossIndustryInvoice>", "UTF-8"},
 		{"empty", ``, "no root"},
+		{"processing instruction without target", `<?>` + root + `</rsm:CrossIndustryInvoice>`, "without a target"},
+		{"control character", root + "<rsm:ExchangedDocument><ram:ID>\x01</ram:ID></rsm:ExchangedDocument></rsm:CrossIndustryInvoice>", "not allowed"},
+		{"control character in CDATA", root + "<rsm:ExchangedDocument><ram:ID><![CDATA[\x00]]></ram:ID></rsm:ExchangedDocument></rsm:CrossIndustryInvoice>", "not allowed"},
+		{"U+FFFE in an attribute", "<rsm:CrossIndustryInvoice a=\"\uFFFE\"></rsm:CrossIndustryInvoice>", "not allowed"},
+		{"U+FFFF as a reference", root + `<rsm:ExchangedDocument><ram:ID>&#xFFFF;</ram:ID></rsm:ExchangedDocument></rsm:CrossIndustryInvoice>`, "entity"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
