@@ -22,7 +22,10 @@ OPENAPI  := cmd/o2i/openapi.json
 STATICCHECK_VERSION := v0.8.2
 
 # Fuzz targets as package:Target; `make fuzz` runs each for FUZZTIME.
+# Minimising a new input may take 60s by default, all of a short run's time
+# on the large CII seeds; FUZZMINIMIZETIME bounds it.
 FUZZTIME ?= 10s
+FUZZMINIMIZETIME ?= 5s
 FUZZ_TARGETS := \
 	./command:FuzzParseOrder \
 	./command:FuzzParseFulfillment \
@@ -108,8 +111,8 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each, one after the ot
 	@failed=""; \
 	for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
-		echo "==> go test -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME) $$pkg"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || failed="$$failed $$name"; \
+		echo "==> go test -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) $$pkg || failed="$$failed $$name"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "make fuzz: failed:$$failed" >&2; exit 1; fi
 

@@ -10,7 +10,7 @@ import (
 
 func TestEnvVarsContract(t *testing.T) {
 	got := map[string]string{}
-	for _, v := range envVars(newConfig("/repo")) {
+	for _, v := range envVars(newConfig("/repo", 0)) {
 		got[v.Name] = v.Value
 	}
 	want := map[string]string{
@@ -34,6 +34,39 @@ func TestEnvVarsContract(t *testing.T) {
 	}
 }
 
+// TestPortOffset moves every address of the stack, and nothing else.
+func TestPortOffset(t *testing.T) {
+	got := map[string]string{}
+	for _, v := range envVars(newConfig("/repo", 100)) {
+		got[v.Name] = v.Value
+	}
+	for k, want := range map[string]string{
+		"O2I_HTTP_ADDR":     "127.0.0.1:8180",
+		"O2I_DATABASE_URL":  "postgres://o2i:o2i@127.0.0.1:55532/o2i?sslmode=disable",
+		"O2I_REDIS_URL":     "redis://127.0.0.1:56479/0",
+		"O2I_KAFKA_BROKERS": "127.0.0.1:59192",
+		"O2I_S3_ENDPOINT":   "127.0.0.1:59100",
+		"O2I_S3_BUCKET":     "o2i-archive",
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %q, want %q", k, got[k], want)
+		}
+	}
+	if c := newConfig("/repo", 100); c.consolePort != 59101 {
+		t.Errorf("console port = %d, want 59101", c.consolePort)
+	}
+	for _, tc := range []struct {
+		in      string
+		want    int
+		wantErr bool
+	}{{"", 0, false}, {"100", 100, false}, {"6443", 6443, false}, {"6444", 0, true}, {"-1", 0, true}, {"x", 0, true}} {
+		got, err := portOffset(tc.in)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("portOffset(%q) = %d, %v; want %d (error %v)", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
 // TestRenderEnvSourced sources the rendered file in sh and reads every
 // variable back, including values that need quoting.
 func TestRenderEnvSourced(t *testing.T) {
@@ -41,7 +74,7 @@ func TestRenderEnvSourced(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sh is required to source .dev/env: %v", err)
 	}
-	vars := append(envVars(newConfig("/repo")),
+	vars := append(envVars(newConfig("/repo", 0)),
 		envVar{"O2I_TEST_QUOTE", `it's "quoted" $HOME ; & | * ?`},
 		envVar{"O2I_TEST_EMPTY", ""},
 	)
@@ -105,7 +138,7 @@ func TestRedisConf(t *testing.T) {
 }
 
 func TestPGSettingsKeepDurability(t *testing.T) {
-	s := pgSettings(newConfig("/repo"))
+	s := pgSettings(newConfig("/repo", 0))
 	for _, want := range []string{"port = 55432", "listen_addresses = '127.0.0.1'", "synchronous_commit = on", "max_connections = 200", "shared_buffers = 256MB"} {
 		if !strings.Contains(s, want+"\n") {
 			t.Errorf("settings lack %q", want)

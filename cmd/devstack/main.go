@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -55,30 +56,51 @@ type config struct {
 	kafkaPartitions int
 }
 
-func newConfig(root string) *config {
+// portOffsetVar names the environment variable whose whole number is added
+// to every port of the stack, so that two checkouts on one machine can each
+// run a stack of their own (for example 100: PostgreSQL on 55532, the API
+// on 8180). The default, 0, gives the service's built-in addresses.
+const portOffsetVar = "O2I_DEV_PORT_OFFSET"
+
+// newConfig returns the stack of the checkout at root with every port moved
+// by portOffset.
+func newConfig(root string, portOffset int) *config {
 	return &config{
 		root:     root,
 		dev:      filepath.Join(root, ".dev"),
-		httpAddr: "127.0.0.1:8080",
+		httpAddr: "127.0.0.1:" + strconv.Itoa(8080+portOffset),
 
-		pgPort: 55432,
+		pgPort: 55432 + portOffset,
 		pgUser: "o2i",
 		pgPass: "o2i",
 		pgDB:   "o2i",
 
-		redisPort: 56379,
+		redisPort: 56379 + portOffset,
 
 		minioVersion: "v0.0.0-20260212201848-7aac2a2c5b7c",
-		minioPort:    59000,
-		consolePort:  59001,
+		minioPort:    59000 + portOffset,
+		consolePort:  59001 + portOffset,
 		s3AccessKey:  "o2i-dev",
 		s3SecretKey:  "o2i-dev-secret",
 		s3Bucket:     "o2i-archive",
 
-		kafkaPort:       59092,
+		kafkaPort:       59092 + portOffset,
 		kafkaTopics:     []string{"o2i.orders", "o2i.invoices", "o2i.payments"},
 		kafkaPartitions: 6,
 	}
+}
+
+// portOffset parses the value of O2I_DEV_PORT_OFFSET: empty is 0; the
+// highest port of the stack must stay below 65536.
+func portOffset(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || 59092+n > 65535 {
+		return 0, fmt.Errorf("%s must be a whole number from 0 to %d, got %q", portOffsetVar, 65535-59092, v)
+	}
+	return n, nil
 }
 
 func (c *config) path(elem ...string) string {
@@ -131,7 +153,11 @@ func run(cmd string, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := newConfig(root)
+	offset, err := portOffset(os.Getenv(portOffsetVar))
+	if err != nil {
+		return err
+	}
+	cfg := newConfig(root, offset)
 
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	// locked runs fn holding the stack's lock, after the flags are parsed.

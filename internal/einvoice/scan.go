@@ -78,6 +78,9 @@ func (s *scanner) next() (kind tokKind, name, text []byte, err error) {
 				}
 				continue
 			}
+			if bytes.Contains(raw, []byte("]]>")) { // in character data, with or without references
+				return 0, nil, nil, s.errf("']]>' in text")
+			}
 			t, err := s.decode(raw)
 			if err != nil {
 				return 0, nil, nil, err
@@ -251,9 +254,6 @@ func (s *scanner) decode(raw []byte) ([]byte, error) {
 		return nil, s.errf("character %U is not allowed in XML", []rune(string(raw[i:]))[0])
 	}
 	if bytes.IndexByte(raw, '&') < 0 {
-		if bytes.Contains(raw, []byte("]]>")) {
-			return nil, s.errf("']]>' in text")
-		}
 		return raw, nil
 	}
 	s.buf = s.buf[:0]

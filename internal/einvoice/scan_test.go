@@ -28,6 +28,7 @@ func TestScannerWellFormedness(t *testing.T) {
 		{"control character", root + "<rsm:ExchangedDocument><ram:ID>\x01</ram:ID></rsm:ExchangedDocument></rsm:CrossIndustryInvoice>", "not allowed"},
 		{"control character in CDATA", root + "<rsm:ExchangedDocument><ram:ID><![CDATA[\x00]]></ram:ID></rsm:ExchangedDocument></rsm:CrossIndustryInvoice>", "not allowed"},
 		{"U+FFFE in an attribute", "<rsm:CrossIndustryInvoice a=\"\uFFFE\"></rsm:CrossIndustryInvoice>", "not allowed"},
+		{"]]> after a reference", root + `<rsm:ExchangedDocument><ram:ID>&amp;]]></ram:ID></rsm:ExchangedDocument></rsm:CrossIndustryInvoice>`, "']]>'"},
 		{"U+FFFF as a reference", root + `<rsm:ExchangedDocument><ram:ID>&#xFFFF;</ram:ID></rsm:ExchangedDocument></rsm:CrossIndustryInvoice>`, "entity"},
 	}
 	for _, tc := range tests {
