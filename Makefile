@@ -12,6 +12,7 @@ MAKEFLAGS += --no-print-directory
 GO          ?= go
 GOTESTFLAGS ?= -count=1
 BENCHFLAGS  ?=
+CHAOSFLAGS  ?=
 
 DEVSTACK := bin/devstack
 O2I      := bin/o2i
@@ -51,7 +52,7 @@ export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 # The OpenAPI lint as one shell command; a missing document is a failure.
 OPENAPI_LINT = { test -f $(OPENAPI) || { echo "openapi lint: $(OPENAPI) is missing" >&2; false; }; } && $(REDOCLY) lint $(OPENAPI)
 
-.PHONY: help run test build down clean bench lint fuzz stack migrate status openapi devstack tools staticcheck referee-deps
+.PHONY: help run test build down clean bench chaos lint fuzz stack migrate status openapi devstack tools staticcheck referee-deps
 
 help: ## List the targets
 	@echo "usage: make <target>"
@@ -93,6 +94,10 @@ clean: devstack ## Stop the local stack and remove .dev/
 bench: migrate referee-deps ## Benchmarks and load runs on the local stack; writes the figures into README.md (BENCHFLAGS=-only=reads ...)
 	$(GO) build -o bin/benchmark ./cmd/benchmark
 	$(LOAD_ENV) && bin/benchmark -readme README.md $(BENCHFLAGS)
+
+chaos: migrate ## Fault run: 10,000 orders through service kills, a PostgreSQL crash, broker kill, Redis flush, MinIO outage; reconciles, writes README figures (CHAOSFLAGS=-orders 20000 ...)
+	$(GO) build -o bin/chaos ./cmd/chaos
+	$(LOAD_ENV) && bin/chaos -readme README.md $(CHAOSFLAGS)
 
 lint: tools staticcheck ## OpenAPI lint, go vet, staticcheck and gofmt check (all run; fails if any fails)
 	@failed=""; \

@@ -83,6 +83,9 @@ type Invoicer struct {
 	// dead letter; Backoff is the first wait between tries (doubling).
 	Attempts int
 	Backoff  time.Duration
+	// AttemptTimeout bounds one try of an event (its database, rendering
+	// and object-store calls together); a try past it fails and is retried.
+	AttemptTimeout time.Duration
 	// ReconcileEvery is how often the reconciler runs (reconcile.go).
 	ReconcileEvery time.Duration
 	held           heldCursor // where the reconciler's walk over held orders goes on
@@ -100,7 +103,7 @@ type cachedGateways struct {
 // archives what it issues in a.
 func NewInvoicer(s *Service, a *archive.Archive, brokers []string) *Invoicer {
 	return &Invoicer{svc: s, archive: a, brokers: brokers, topic: event.TopicOrders, group: InvoicerGroup, now: time.Now,
-		Workers: 2 * runtime.GOMAXPROCS(0), Attempts: 5, Backoff: 200 * time.Millisecond, ReconcileEvery: 15 * time.Second,
+		Workers: 2 * runtime.GOMAXPROCS(0), Attempts: 5, Backoff: 200 * time.Millisecond, AttemptTimeout: time.Minute, ReconcileEvery: 15 * time.Second,
 		gateways: map[string]cachedGateways{}}
 }
 
@@ -203,7 +206,7 @@ func (iv *Invoicer) process(ctx context.Context, raw []byte) error {
 	wait := iv.Backoff
 	for attempts < max(1, iv.Attempts) {
 		attempts++
-		if err = iv.invoice(ctx, j); err == nil || ctx.Err() != nil {
+		if err = iv.attempt(ctx, j); err == nil || ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if permanent(err) {
@@ -219,6 +222,16 @@ func (iv *Invoicer) process(ctx context.Context, raw []byte) error {
 		return fmt.Errorf("record dead letter of order %s (%v): %w", j.order.OrderNo, err, derr)
 	}
 	return nil
+}
+
+// attempt is one try of invoice, bounded by AttemptTimeout.
+func (iv *Invoicer) attempt(ctx context.Context, j orderJob) error {
+	if iv.AttemptTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, iv.AttemptTimeout)
+		defer cancel()
+	}
+	return iv.invoice(ctx, j)
 }
 
 // orderJob is what the invoicer reads from an order event.

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/store"
 )
 
 // A listing cursor is the position (the last invoice's seq) bound to the
@@ -36,7 +37,7 @@ func (k *cursorKey) get(ctx context.Context) ([]byte, error) {
 		if _, k.err = rand.Read(fresh); k.err != nil {
 			return
 		}
-		k.err = k.pool.QueryRow(ctx, `WITH ins AS (
+		k.err = store.QueryRow(ctx, k.pool, `WITH ins AS (
 				INSERT INTO service_secrets (name, value) VALUES ('cursor', $1) ON CONFLICT (name) DO NOTHING RETURNING value)
 			SELECT value FROM ins UNION ALL SELECT value FROM service_secrets WHERE name = 'cursor' LIMIT 1`, fresh).Scan(&k.key)
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/readmodel"
+	"github.com/o2i-service/o2i/internal/store"
 	"github.com/o2i-service/o2i/render"
 )
 
@@ -67,7 +68,7 @@ func (s *Service) Invoice(ctx context.Context, projectID, ref string) (invoiceRo
 	if u, err := uuid.Parse(ref); err == nil && len(ref) == 36 {
 		id = &u
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+invoiceColumns+` FROM (
+	rows, err := store.Query(ctx, s.pool, `SELECT `+invoiceColumns+` FROM (
 			(SELECT 1 AS pref, v.* FROM invoice_view v WHERE project_id = $1 AND id = $3)
 			UNION ALL
 			(SELECT 2, v.* FROM invoice_view v WHERE project_id = $1 AND number = $2 ORDER BY seq DESC LIMIT 1)
@@ -183,7 +184,7 @@ func (s *Service) listInvoices(w http.ResponseWriter, r *http.Request) error {
 	}
 	args = append(args, f.limit+1)
 	sql += " ORDER BY seq LIMIT $" + strconv.Itoa(len(args))
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := store.Query(ctx, s.pool, sql, args...)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,10 @@ type nearShard struct {
 	m       map[string]nearEntry
 	dropped map[string]droppedRev
 	ops     int
+	// blindUntil: after the shard forgot the revisions it was told of
+	// (dropped was full), it caches nothing until then, so that a read
+	// that raced with a forgotten announcement is never cached.
+	blindUntil time.Time
 }
 
 type nearEntry struct {
@@ -93,6 +97,9 @@ func (c *nearCache) put(key string, rev int64, body []byte) {
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if now.Before(s.blindUntil) {
+		return
+	}
 	if d, ok := s.dropped[key]; ok && d.rev > rev {
 		return
 	}
@@ -103,27 +110,49 @@ func (c *nearCache) put(key string, rev int64, body []byte) {
 		}
 	}
 	s.m[key] = nearEntry{rev: rev, body: body, at: now}
+	s.tick(now)
+}
+
+// tick counts an operation and every 4096th forgets the announced
+// revisions older than droppedFor.
+func (s *nearShard) tick(now time.Time) {
 	s.ops++
-	if s.ops%4096 == 0 {
-		for k, d := range s.dropped {
-			if now.Sub(d.at) > droppedFor {
-				delete(s.dropped, k)
-			}
+	if s.ops%4096 != 0 {
+		return
+	}
+	for k, d := range s.dropped {
+		if now.Sub(d.at) > droppedFor {
+			delete(s.dropped, k)
 		}
 	}
 }
 
+// invalidate drops the record ch names and remembers its revision. The
+// remembered revisions are bounded (perMax a shard): when writes outpace
+// the pruning, the shard forgets them all, drops its records and caches
+// nothing for droppedFor.
 func (c *nearCache) invalidate(ch readmodel.Change) {
 	key := nearKey(ch.ProjectID, ch.OrderNo)
+	now := c.now()
 	s := c.shard(key)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if e, ok := s.m[key]; ok && e.rev < ch.Rev {
 		delete(s.m, key)
 	}
-	if d := s.dropped[key]; d.rev < ch.Rev {
-		s.dropped[key] = droppedRev{rev: ch.Rev, at: c.now()}
+	if now.Before(s.blindUntil) {
+		return // nothing is cached, so nothing needs remembering
 	}
-	s.mu.Unlock()
+	if d := s.dropped[key]; d.rev < ch.Rev {
+		if len(s.dropped) >= c.perMax {
+			clear(s.m)
+			clear(s.dropped)
+			s.blindUntil = now.Add(droppedFor)
+			return
+		}
+		s.dropped[key] = droppedRev{rev: ch.Rev, at: now}
+	}
+	s.tick(now)
 }
 
 func (c *nearCache) clear() {

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -43,5 +44,45 @@ func TestNearCacheDropsAnnouncedChangesAndStaleReads(t *testing.T) {
 	now = now.Add(nearTTL + time.Second)
 	if _, _, ok := c.get(key); ok {
 		t.Fatal("an entry outlived its TTL")
+	}
+}
+
+// TestNearCacheRemembersBoundedRevisions: announcements of orders that are
+// never read (writes outnumbering reads) keep at most perMax revisions a
+// shard; a shard that had to forget caches nothing until a racing read
+// could no longer be stale, then caches again.
+func TestNearCacheRemembersBoundedRevisions(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	c := newNearCache()
+	c.now = func() time.Time { return now }
+	c.enabled.Store(true)
+	key := nearKey("p", "read")
+	c.put(key, 1, []byte("v1"))
+
+	const announced = nearMax * 3
+	for i := 0; i < announced; i++ {
+		c.invalidate(readmodel.Change{ProjectID: "p", OrderNo: fmt.Sprintf("w-%d", i), Rev: 1})
+	}
+	total := 0
+	for i := range c.shards {
+		n := len(c.shards[i].dropped)
+		if n > c.perMax {
+			t.Errorf("shard %d remembers %d revisions, more than %d", i, n, c.perMax)
+		}
+		total += n
+	}
+	if total > nearMax {
+		t.Errorf("%d revisions remembered after %d announcements, want at most %d", total, announced, nearMax)
+	}
+	// The shards forgot: a read raced with a forgotten announcement is not cached.
+	c.put(key, 1, []byte("v1"))
+	if _, _, ok := c.get(key); ok {
+		t.Error("a shard that forgot announced revisions cached a read")
+	}
+	now = now.Add(droppedFor + time.Second)
+	c.put(key, 2, []byte("v2"))
+	if rev, _, ok := c.get(key); !ok || rev != 2 {
+		t.Errorf("after droppedFor the shard caches again: got %d %v", rev, ok)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/readmodel"
+	"github.com/o2i-service/o2i/internal/store"
 )
 
 // OrderStatus returns the revision and JSON of an order's status record:
@@ -43,7 +44,7 @@ func (s *Service) OrderStatus(ctx context.Context, projectID, orderNo string) (i
 func (s *Service) orderStatusFromDB(ctx context.Context, projectID, orderNo string) (int64, []byte, error) {
 	var rev int64
 	row := readmodel.Row{OrderNo: orderNo}
-	err := s.pool.QueryRow(ctx, `SELECT rev, status, fulfillment_status, invoices, waiting_for, holds, payment FROM order_view
+	err := store.QueryRow(ctx, s.pool, `SELECT rev, status, fulfillment_status, invoices, waiting_for, holds, payment FROM order_view
 		WHERE project_id = $1 AND order_no = $2`, projectID, orderNo).
 		Scan(&rev, &row.Status, &row.FulfillmentStatus, &row.Invoices, &row.WaitingFor, &row.Holds, &row.Payment)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/store"
 )
 
 // TaskStatuses are the values of the status filter of the task listing.
@@ -102,7 +103,7 @@ func (s *Service) tasks(ctx context.Context, projectID string, f TaskFilter, aft
 	}
 	args = append(args, limit+1)
 	sql += " ORDER BY created_at, id LIMIT $" + strconv.Itoa(len(args))
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := store.Query(ctx, s.pool, sql, args...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -147,7 +148,7 @@ func (s *Service) Task(ctx context.Context, projectID, id string) (Task, error) 
 	if err != nil || len(id) != 36 {
 		return Task{}, notFound
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks WHERE project_id = $1 AND id = $2::uuid`, projectID, u.String())
+	rows, err := store.Query(ctx, s.pool, `SELECT `+taskColumns+` FROM tasks WHERE project_id = $1 AND id = $2::uuid`, projectID, u.String())
 	if err != nil {
 		return Task{}, err
 	}

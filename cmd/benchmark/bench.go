@@ -67,7 +67,7 @@ func (b *bench) serveRoles(ctx context.Context, roles string) error {
 	if roles != "" {
 		args = append(args, "--roles", roles)
 	}
-	b.server = b.command(args, "O2I_HTTP_ADDR="+b.addr)
+	b.server = b.command(args, "O2I_HTTP_ADDR="+b.addr, "O2I_METRICS_ADDR="+benchMetricsAddr)
 	if err := b.server.Start(); err != nil {
 		b.server = nil
 		return fmt.Errorf("start %s: %w", b.bin, err)
@@ -264,9 +264,12 @@ func (b *bench) startCeiling(ctx context.Context, addr string) (func(), error) {
 	return stop, nil
 }
 
+// benchMetricsAddr is where the service under test serves its metrics.
+const benchMetricsAddr = "127.0.0.1:18083"
+
 // metric returns the histogram buckets of a Prometheus metric from /metrics.
 func (b *bench) histogram(name string) (map[float64]float64, error) {
-	resp, err := http.Get(b.baseURL + "/metrics")
+	resp, err := http.Get("http://" + benchMetricsAddr + "/metrics")
 	if err != nil {
 		return nil, err
 	}

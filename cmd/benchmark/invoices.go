@@ -106,7 +106,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	log.Printf("invoices: backlog in Kafka, invoicer group lag %d events", lag)
 
 	// The drain.
-	env := []string{}
+	env := []string{"O2I_METRICS_ADDR="} // no metrics listener: the service under test has it
 	if cfg.profile != "" {
 		env = append(env, "O2I_DEBUG_ADDR="+invoicerDebugAddr)
 	}

@@ -11,6 +11,7 @@
 //	devstack seed     migrate and create the dev project + API key (.dev/credentials.json)
 //	devstack env      print the environment file for the local stack
 //	devstack clean    down, then remove .dev/
+//	devstack crash C  stop component C as a crash would (fault runs); up starts it again
 //	devstack kafka    run the Kafka-protocol broker in the foreground (used by up)
 package main
 
@@ -35,7 +36,8 @@ type config struct {
 	root string // repository root (absolute)
 	dev  string // root/.dev
 
-	httpAddr string
+	httpAddr    string
+	metricsAddr string
 
 	pgPort int
 	pgUser string
@@ -66,9 +68,10 @@ const portOffsetVar = "O2I_DEV_PORT_OFFSET"
 // by portOffset.
 func newConfig(root string, portOffset int) *config {
 	return &config{
-		root:     root,
-		dev:      filepath.Join(root, ".dev"),
-		httpAddr: "127.0.0.1:" + strconv.Itoa(8080+portOffset),
+		root:        root,
+		dev:         filepath.Join(root, ".dev"),
+		httpAddr:    "127.0.0.1:" + strconv.Itoa(8080+portOffset),
+		metricsAddr: "127.0.0.1:" + strconv.Itoa(9464+portOffset),
 
 		pgPort: 55432 + portOffset,
 		pgUser: "o2i",
@@ -125,6 +128,7 @@ commands:
   seed     run "o2i migrate" and create the dev project and API key (.dev/credentials.json)
   env      print the environment of the local stack (the content of .dev/env)
   clean    down, then remove .dev/
+  crash    stop one component as a crash would (postgres: immediate shutdown; redis, kafka, minio: SIGKILL); up starts it again
   kafka    run the Kafka-protocol broker in the foreground (started in the background by up)
 `)
 }
@@ -200,6 +204,14 @@ func run(cmd string, args []string) error {
 			return err
 		}
 		return seed(cfg, *bin)
+	case "crash":
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() != 1 {
+			return fmt.Errorf("usage: devstack crash postgres|redis|kafka|minio")
+		}
+		return locked(func() error { return crash(cfg, fs.Arg(0)) })
 	default:
 		usage()
 		return fmt.Errorf("unknown command %q", cmd)
@@ -275,15 +287,35 @@ type component struct {
 	ensure func(cfg *config, deadline time.Time) error
 	stop   func(cfg *config) error
 	state  func(cfg *config) string
+	// crash stops the component the hard way, as a crash would (for fault
+	// runs): PostgreSQL by an immediate shutdown (no checkpoint: crash
+	// recovery at the next start), the others by SIGKILL. `up` starts it again.
+	crash func(cfg *config) error
 }
 
 func components() []component {
 	return []component{
-		{"postgres", ensurePostgres, stopPostgres, statePostgres},
-		{"redis", ensureRedis, stopRedis, stateRedis},
-		{"kafka", ensureKafka, stopKafka, stateKafka},
-		{"minio", ensureMinio, stopMinio, stateMinio},
+		{"postgres", ensurePostgres, stopPostgres, statePostgres, crashPostgres},
+		{"redis", ensureRedis, stopRedis, stateRedis, func(cfg *config) error {
+			return killPid("redis", cfg.path("redis", "redis.pid"), "redis-server")
+		}},
+		{"kafka", ensureKafka, stopKafka, stateKafka, func(cfg *config) error {
+			return killPid("kafka", cfg.path("kafka.pid"), "kafka")
+		}},
+		{"minio", ensureMinio, stopMinio, stateMinio, func(cfg *config) error {
+			return killPid("minio", cfg.path("minio.pid"), "minio")
+		}},
 	}
+}
+
+// crash crashes the named component (see component.crash).
+func crash(cfg *config, name string) error {
+	for _, c := range components() {
+		if c.name == name {
+			return c.crash(cfg)
+		}
+	}
+	return fmt.Errorf("unknown component %q (postgres, redis, kafka, minio)", name)
 }
 
 func up(cfg *config, deadline time.Time) error {

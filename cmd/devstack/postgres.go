@@ -470,6 +470,28 @@ func stopPostgres(cfg *config) error {
 	return nil
 }
 
+// crashPostgres stops the cluster with an immediate shutdown: every backend
+// quits at once without a checkpoint, as after a crash, and the next start
+// runs crash recovery.
+func crashPostgres(cfg *config) error {
+	dataDir := cfg.path("pg")
+	if target, err := os.Readlink(dataDir); err == nil {
+		dataDir = target
+	}
+	bin, err := pgBinFor(dataDir)
+	if err != nil {
+		return err
+	}
+	if !pgStatus(bin, dataDir) {
+		return fmt.Errorf("postgres is not running")
+	}
+	if _, err := pgRun(time.Minute, filepath.Join(bin, "pg_ctl"), "stop", "-m", "immediate", "-w", "-s", "-t", "30", "-D", dataDir); err != nil {
+		return err
+	}
+	logf("postgres: crashed (immediate shutdown)")
+	return nil
+}
+
 func statePostgres(cfg *config) string {
 	dataDir := cfg.path("pg")
 	if target, err := os.Readlink(dataDir); err == nil {

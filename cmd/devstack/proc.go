@@ -119,6 +119,25 @@ func stopPid(name, pidPath, want string, grace time.Duration) error {
 	return nil
 }
 
+// killPid SIGKILLs the process in pidPath and waits until it is gone; the
+// pid file stays, as after a crash.
+func killPid(name, pidPath, want string) error {
+	pid, ok := runningPid(pidPath, want)
+	if !ok {
+		return fmt.Errorf("%s is not running", name)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill %s (pid %d): %w", name, pid, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if !pidAlive(pid, want) {
+			logf("%s: killed (pid %d)", name, pid)
+			return nil
+		}
+	}
+	return fmt.Errorf("%s (pid %d) still alive 10s after SIGKILL", name, pid)
+}
+
 // portOpen reports whether something accepts TCP connections on 127.0.0.1:port.
 func portOpen(port int) bool {
 	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 500*time.Millisecond)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -153,6 +154,35 @@ var settingFlags = []struct {
 	{"stripe-api-key", func(s *project.Settings) *string { return &s.StripeAPIKey }},
 }
 
+// secretSettings are the settings that also have a -file flag: a secret
+// given on the command line lands in the shell history.
+var secretSettings = []string{"stripe-webhook-secret", "stripe-api-key"}
+
+// stdin is where a -file flag of "-" reads from.
+var stdin io.Reader = os.Stdin
+
+// readSecret reads a secret from path ("-": standard input), at most 4 KiB,
+// without the trailing line break.
+func readSecret(path string) (string, error) {
+	var r io.Reader = stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, 4097))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > 4096 {
+		return "", fmt.Errorf("more than 4 KiB: not a secret")
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
 func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writer) error {
 	id := f.String("project", "", "project id (required)")
 	name := f.String("name", "", "project name")
@@ -167,8 +197,27 @@ func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writ
 	for _, s := range settingFlags {
 		values[s.name] = f.String(s.name, "", "setting "+s.name+" (empty clears it)")
 	}
+	secretFiles := map[string]*string{}
+	for _, name := range secretSettings {
+		secretFiles[name] = f.String(name+"-file", "", "read "+name+" from this file (- for standard input), so the secret stays out of the shell history")
+	}
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	for _, name := range secretSettings {
+		if !f.isSet(name + "-file") {
+			continue
+		}
+		if f.isSet(name) {
+			return fmt.Errorf("--%s and --%s-file: give one of them", name, name)
+		}
+		v, err := readSecret(*secretFiles[name])
+		if err != nil {
+			return fmt.Errorf("--%s-file: %w", name, err)
+		}
+		if err := f.Set(name, v); err != nil {
+			return err
+		}
 	}
 	if *termDays < 0 || *termDays > 365 {
 		return fmt.Errorf("--payment-term-days: %d is not from 0 to 365", *termDays)

@@ -24,6 +24,12 @@ type Config struct {
 	MaxInFlight     int
 	LogLevel        string
 	DebugAddr       string
+	MetricsAddr     string
+	RequestTimeout  time.Duration
+	// StatementTimeout and IdleInTxTimeout are PostgreSQL session limits of
+	// the service's connections.
+	StatementTimeout time.Duration
+	IdleInTxTimeout  time.Duration
 }
 
 // envVar documents one variable; the README's configuration table lists the same.
@@ -47,6 +53,10 @@ var envVars = []envVar{
 	{"O2I_MAX_IN_FLIGHT", "2048", "concurrent requests per API process before 503 with Retry-After", false},
 	{"O2I_LOG_LEVEL", "info", "debug, info, warn or error", false},
 	{"O2I_DEBUG_ADDR", "", "when set, serves Go's pprof profiles on this address (keep it private)", false},
+	{"O2I_METRICS_ADDR", "", "when set, serves Prometheus metrics at /metrics on this address, apart from the API (keep it internal)", false},
+	{"O2I_REQUEST_TIMEOUT", "30s", "deadline of one API request; past it the answer is 503 with Retry-After", false},
+	{"O2I_DB_STATEMENT_TIMEOUT", "30s", "PostgreSQL statement_timeout of the service's sessions (0: the server's)", false},
+	{"O2I_DB_IDLE_IN_TX_TIMEOUT", "60s", "PostgreSQL idle_in_transaction_session_timeout of the service's sessions (0: the server's)", false},
 }
 
 func loadConfig(getenv func(string) string) (Config, error) {
@@ -92,5 +102,19 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.LogLevel = v("O2I_LOG_LEVEL")
 	c.DebugAddr = v("O2I_DEBUG_ADDR")
+	c.MetricsAddr = v("O2I_METRICS_ADDR")
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+		min  time.Duration
+	}{
+		{"O2I_REQUEST_TIMEOUT", &c.RequestTimeout, time.Second},
+		{"O2I_DB_STATEMENT_TIMEOUT", &c.StatementTimeout, 0},
+		{"O2I_DB_IDLE_IN_TX_TIMEOUT", &c.IdleInTxTimeout, 0},
+	} {
+		if *d.dst, err = time.ParseDuration(v(d.name)); err != nil || *d.dst < d.min {
+			return c, fmt.Errorf("%s must be a duration of at least %s, like 30s, got %q", d.name, d.min, v(d.name))
+		}
+	}
 	return c, nil
 }

@@ -30,7 +30,8 @@ type deps struct {
 func connect(ctx context.Context, cfg Config) (*deps, error) {
 	d := &deps{cfg: cfg}
 	var err error
-	if d.pool, err = store.Open(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns)); err != nil {
+	if d.pool, err = store.Open(ctx, cfg.DatabaseURL, int32(cfg.DBMaxConns),
+		store.StatementTimeout(cfg.StatementTimeout), store.IdleInTransactionTimeout(cfg.IdleInTxTimeout)); err != nil {
 		return nil, fmt.Errorf("dependency PostgreSQL (O2I_DATABASE_URL): %w", err)
 	}
 	opt, err := redis.ParseURL(cfg.RedisURL)
@@ -49,9 +50,21 @@ func connect(ctx context.Context, cfg Config) (*deps, error) {
 		d.close()
 		return nil, fmt.Errorf("dependency Kafka at %v (O2I_KAFKA_BROKERS) unreachable: %w", cfg.KafkaBrokers, err)
 	}
+	transport, err := minio.DefaultTransport(cfg.S3UseTLS)
+	if err != nil {
+		d.close()
+		return nil, fmt.Errorf("dependency S3 (O2I_S3_ENDPOINT): %w", err)
+	}
+	// minio-go retries a failed request 10 times with growing waits by
+	// default (minutes against a store that is down): the callers retry on
+	// their own schedule, so a call gives up after a few tries, and an
+	// answer that does not start within 30 s is a failure.
+	transport.ResponseHeaderTimeout = 30 * time.Second
 	d.s3, err = minio.New(cfg.S3Endpoint, &minio.Options{
-		Creds:  credentials.NewStaticV4(cfg.S3AccessKey, cfg.S3SecretKey, ""),
-		Secure: cfg.S3UseTLS,
+		Creds:      credentials.NewStaticV4(cfg.S3AccessKey, cfg.S3SecretKey, ""),
+		Secure:     cfg.S3UseTLS,
+		Transport:  transport,
+		MaxRetries: 3,
 	})
 	if err != nil {
 		d.close()

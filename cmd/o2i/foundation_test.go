@@ -15,7 +15,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/o2i-service/o2i/internal/apikey"
+	"github.com/o2i-service/o2i/internal/apitest"
 	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
 
@@ -464,11 +466,16 @@ func TestOpenAPIDocumentIsCommittedAndServed(t *testing.T) {
 	}
 }
 
+// TestMetrics: the metrics are served on their own listener
+// (O2I_METRICS_ADDR), never on the public API port.
 func TestMetrics(t *testing.T) {
 	t.Parallel()
 	c := client(t)
 	c.Do("GET", "/api/health", "", nil)
-	r := c.Do("GET", "/metrics", "", nil)
+	if r := c.Do("GET", "/metrics", "", nil); r.Status != 404 {
+		t.Errorf("GET /metrics on the API port: %d, want 404", r.Status)
+	}
+	r := (&apitest.Client{T: t, BaseURL: metricsURL}).Do("GET", "/metrics", "", nil)
 	if r.Status != 200 || !bytes.Contains(r.Body, []byte(`o2i_http_requests_total{method="GET",route="/api/health",status="200"}`)) {
 		t.Errorf("metrics lack the request counter by route and status:\n%.2000s", r.Body)
 	}
@@ -479,5 +486,37 @@ func TestMetrics(t *testing.T) {
 		if !bytes.Contains(r.Body, []byte(name)) {
 			t.Errorf("metrics lack the group commit's %s", name)
 		}
+	}
+}
+
+// TestProjectSecretsFromFileOrStdin: the provider secrets can be given by
+// file or standard input instead of a flag that lands in the shell history.
+func TestProjectSecretsFromFileOrStdin(t *testing.T) {
+	pool := testenv.Pool(t)
+	pid := testenv.Project(t, pool, true)
+	file := t.TempDir() + "/secret"
+	if err := os.WriteFile(file, []byte("whsec_from_file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd(t, "project", "set", "--project", pid, "--stripe-webhook-secret-file", file); err != nil {
+		t.Fatal(err)
+	}
+	stdin = strings.NewReader("sk_test_from_stdin\r\n")
+	defer func() { stdin = os.Stdin }()
+	if _, err := runCmd(t, "project", "set", "--project", pid, "--stripe-api-key-file", "-"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := project.Get(context.Background(), pool, pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Settings.StripeWebhookSecret != "whsec_from_file" || p.Settings.StripeAPIKey != "sk_test_from_stdin" {
+		t.Errorf("secrets %q and %q, want whsec_from_file and sk_test_from_stdin", p.Settings.StripeWebhookSecret, p.Settings.StripeAPIKey)
+	}
+	if _, err := runCmd(t, "project", "set", "--project", pid, "--stripe-api-key", "x", "--stripe-api-key-file", file); err == nil {
+		t.Error("a flag and its -file together were accepted")
+	}
+	if _, err := runCmd(t, "project", "set", "--project", pid, "--stripe-api-key-file", file+".missing"); err == nil {
+		t.Error("a missing secret file was accepted")
 	}
 }

@@ -16,15 +16,16 @@ import (
 // The end-to-end tests run the real binary's run() against the local stack,
 // with the API on a free port, and speak HTTP to it.
 var (
-	baseURL   string
-	validator *apitest.Validator
+	baseURL    string
+	metricsURL string // the metrics listener's, apart from the API
+	validator  *apitest.Validator
 )
 
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	env := func(name string) string {
-		if name == "O2I_HTTP_ADDR" {
+		if name == "O2I_HTTP_ADDR" || name == "O2I_METRICS_ADDR" {
 			return "127.0.0.1:0"
 		}
 		if name == "O2I_LOG_LEVEL" {
@@ -38,12 +39,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	done := make(chan error, 1)
+	metricsc := make(chan string, 1)
 	go func() {
-		done <- runListening(ctx, []string{"serve", "--roles", "api,relay,projector,invoicer"}, env, os.Stderr, func(a string) { addrc <- a })
+		done <- runListening(withMetricsListening(ctx, func(a string) { metricsc <- a }), []string{"serve", "--roles", "api,relay,projector,invoicer"}, env, os.Stderr, func(a string) { addrc <- a })
 	}()
 	select {
 	case addr := <-addrc:
 		baseURL = "http://" + addr
+		metricsURL = "http://" + <-metricsc // the metrics listener starts before the API's
 	case err := <-done:
 		fmt.Fprintln(os.Stderr, "serve:", err)
 		os.Exit(1)

@@ -19,6 +19,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
 
 	"github.com/o2i-service/o2i/internal/apikey"
 	"github.com/o2i-service/o2i/internal/httpx"
@@ -31,11 +34,38 @@ var allRoles = []string{"api", "relay", "projector", "invoicer"}
 
 type listeningKey struct{}
 
+type metricsListeningKey struct{}
+
 // runListening is run with a callback that receives the API's bound address
 // (tests listen on port 0).
 func runListening(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening func(string)) error {
 	return run(context.WithValue(ctx, listeningKey{}, listening), args, getenv, out, out)
 }
+
+// withMetricsListening makes serve report the bound address of its metrics
+// listener to f (tests listen on port 0).
+func withMetricsListening(ctx context.Context, f func(string)) context.Context {
+	return context.WithValue(ctx, metricsListeningKey{}, f)
+}
+
+// HTTP server limits: how long a client may take to send the headers and
+// the whole request, how long the answer may take to write (routes that
+// stream longer move their own deadline), how long an idle keep-alive
+// connection stays, and the size of the headers.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
+// Failed authentications per client address, before keys are looked up.
+const (
+	authFailuresPerSecond = 10
+	authFailuresBurst     = 100
+	authFailureClients    = 65536
+)
 
 func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -59,6 +89,12 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 		return fmt.Errorf("--roles is empty")
 	}
 
+	// Under a container's memory limit, the collector works harder as the
+	// heap nears 90 % of it instead of the process being killed (GOMEMLIMIT,
+	// when set, wins).
+	if limit, err := memlimit.Set(memlimit.WithRatio(0.9), memlimit.WithProvider(memlimit.FromCgroup)); err == nil && limit > 0 {
+		slog.Info("memory limit from the container", "GOMEMLIMIT", limit)
+	}
 	if getenvGOGC() == "" {
 		// The service holds little long-lived heap; collecting less often
 		// trades memory (plentiful) for latency under load.
@@ -100,6 +136,15 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 		start(role, f)
 	}
 	slog.Info("serving", "roles", roles)
+	if cfg.MetricsAddr != "" {
+		stopMetrics, err := serveMetrics(ctx, cfg.MetricsAddr, reg)
+		if err != nil {
+			stopWork()
+			wg.Wait()
+			return err
+		}
+		defer stopMetrics()
+	}
 	if cfg.DebugAddr != "" {
 		go func() {
 			// net/http/pprof registers its handlers on the default mux.
@@ -129,14 +174,17 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 	go func() { defer bg.Done(); _ = w.queries.Run(bgCtx) }()
 
 	srv := &httpx.Server{
-		Routes:      w.routes(&health{d: d}),
-		Auth:        auth,
-		Limiter:     ratelimit.New(d.redis),
-		Recorder:    rlog,
-		Registry:    reg,
-		MaxInFlight: cfg.MaxInFlight,
+		Routes:         w.routes(&health{d: d}),
+		Auth:           auth,
+		Limiter:        ratelimit.New(d.redis),
+		Recorder:       rlog,
+		Registry:       reg,
+		MaxInFlight:    cfg.MaxInFlight,
+		RequestTimeout: cfg.RequestTimeout,
+		AuthFailures:   httpx.NewClientLimiter(authFailuresPerSecond, authFailuresBurst, authFailureClients),
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		stopWork()
@@ -171,3 +219,25 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 }
 
 func getenvGOGC() string { return os.Getenv("GOGC") }
+
+// serveMetrics serves the Prometheus metrics at /metrics on addr, a
+// listener of its own so that they never reach the public API port.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (O2I_METRICS_ADDR): %w", addr, err)
+	}
+	slog.Info("metrics listening", "addr", ln.Addr().String())
+	if f, ok := ctx.Value(metricsListeningKey{}).(func(string)); ok {
+		f(ln.Addr().String())
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, WriteTimeout: writeTimeout, IdleTimeout: idleTimeout}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("metrics server", "addr", addr, "err", err)
+		}
+	}()
+	return func() { _ = hs.Close() }, nil
+}

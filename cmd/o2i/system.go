@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/o2i-service/o2i/internal/httpx"
 )
@@ -62,15 +61,6 @@ func systemRoutes(h *health, reg *prometheus.Registry, all func() []httpx.Route)
 				w.Header().Set("Content-Type", "application/json")
 				_, err = w.Write(doc)
 				return err
-			},
-		},
-		{
-			Method: http.MethodGet, Path: "/metrics", OperationID: "getMetrics", Tag: "system",
-			Summary:   "Prometheus metrics",
-			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "text/plain"}},
-			Handler: func(w http.ResponseWriter, r *http.Request) error {
-				promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
-				return nil
 			},
 		},
 	}

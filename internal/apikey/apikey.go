@@ -1,6 +1,7 @@
 // Package apikey creates, lists and revokes API keys and authenticates bearer
 // tokens. Keys are stored only as their SHA-256; the full key is shown once.
-// It imports internal/apperr, internal/httpx (Principal, Scope) and pgx.
+// It imports internal/apperr, internal/httpx (Principal, Scope),
+// internal/store (bounded connection waits) and pgx.
 package apikey
 
 import (

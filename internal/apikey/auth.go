@@ -7,16 +7,23 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/store"
 )
 
 // CacheTTL is how long an authenticator trusts what it read about a key: a
 // revocation or a project's new rate limit takes effect within this time.
 const CacheTTL = 5 * time.Second
+
+// UnknownCacheSize is how many made-up keys an authenticator remembers as
+// unknown (least recently used first out). They are kept apart from the
+// real keys, so a flood of made-up keys cannot push the real ones out.
+const UnknownCacheSize = 16384
 
 // Authenticator resolves bearer keys against the database, caching each key
 // for CacheTTL and recording last use in batches off the request path.
@@ -24,9 +31,10 @@ type Authenticator struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
 
-	mu    sync.Mutex
-	cache map[string]cached // by hex of the key hash
-	used  map[string]time.Time
+	mu      sync.Mutex
+	cache   map[string]cached // keys that exist, by key hash
+	unknown *lru.Cache[string, time.Time]
+	used    map[string]time.Time
 }
 
 type cached struct {
@@ -40,7 +48,8 @@ type cached struct {
 
 // NewAuthenticator returns an authenticator over pool.
 func NewAuthenticator(pool *pgxpool.Pool) *Authenticator {
-	return &Authenticator{pool: pool, now: time.Now, cache: map[string]cached{}, used: map[string]time.Time{}}
+	unknown, _ := lru.New[string, time.Time](UnknownCacheSize)
+	return &Authenticator{pool: pool, now: time.Now, cache: map[string]cached{}, unknown: unknown, used: map[string]time.Time{}}
 }
 
 func unauthorized(msg string) error {
@@ -55,6 +64,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (httpx.P
 	h := Hash(token)
 	k := string(h)
 	now := a.now()
+	if at, ok := a.unknown.Get(k); ok && now.Sub(at) <= CacheTTL {
+		return httpx.Principal{}, unauthorized("unknown API key")
+	}
 	a.mu.Lock()
 	c, ok := a.cache[k]
 	a.mu.Unlock()
@@ -65,10 +77,14 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (httpx.P
 			return httpx.Principal{}, err
 		}
 		c.fetched = now
-		a.mu.Lock()
-		if len(a.cache) > 100_000 { // bound memory against floods of random keys
-			clear(a.cache)
+		if c.unknown {
+			a.unknown.Add(k, now)
+			a.mu.Lock()
+			delete(a.cache, k) // deleted since it was cached
+			a.mu.Unlock()
+			return httpx.Principal{}, unauthorized("unknown API key")
 		}
+		a.mu.Lock()
 		a.cache[k] = c
 		a.mu.Unlock()
 	}
@@ -90,7 +106,7 @@ func (a *Authenticator) load(ctx context.Context, h []byte) (cached, error) {
 	c := cached{hash: h}
 	var revokedAt *time.Time
 	var scopes []string
-	err := a.pool.QueryRow(ctx, `SELECT k.id::text, k.project_id::text, k.prefix, k.scopes, k.expires_at, k.revoked_at,
+	err := store.QueryRow(ctx, a.pool, `SELECT k.id::text, k.project_id::text, k.prefix, k.scopes, k.expires_at, k.revoked_at,
 			p.rate_limit_rps, p.rate_limit_burst
 		FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.key_hash = $1`, h).
 		Scan(&c.p.KeyID, &c.p.ProjectID, &c.p.KeyPrefix, &scopes, &c.expiresAt, &revokedAt, &c.p.RateLimit.Rate, &c.p.RateLimit.Burst)

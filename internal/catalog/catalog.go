@@ -9,7 +9,8 @@
 // Different productIds are different products even with equal names.
 // Products carry the settings invoicing needs later: the revenue recognition
 // default and the default VAT rate. Products are never deleted, so ids are
-// cached in memory. It imports internal/apperr, internal/money and pgx.
+// cached in memory. It imports internal/apperr, internal/money, internal/store
+// (bounded connection waits) and pgx.
 package catalog
 
 import (
@@ -26,6 +27,7 @@ import (
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/money"
+	"github.com/o2i-service/o2i/internal/store"
 )
 
 // Match kinds: how a line found its product.
@@ -176,7 +178,7 @@ func (c *Catalog) ensure(ctx context.Context, projectID string, lines []Line, ke
 		}
 	}
 	found := make(map[Key]string, n)
-	rows, err := c.pool.Query(ctx, `INSERT INTO products (id, project_id, match_kind, match_value, name, sku, external_id)
+	rows, err := store.Query(ctx, c.pool, `INSERT INTO products (id, project_id, match_kind, match_value, name, sku, external_id)
 SELECT t.id, $1, t.k, t.v, t.n, t.s, t.e
 FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) AS t(id, k, v, n, s, e)
 ON CONFLICT (project_id, match_kind, match_value) DO NOTHING
@@ -189,7 +191,7 @@ RETURNING match_kind, match_value, id::text`, projectID, pids, kinds, values, na
 	}
 	if len(found) < n {
 		// Existing products (or ones a concurrent request just committed).
-		rows, err := c.pool.Query(ctx, `SELECT p.match_kind, p.match_value, p.id::text FROM products p
+		rows, err := store.Query(ctx, c.pool, `SELECT p.match_kind, p.match_value, p.id::text FROM products p
 JOIN unnest($2::text[], $3::text[]) AS t(k, v) ON p.match_kind = t.k AND p.match_value = t.v
 WHERE p.project_id = $1`, projectID, kinds, values)
 		if err != nil {

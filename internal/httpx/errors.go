@@ -107,7 +107,8 @@ func classify(ctx context.Context, err error) *apperr.Error {
 			return &apperr.Error{Kind: apperr.Unavailable, Code: "unavailable", Message: "temporarily unavailable, retry later", RetryAfter: time.Second, Err: err}
 		}
 	}
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil || pgconn.Timeout(err) {
+	// A deadline: an inner one, or the request's own (Server.RequestTimeout).
+	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
 		return &apperr.Error{Kind: apperr.Unavailable, Code: "unavailable", Message: "temporarily overloaded, retry later", RetryAfter: time.Second, Err: err}
 	}
 	return &apperr.Error{Kind: apperr.Internal, Code: "internal_error", Message: "internal error", Err: err}

@@ -7,6 +7,7 @@ package httpx
 import (
 	"context"
 	"net/http"
+	"time"
 )
 
 // Scope is an API key permission.
@@ -50,6 +51,11 @@ type Route struct {
 	Responses   []Response // success responses
 	Errors      []int      // error statuses besides the ones every route can answer
 	Raw         bool       // bypasses the JSON envelope (health, metrics, documents)
+
+	// Timeout is the request's deadline (and moves its write deadline);
+	// 0: the server's RequestTimeout. Only for routes that stream long
+	// answers.
+	Timeout time.Duration
 }
 
 // Public reports whether the route needs no API key.

@@ -49,13 +49,29 @@ type Recorder interface {
 
 // Server builds the HTTP handler from the route table.
 type Server struct {
-	Routes      []Route
-	Auth        Authenticator
-	Limiter     Limiter  // nil: no rate limit
-	Recorder    Recorder // nil: no request log
-	Registry    prometheus.Registerer
-	MaxInFlight int // requests served at once before answering 503; 0 = 1024
+	Routes   []Route
+	Auth     Authenticator
+	Limiter  Limiter  // nil: no rate limit
+	Recorder Recorder // nil: no request log
+	Registry prometheus.Registerer
+	// MaxInFlight is how many authenticated requests are served at once
+	// before the next is answered 503; 0 = 1024.
+	MaxInFlight int
+	// MaxInFlightPublic is the same for the public routes (health, discovery,
+	// the payment provider's webhook), counted apart so that slow public
+	// senders cannot take the authenticated API's places; 0 = MaxInFlight/8,
+	// at least 16.
+	MaxInFlightPublic int
+	// RequestTimeout is every request's deadline unless its route sets
+	// Timeout; 0 = DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// AuthFailures limits failed authentications per client address; nil:
+	// not limited.
+	AuthFailures *ClientLimiter
 }
+
+// DefaultRequestTimeout bounds a request whose route sets no Timeout.
+const DefaultRequestTimeout = 30 * time.Second
 
 type requestIDKey struct{}
 
@@ -72,7 +88,11 @@ func (s *Server) Handler() http.Handler {
 	if inflight <= 0 {
 		inflight = 1024
 	}
-	sem := make(chan struct{}, inflight)
+	public := s.MaxInFlightPublic
+	if public <= 0 {
+		public = max(inflight/8, 16)
+	}
+	sems := inFlight{api: make(chan struct{}, inflight), public: make(chan struct{}, public)}
 
 	r := chi.NewRouter()
 	r.Use(func(next http.Handler) http.Handler {
@@ -106,14 +126,6 @@ func (s *Server) Handler() http.Handler {
 					})
 				}
 			}()
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			default:
-				WriteError(rec, req, &apperr.Error{Kind: apperr.Unavailable, Code: "unavailable",
-					Message: "too many requests in flight, retry later", RetryAfter: time.Second})
-				return
-			}
 			next.ServeHTTP(rec, req)
 		})
 	})
@@ -124,13 +136,44 @@ func (s *Server) Handler() http.Handler {
 		WriteError(w, req, apperr.New(apperr.MethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", req.Method, req.URL.Path))
 	})
 	for _, rt := range s.Routes {
-		r.Method(rt.Method, rt.Path, s.wrap(rt))
+		r.Method(rt.Method, rt.Path, s.wrap(rt, sems))
 	}
 	return r
 }
 
-func (s *Server) wrap(rt Route) http.Handler {
+// inFlight holds the places of requests being served, authenticated and
+// public apart.
+type inFlight struct{ api, public chan struct{} }
+
+func (s *Server) wrap(rt Route, sems inFlight) http.Handler {
+	sem := sems.api
+	if rt.Public() {
+		sem = sems.public
+	}
+	timeout := rt.Timeout
+	if timeout <= 0 {
+		timeout = s.RequestTimeout
+	}
+	if timeout <= 0 {
+		timeout = DefaultRequestTimeout
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		default:
+			WriteError(w, r, &apperr.Error{Kind: apperr.Unavailable, Code: "unavailable",
+				Message: "too many requests in flight, retry later", RetryAfter: time.Second})
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+		if rt.Timeout > 0 {
+			// A route that may take longer than the server's write timeout
+			// (a streamed export) moves its own write deadline.
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(rt.Timeout + 5*time.Second))
+		}
 		if !rt.Public() {
 			p, err := s.authorize(r, rt)
 			if err != nil {
@@ -162,8 +205,18 @@ func (s *Server) authorize(r *http.Request, rt Route) (Principal, error) {
 	if !found || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return Principal{}, apperr.New(apperr.Unauthenticated, "unauthorized", "malformed Authorization header; send Authorization: Bearer <API key>")
 	}
+	addr := clientAddr(r)
+	if s.AuthFailures != nil {
+		if wait, blocked := s.AuthFailures.Blocked(addr); blocked {
+			return Principal{}, &apperr.Error{Kind: apperr.RateLimited, Code: "rate_limited",
+				Message: "too many failed authentications from this address, retry later", RetryAfter: wait}
+		}
+	}
 	p, err := s.Auth.Authenticate(r.Context(), strings.TrimSpace(token))
 	if err != nil {
+		if s.AuthFailures != nil && apperr.KindOf(err) == apperr.Unauthenticated {
+			s.AuthFailures.Failed(addr)
+		}
 		return Principal{}, err
 	}
 	if !p.Has(rt.Scope) {
@@ -247,7 +300,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
+// knownMethods bound the metrics' method label: anything else is "other".
+var knownMethods = map[string]string{
+	http.MethodGet: http.MethodGet, http.MethodHead: http.MethodHead, http.MethodPost: http.MethodPost,
+	http.MethodPut: http.MethodPut, http.MethodPatch: http.MethodPatch, http.MethodDelete: http.MethodDelete,
+	http.MethodOptions: http.MethodOptions,
+}
+
+func methodLabel(m string) string {
+	if l, ok := knownMethods[m]; ok {
+		return l
+	}
+	return "other"
+}
+
 func (m *metrics) observe(method, route string, status int, d time.Duration) {
+	method = methodLabel(method)
 	s := statusText(status)
 	m.requests.WithLabelValues(method, route, s).Inc()
 	m.duration.WithLabelValues(method, route, s).Observe(d.Seconds())

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
 )
@@ -148,7 +150,7 @@ func TestOverloadAnswers503WithRetryAfter(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
-	slow := httpx.Route{Method: "GET", Path: "/slow", Handler: func(w http.ResponseWriter, r *http.Request) error {
+	slow := httpx.Route{Method: "GET", Path: "/slow", Scope: httpx.ScopeOrdersWrite, Handler: func(w http.ResponseWriter, r *http.Request) error {
 		started <- struct{}{}
 		<-release
 		return nil
@@ -156,13 +158,122 @@ func TestOverloadAnswers503WithRetryAfter(t *testing.T) {
 	ts := newServer(t, []httpx.Route{slow}, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); do(t, ts, "GET", "/slow", "", "", "") }()
+	go func() { defer wg.Done(); do(t, ts, "GET", "/slow", "", "Bearer good", "") }()
 	<-started
-	resp, e := do(t, ts, "GET", "/slow", "", "", "")
+	resp, e := do(t, ts, "GET", "/slow", "", "Bearer good", "")
 	close(release)
 	wg.Wait()
 	if resp.StatusCode != 503 || e.Error.Code != "unavailable" || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("got %d %q Retry-After %q, want 503 unavailable with Retry-After", resp.StatusCode, e.Error.Code, resp.Header.Get("Retry-After"))
+	}
+}
+
+// TestPublicRoutesHaveTheirOwnPlaces: slow senders on a public route (the
+// payment provider's webhook) fill only the public places; the
+// authenticated API still answers.
+func TestPublicRoutesHaveTheirOwnPlaces(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	slow := httpx.Route{Method: "GET", Path: "/public", Handler: func(w http.ResponseWriter, r *http.Request) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	}}
+	read := httpx.Route{Method: "GET", Path: "/read", Scope: httpx.ScopeOrdersWrite, Handler: func(w http.ResponseWriter, r *http.Request) error { return nil }}
+	s := &httpx.Server{Routes: []httpx.Route{slow, read}, Auth: staticAuth{httpx.Principal{ProjectID: "p1", Scopes: []httpx.Scope{httpx.ScopeOrdersWrite}}},
+		MaxInFlight: 4, MaxInFlightPublic: 1}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); do(t, ts, "GET", "/public", "", "", "") }()
+	<-started
+	pub, _ := do(t, ts, "GET", "/public", "", "", "")
+	api, e := do(t, ts, "GET", "/read", "", "Bearer good", "")
+	close(release)
+	wg.Wait()
+	if pub.StatusCode != 503 {
+		t.Errorf("second public request: %d, want 503", pub.StatusCode)
+	}
+	if api.StatusCode != 200 {
+		t.Errorf("authenticated request while the public places are full: %d %+v, want 200", api.StatusCode, e)
+	}
+}
+
+// TestRequestDeadline: a request that outlives its deadline is answered 503
+// with Retry-After, and a route's own Timeout replaces the server's.
+func TestRequestDeadline(t *testing.T) {
+	t.Parallel()
+	wait := func(w http.ResponseWriter, r *http.Request) error {
+		select {
+		case <-r.Context().Done():
+			return r.Context().Err()
+		case <-time.After(time.Second):
+			httpx.WriteData(w, r, http.StatusOK, map[string]string{"done": "yes"})
+			return nil
+		}
+	}
+	routes := []httpx.Route{
+		{Method: "GET", Path: "/short", Scope: httpx.ScopeOrdersWrite, Handler: wait},
+		{Method: "GET", Path: "/long", Scope: httpx.ScopeOrdersWrite, Handler: wait, Timeout: 10 * time.Second},
+	}
+	s := &httpx.Server{Routes: routes, Auth: staticAuth{httpx.Principal{ProjectID: "p1", Scopes: []httpx.Scope{httpx.ScopeOrdersWrite}}},
+		RequestTimeout: 50 * time.Millisecond}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	resp, e := do(t, ts, "GET", "/short", "", "Bearer good", "")
+	if resp.StatusCode != 503 || e.Error.Code != "unavailable" || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("past the deadline: %d %q Retry-After %q, want 503 unavailable with Retry-After", resp.StatusCode, e.Error.Code, resp.Header.Get("Retry-After"))
+	}
+	if resp, e := do(t, ts, "GET", "/long", "", "Bearer good", ""); resp.StatusCode != 200 {
+		t.Errorf("route with its own timeout: %d %+v, want 200", resp.StatusCode, e)
+	}
+}
+
+// countingAuth counts look-ups; only "good" authenticates.
+type countingAuth struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (a *countingAuth) Authenticate(_ context.Context, token string) (httpx.Principal, error) {
+	a.mu.Lock()
+	a.n++
+	a.mu.Unlock()
+	if token != "good" {
+		return httpx.Principal{}, apperr.New(apperr.Unauthenticated, "unauthorized", "unknown API key")
+	}
+	return httpx.Principal{ProjectID: "p1", Scopes: []httpx.Scope{httpx.ScopeOrdersWrite}}, nil
+}
+
+// TestFailedAuthenticationsAreLimitedPerAddress: made-up keys cost a look-up
+// each only up to the burst; then the address is answered 429 without one.
+// Keys that authenticate are never counted.
+func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	auth := &countingAuth{}
+	read := httpx.Route{Method: "GET", Path: "/read", Scope: httpx.ScopeOrdersWrite, Handler: func(w http.ResponseWriter, r *http.Request) error { return nil }}
+	s := &httpx.Server{Routes: []httpx.Route{read}, Auth: auth, AuthFailures: httpx.NewClientLimiter(0.001, 3, 16)}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	for i := 0; i < 10; i++ {
+		if resp, _ := do(t, ts, "GET", "/read", "", "Bearer good", ""); resp.StatusCode != 200 {
+			t.Fatalf("good key %d: %d, want 200", i, resp.StatusCode)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		if resp, e := do(t, ts, "GET", "/read", "", "Bearer made-up", ""); resp.StatusCode != 401 {
+			t.Fatalf("failed authentication %d: %d %q, want 401", i, resp.StatusCode, e.Error.Code)
+		}
+	}
+	before := auth.n
+	resp, e := do(t, ts, "GET", "/read", "", "Bearer made-up-2", "")
+	if resp.StatusCode != 429 || e.Error.Code != "rate_limited" || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("past the burst: %d %q Retry-After %q, want 429 rate_limited with Retry-After", resp.StatusCode, e.Error.Code, resp.Header.Get("Retry-After"))
+	}
+	if auth.n != before {
+		t.Errorf("the limited request was looked up (%d look-ups, want %d)", auth.n, before)
 	}
 }
 
@@ -233,3 +344,37 @@ func TestClientGoneIsNoServerError(t *testing.T) {
 type recorderFunc func(httpx.Entry)
 
 func (f recorderFunc) Record(e httpx.Entry) { f(e) }
+
+// TestMetricsMethodLabelIsBounded: a made-up method is counted as "other",
+// so callers cannot grow the metrics without bound.
+func TestMetricsMethodLabelIsBounded(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	read := httpx.Route{Method: "GET", Path: "/read", Scope: httpx.ScopeOrdersWrite, Handler: func(w http.ResponseWriter, r *http.Request) error { return nil }}
+	s := &httpx.Server{Routes: []httpx.Route{read}, Auth: staticAuth{}, Registry: reg}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	for _, m := range []string{"BREW", "GET", "X-" + strings.Repeat("A", 40)} {
+		do(t, ts, m, "/read", "", "", "")
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	methods := map[string]bool{}
+	for _, mf := range mfs {
+		if mf.GetName() != "o2i_http_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "method" {
+					methods[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	if len(methods) != 2 || !methods["GET"] || !methods["other"] {
+		t.Errorf("method labels %v, want exactly GET and other", methods)
+	}
+}

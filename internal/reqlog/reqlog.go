@@ -2,7 +2,8 @@
 // method, path, status, duration, Idempotency-Key) for 30 days. Requests hand
 // entries to a buffered channel; a writer copies them to PostgreSQL in
 // batches, and a maintainer keeps daily partitions ahead and drops old ones.
-// It imports internal/httpx (Entry) and pgx.
+// It imports internal/httpx (Entry), internal/store (bounded connection
+// waits) and pgx.
 package reqlog
 
 import (
@@ -21,6 +22,7 @@ import (
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/store"
 )
 
 // Retention is how long request records are kept.
@@ -215,7 +217,7 @@ func Show(ctx context.Context, pool *pgxpool.Pool, requestID string) (Record, er
 	}
 	var r Record
 	var status int16
-	err = pool.QueryRow(ctx, `SELECT request_id::text, at, project_id::text, key_prefix, method, path, route, status, duration_us, idempotency_key
+	err = store.QueryRow(ctx, pool, `SELECT request_id::text, at, project_id::text, key_prefix, method, path, route, status, duration_us, idempotency_key
 		FROM request_log WHERE request_id = $1 AND at >= $2 AND at < $3`, id, lo, hi).
 		Scan(&r.RequestID, &r.At, &r.ProjectID, &r.KeyPrefix, &r.Method, &r.Path, &r.Route, &status, &r.DurationMicros, &r.IdempotencyKey)
 	if errors.Is(err, pgx.ErrNoRows) {

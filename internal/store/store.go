@@ -9,6 +9,8 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,14 +30,42 @@ var migrations embed.FS
 // before it is answered 503 with Retry-After instead of hanging.
 const AcquireTimeout = 2 * time.Second
 
+// Option sets a session parameter of every connection of a pool.
+type Option func(*pgxpool.Config)
+
+// StatementTimeout ends any statement of the pool's sessions that runs
+// longer than d (PostgreSQL's statement_timeout; 0 leaves the server's).
+func StatementTimeout(d time.Duration) Option {
+	return sessionParam("statement_timeout", d)
+}
+
+// IdleInTransactionTimeout ends a session of the pool that keeps a
+// transaction open without a statement for longer than d, so that a
+// forgotten transaction cannot hold back the outbox relay or VACUUM
+// (PostgreSQL's idle_in_transaction_session_timeout; 0 leaves the server's).
+func IdleInTransactionTimeout(d time.Duration) Option {
+	return sessionParam("idle_in_transaction_session_timeout", d)
+}
+
+func sessionParam(name string, d time.Duration) Option {
+	return func(c *pgxpool.Config) {
+		if d > 0 {
+			c.ConnConfig.RuntimeParams[name] = strconv.FormatInt(d.Milliseconds(), 10)
+		}
+	}
+}
+
 // Open connects a pool to url and checks that the database answers.
-func Open(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+func Open(ctx context.Context, url string, maxConns int32, opts ...Option) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse O2I_DATABASE_URL: %w", err)
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
+	}
+	for _, o := range opts {
+		o(cfg)
 	}
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -115,4 +145,71 @@ func IsUniqueViolation(err error, constraint string) bool {
 		return false
 	}
 	return constraint == "" || pgErr.ConstraintName == constraint
+}
+
+// Query runs sql on a connection taken with Acquire (so waiting for one is
+// bounded by AcquireTimeout, then an apperr Unavailable error); the
+// connection goes back to the pool when the rows are closed or read to the
+// end. Request paths read with it instead of pool.Query, whose wait for a
+// connection is bounded only by ctx.
+func Query(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (pgx.Rows, error) {
+	conn, err := Acquire(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		conn.Release()
+		return nil, err
+	}
+	return &releasingRows{Rows: rows, conn: conn}, nil
+}
+
+// QueryRow is Query for one row, with pgx.Row's semantics: Scan returns
+// pgx.ErrNoRows when there is none.
+func QueryRow(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) pgx.Row {
+	rows, err := Query(ctx, pool, sql, args...)
+	return &oneRow{rows: rows, err: err}
+}
+
+type releasingRows struct {
+	pgx.Rows
+	conn *pgxpool.Conn
+	once sync.Once
+}
+
+func (r *releasingRows) Close() {
+	r.Rows.Close()
+	r.once.Do(r.conn.Release)
+}
+
+func (r *releasingRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+type oneRow struct {
+	rows pgx.Rows
+	err  error
+}
+
+func (r *oneRow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
 }

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// apiClient speaks to the service under test with one API key.
+type apiClient struct {
+	base, key string
+	http      *http.Client
+}
+
+// loadResult is what the clients saw.
+type loadResult struct {
+	acked   []string // order numbers answered 201 or 200
+	gaveUp  int
+	retries int64
+}
+
+// clientPatience is how long a client retries one order: the delivery
+// contract asks for 24 hours; a fault run's outages are far shorter.
+const clientPatience = 15 * time.Minute
+
+func orderNumbers(projectID string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("CHAOS-%s-%06d", projectID[:8], i+1)
+	}
+	return out
+}
+
+// chaosOrder is a digital order paid completely with store credit, with a
+// service period: due at once, invoiced without a payment. The body is the
+// same on every retry.
+func chaosOrder(orderNo string) []byte {
+	return []byte(fmt.Sprintf(`{"orderNo":%q,"financialStatus":"paid","email":"kunde@example.com",
+"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+"items":[{"name":"Beratung je Stunde","quantity":1,"unitNetCents":1000,"taxRate":19,"sku":"BER-STD"}],
+"service_period":{"start_date":"2026-11-01","end_date":"2026-11-30"},
+"creditRedemptions":[{"type":"referral_credit","amountCents":1190,"externalRef":"ref-%s"}],"grossTotalCents":1190}`, orderNo, orderNo))
+}
+
+// sendOrders sends every order from c.clients clients at most c.rate a
+// second, each order until it is acknowledged (or clientPatience ends).
+func sendOrders(ctx context.Context, api *apiClient, orders []string, c config, acked *atomic.Int64) loadResult {
+	jobs := make(chan string)
+	var mu sync.Mutex
+	var res loadResult
+	var retries atomic.Int64
+	var wg sync.WaitGroup
+	for range c.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for orderNo := range jobs {
+				n, ok := api.postUntilAcknowledged(ctx, orderNo)
+				retries.Add(int64(n))
+				mu.Lock()
+				if ok {
+					res.acked = append(res.acked, orderNo)
+					acked.Add(1)
+				} else {
+					res.gaveUp++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	tick := time.NewTicker(time.Second / time.Duration(max(1, c.rate)))
+	defer tick.Stop()
+	for _, o := range orders {
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		jobs <- o
+	}
+	close(jobs)
+	wg.Wait()
+	res.retries = retries.Load()
+	return res
+}
+
+// postUntilAcknowledged posts the order as the delivery contract demands:
+// network errors, 429 and 5xx are retried with the same Idempotency-Key,
+// after Retry-After or an exponential backoff (capped at 5 s). It returns
+// the retries and whether the order was acknowledged.
+func (a *apiClient) postUntilAcknowledged(ctx context.Context, orderNo string) (int, bool) {
+	body := chaosOrder(orderNo)
+	deadline := time.Now().Add(clientPatience)
+	wait := 100 * time.Millisecond
+	for try := 0; ; try++ {
+		status, retryAfter, err := a.post(ctx, "/v1/orders", orderNo, body)
+		switch {
+		case err == nil && (status == 201 || status == 200):
+			return try, true
+		case err == nil && status != 429 && status < 500:
+			return try, false // a 4xx the order cannot recover from: a bug of this run
+		case ctx.Err() != nil || time.Now().After(deadline):
+			return try, false
+		}
+		d := wait
+		if retryAfter > 0 {
+			d = retryAfter
+		}
+		sleep(ctx, d)
+		wait = min(wait*2, 5*time.Second)
+	}
+}
+
+func (a *apiClient) post(ctx context.Context, path, idemKey string, body []byte) (int, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", a.base+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", idemKey)
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	var ra time.Duration
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+		ra = time.Duration(s) * time.Second
+	}
+	return resp.StatusCode, ra, nil
+}
+
+// get reads path, retrying network errors, 429 and 5xx for up to a
+// minute; it returns the final status and body.
+func (a *apiClient) get(ctx context.Context, path string) (int, []byte, error) {
+	deadline := time.Now().Add(time.Minute)
+	wait := 100 * time.Millisecond
+	for {
+		status, body, ra, err := a.getOnce(ctx, path)
+		if err == nil && status != 429 && status < 500 {
+			return status, body, nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("GET %s: %d %.200s", path, status, body)
+			}
+			return status, body, err
+		}
+		if ra > 0 {
+			wait = ra
+		}
+		sleep(ctx, wait)
+		wait = min(wait*2, 5*time.Second)
+	}
+}
+
+func (a *apiClient) getOnce(ctx context.Context, path string) (int, []byte, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", a.base+path, nil)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	var ra time.Duration
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+		ra = time.Duration(s) * time.Second
+	}
+	return resp.StatusCode, body, ra, err
+}
+
+// waitHealthy waits until the health endpoint says ok with the database.
+func (a *apiClient) waitHealthy(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		status, body, _, err := a.getOnce(ctx, "/api/health")
+		if err == nil && status == 200 && bytes.Contains(body, []byte(`"db":true`)) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not healthy after %s (%d %v)", limit, status, err)
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+}
