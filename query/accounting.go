@@ -110,7 +110,7 @@ func (s *Service) DATEVExport(ctx context.Context, projectID string, from, to ti
 		if err != nil {
 			return apperr.New(apperr.Conflict, "accounting_settings_invalid", "the project's accounting settings: %v (o2i project set)", err)
 		}
-		docs, err := loadDocuments(ctx, tx, projectID, from, to, true)
+		docs, err := loadDocuments(ctx, tx, projectID, from, to, true, progress)
 		if err != nil {
 			return err
 		}
@@ -128,9 +128,6 @@ func (s *Service) DATEVExport(ctx context.Context, projectID string, from, to ti
 		bookings, err := accounting.Bookings(set, docs, payments, from, to)
 		if err != nil {
 			return apperr.New(apperr.Conflict, "export_failed", "%v", err)
-		}
-		if progress != nil {
-			progress(len(docs), len(docs))
 		}
 		consultant, client := p.Settings.DATEVConsultant, p.Settings.DATEVClient
 		if consultant == 0 {
@@ -174,7 +171,7 @@ func (s *Service) reportDocuments(ctx context.Context, projectID string, p accou
 	ctx, cancel := context.WithTimeout(ctx, ExportTimeout)
 	defer cancel()
 	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		docs, err := loadDocuments(ctx, tx, projectID, p.From, p.To, false)
+		docs, err := loadDocuments(ctx, tx, projectID, p.From, p.To, false, nil)
 		for _, d := range docs {
 			invs = append(invs, d.Invoice)
 		}
@@ -186,13 +183,21 @@ func (s *Service) reportDocuments(ctx context.Context, projectID string, p accou
 // loadDocuments reads the project's live documents issued from..to, and
 // with deferrals those issued earlier whose service period reaches into the
 // range (their releases may fall into it). A document without its stored
-// computation cannot be booked: a conflict, never a silent gap.
-func loadDocuments(ctx context.Context, tx pgx.Tx, projectID string, from, to time.Time, deferrals bool) ([]accounting.Document, error) {
-	rows, err := tx.Query(ctx, `SELECT number, document FROM invoices
+// computation cannot be booked: a conflict, never a silent gap. progress,
+// when set, is told each document read.
+func loadDocuments(ctx context.Context, tx pgx.Tx, projectID string, from, to time.Time, deferrals bool, progress Progress) ([]accounting.Document, error) {
+	const where = `FROM invoices
 WHERE project_id = $1 AND NOT test_mode AND status <> 'failed' AND issue_date <= $3
   AND (issue_date >= $2 OR ($4 AND jsonb_typeof(document->'Period') = 'object'
-       AND (document->'Period'->>'End')::timestamptz >= $2::date))
-ORDER BY issue_date, range_key, seq`, projectID, from, to, deferrals)
+       AND (document->'Period'->>'End')::timestamptz >= $2::date))`
+	total := 0
+	if progress != nil {
+		if err := tx.QueryRow(ctx, `SELECT count(*) `+where, projectID, from, to, deferrals).Scan(&total); err != nil {
+			return nil, err
+		}
+		progress(0, total)
+	}
+	rows, err := tx.Query(ctx, `SELECT number, document `+where+` ORDER BY issue_date, range_key, seq`, projectID, from, to, deferrals)
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +221,9 @@ ORDER BY issue_date, range_key, seq`, projectID, from, to, deferrals)
 			return nil, fmt.Errorf("document %s: stored as live but computed as a test document", number)
 		}
 		out = append(out, accounting.Document{Invoice: inv})
+		if progress != nil {
+			progress(len(out), max(total, len(out)))
+		}
 	}
 	return out, rows.Err()
 }

@@ -32,6 +32,7 @@ func TestAccountingExportsShowLiveDocumentsOnly(t *testing.T) {
 	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) {
 		s.InvoiceFirstGateways = []string{"invoice"}
 		s.OSSRegistered = true
+		s.StripeWebhookSecret = "whsec_accounting"
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +73,15 @@ func TestAccountingExportsShowLiveDocumentsOnly(t *testing.T) {
 		"items":[{"name":"Beratung","quantity":1,"unitNetCents":25050}],
 		"service_period":{"start_date":%q,"end_date":%q}}`, at, start, start))
 	numAT := invoiced(at)
+	pay := func(ref string, cents int) {
+		t.Helper()
+		body := []byte(fmt.Sprintf(`{"id":"evt_%s","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":%q,"object":"payment_intent","amount":%d,"amount_received":%d,"currency":"eur"}}}`,
+			uuid.NewString()[:12], ref, cents, cents))
+		r := c.Do("POST", "/v1/webhooks/stripe/"+pid, "", body, "Stripe-Signature", testenv.StripeSignature("whsec_accounting", body, time.Now()))
+		if r.Status != 200 {
+			t.Fatalf("webhook: %d %s", r.Status, r.Body)
+		}
+	}
 	fr := "FR-" + suffix
 	post(fr, fmt.Sprintf(`{"orderNo":%q,"financialStatus":"paid","email":"marie-%s@example.fr",
 		"billingAddress":{"country_code":"FR","name":"Marie Curie","street":"2 rue Cuvier","postal_code":"75005","city":"Paris"},
@@ -80,6 +90,14 @@ func TestAccountingExportsShowLiveDocumentsOnly(t *testing.T) {
 		"creditRedemptions":[{"type":"referral_credit","amountCents":6000,"externalRef":"cr2-%s"}],"grossTotalCents":6000}`,
 		fr, suffix, start, start, suffix))
 	numFR := invoiced(fr)
+	// Paid through the provider by the customer of the first order: the same debtor.
+	paid := "PAY-" + suffix
+	post(paid, fmt.Sprintf(`{"orderNo":%q,"paymentRef":"pi_%s","paymentGateway":"stripe","email":"KUNDE-%s@example.de",
+		"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+		"items":[{"name":"E-Book","quantity":1,"unitGrossCents":1190,"taxRate":7}],
+		"service_period":{"start_date":%q,"end_date":%q}}`, paid, paid, suffix, start, start))
+	pay("pi_"+paid, 1190)
+	numPaid := invoiced(paid)
 
 	// The same project in test mode: its document is a test document.
 	if _, err := runCmd(t, "project", "set", "--project", pid, "--test-mode=true"); err != nil {
@@ -93,6 +111,15 @@ func TestAccountingExportsShowLiveDocumentsOnly(t *testing.T) {
 		"creditRedemptions":[{"type":"referral_credit","amountCents":77700,"externalRef":"cr3-%s"}],"grossTotalCents":77700}`,
 		tst, start, start, suffix))
 	if n := invoiced(tst); !strings.HasPrefix(n, "TEST-") {
+		t.Fatalf("test document %s", n)
+	}
+	tpaid := "TPAY-" + suffix
+	post(tpaid, fmt.Sprintf(`{"orderNo":%q,"paymentRef":"pi_%s","paymentGateway":"stripe",
+		"billingAddress":{"country_code":"DE","name":"Test Kunde","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+		"items":[{"name":"Test","quantity":1,"unitGrossCents":88800,"taxRate":19}],
+		"service_period":{"start_date":%q,"end_date":%q}}`, tpaid, tpaid, start, start))
+	pay("pi_"+tpaid, 88800)
+	if n := invoiced(tpaid); !strings.HasPrefix(n, "TEST-") {
 		t.Fatalf("test document %s", n)
 	}
 
@@ -120,7 +147,7 @@ func TestAccountingExportsShowLiveDocumentsOnly(t *testing.T) {
 		doc := strings.Trim(f[10], `"`)
 		rows[doc] = append(rows[doc], fmt.Sprintf("%s %s>%s %s", f[0], f[6], f[7], strings.Trim(f[8], `"`)))
 	}
-	if strings.Contains(file, "TEST-") || strings.Contains(file, "777,00") {
+	if strings.Contains(file, "TEST-") || strings.Contains(file, "777,00") || strings.Contains(file, "888,00") {
 		t.Errorf("the test document is in the DATEV export:\n%s", file)
 	}
 	// Debtors per customer: 10001, 10002, 10003 in the order the documents were issued.
@@ -128,6 +155,8 @@ func TestAccountingExportsShowLiveDocumentsOnly(t *testing.T) {
 		numDE: {"119,00 10001>4400 ", "119,00 3500>10001 ", "x 4400>3901 40"},
 		numAT: {"250,50 10002>4336 "},
 		numFR: {"60,00 10003>4320 ", "60,00 3500>10003 "},
+		// 11,90 gross at 7 %, and the provider's payment on the collective Geldtransit account.
+		numPaid: {"11,90 10001>4300 ", "11,90 1460>10001 "},
 	}
 	for doc, w := range want {
 		got := rows[doc]
@@ -146,6 +175,15 @@ func TestAccountingExportsShowLiveDocumentsOnly(t *testing.T) {
 				t.Errorf("%s booking %d: %q, want %q", doc, i, got[i], w[i])
 			}
 		}
+	}
+
+	if len(rows) != len(want) {
+		t.Errorf("bookings of %d documents, want %d: %v", len(rows), len(want), rows)
+	}
+	// A second export books every customer on the same debtor again.
+	again := c.Do("GET", "/v1/exports/datev?from="+from+"&to="+today.Format(time.DateOnly), key, nil)
+	if a, b := strings.SplitN(string(again.Body), "\r\n", 2), strings.SplitN(string(r.Body), "\r\n", 2); again.Status != 200 || a[1] != b[1] {
+		t.Errorf("a second export differs:\n%s", again.Body)
 	}
 
 	// The command writes the same bookings to a file.
