@@ -367,3 +367,55 @@ func TestBookingsRefuseWhatNoAccountFits(t *testing.T) {
 		t.Fatalf("err %v, want no account for 16 %%", err)
 	}
 }
+
+// TestCancelledDocumentsNetToZero: a document and its cancellation, taken
+// over the whole time their bookings span, leave every account at zero
+// (the deferral of the year-end service included), and they leave no line
+// on the OSS return or the EC sales list of a period holding both.
+func TestCancelledDocumentsNetToZero(t *testing.T) {
+	t.Parallel()
+	docs, _ := fixture(t)
+	set := accounting.Settings{Chart: accounting.SKR03, Accounts: accounting.Standard(accounting.SKR03), Debtors: accounting.DebtorsCollective}
+	cancelDates := map[string]time.Time{"RE-2025-000010": d(2026, 1, 20), "RE-2026-000004": d(2026, 3, 30), "RE-2026-000007": d(2026, 3, 30)}
+	// Y1: revenue, deferral and two releases; its cancellation in January:
+	// revenue, the deferral of February and its release. The others: one each.
+	bookings := map[string]int{"RE-2025-000010": 7, "RE-2026-000004": 2, "RE-2026-000007": 2}
+	for _, doc := range docs {
+		when, ok := cancelDates[doc.Invoice.Number]
+		if !ok {
+			continue
+		}
+		t.Run(doc.Invoice.Number, func(t *testing.T) {
+			cancel, err := billing.Cancel(doc.Invoice, "ST-"+doc.Invoice.Number, when, billing.TypeCreditNote)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pair := []accounting.Document{doc, {Invoice: cancel}}
+			bs, err := accounting.Bookings(set, pair, nil, d(2020, 1, 1), d(2030, 12, 31))
+			if err != nil {
+				t.Fatal(err)
+			}
+			balance := map[string]money.Cents{}
+			for _, b := range bs {
+				balance[b.Debit] += b.Cents
+				balance[b.Credit] -= b.Cents
+			}
+			for acct, v := range balance {
+				if v != 0 {
+					t.Errorf("account %s ends at %s, want 0 (bookings %+v)", acct, v, bs)
+				}
+			}
+			if len(bs) != bookings[doc.Invoice.Number] {
+				t.Errorf("%d bookings, want %d: %+v", len(bs), bookings[doc.Invoice.Number], bs)
+			}
+			whole := accounting.Period{From: d(2020, 1, 1), To: d(2030, 12, 31)}
+			invs := []billing.Invoice{doc.Invoice, cancel}
+			if rows := accounting.OSS(invs, whole); len(rows) != 0 {
+				t.Errorf("OSS rows %v, want none", rows)
+			}
+			if rows := accounting.ECSL(invs, whole); len(rows) != 0 {
+				t.Errorf("ECSL rows %v, want none", rows)
+			}
+		})
+	}
+}

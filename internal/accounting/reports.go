@@ -65,7 +65,7 @@ type OSSRow struct {
 // OSS sums the OSS sales issued in p: per member state and rate, net and
 // VAT of every live document flagged for the return, cancellations and
 // credit notes subtracted. Rows are sorted by country and rate; rows that
-// sum to zero are kept (a sale and its cancellation in one quarter).
+// sum to zero (a sale and its cancellation in one quarter) are left out.
 func OSS(docs []billing.Invoice, p Period) []OSSRow {
 	type key struct{ country, rate string }
 	sums := map[key]*OSSRow{}
@@ -93,6 +93,9 @@ func OSS(docs []billing.Invoice, p Period) []OSSRow {
 	}
 	out := make([]OSSRow, 0, len(sums))
 	for _, r := range sums {
+		if r.NetCents == 0 && r.TaxCents == 0 {
+			continue
+		}
 		if r.Country == "GR" {
 			r.Country = "EL"
 		}
@@ -151,7 +154,8 @@ func (r ECSLRow) Euros() int64 {
 // ECSL sums the intra-community supplies issued in p: per customer VAT ID
 // and kind, the net of every live document flagged for the list,
 // cancellations and credit notes subtracted. Rows are sorted by VAT ID and
-// kind.
+// kind; rows that sum to zero (a supply and its cancellation in one period)
+// are left out.
 func ECSL(docs []billing.Invoice, p Period) []ECSLRow {
 	type key struct{ vat, kind string }
 	sums := map[key]money.Cents{}
@@ -179,6 +183,9 @@ func ECSL(docs []billing.Invoice, p Period) []ECSLRow {
 	}
 	out := make([]ECSLRow, 0, len(sums))
 	for k, net := range sums {
+		if net == 0 {
+			continue
+		}
 		country, number := k.vat, ""
 		if len(k.vat) > 2 {
 			country, number = k.vat[:2], k.vat[2:]
