@@ -5,7 +5,8 @@
 // Entries are never dropped silently: a full buffer makes the request wait a
 // moment (backpressure), then the entry spills into an overflow list the
 // writer drains first; a failed write is retried with backoff. Only beyond
-// the overflow's bound is an entry dropped, counted and logged.
+// the overflow's bound, or when PostgreSQL refuses an entry's content, is an
+// entry dropped, counted and logged.
 // It imports internal/httpx (Entry), pgx and the Prometheus client.
 package reqlog
 
@@ -15,12 +16,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -145,7 +148,7 @@ func (l *Log) Pending() int {
 func (l *Log) takeSpill(batch []httpx.Entry, n int) []httpx.Entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := min(n, len(l.spill))
+	k := max(min(n, len(l.spill)), 0)
 	batch = append(batch, l.spill[:k]...)
 	l.spill = append(l.spill[:0], l.spill[k:]...)
 	return batch
@@ -181,15 +184,28 @@ func (l *Log) Run(ctx context.Context) {
 			return true
 		}
 		if time.Now().Before(retryAt) {
+			// Backing off: the entries wait in the overflow list, where
+			// Record's bound sees them, so nothing grows without limit.
+			l.respill(batch)
+			batch = batch[:0]
 			return false
 		}
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := l.write(wctx, batch)
+		if refused(err) {
+			// PostgreSQL refused some entry's content (for example a time
+			// no partition covers): write them one by one, so only the
+			// refused ones are set aside and the rest is never held up.
+			err = l.writeEach(wctx, batch)
+		}
 		cancel()
 		if err != nil {
 			l.count(&l.failed, func(m *metrics) prometheus.Counter { return m.failed })
 			slog.Error("request log: write failed, retrying", "entries", len(batch), "err", err)
-			l.respill(batch)
+			var again errRetryLater
+			if !errors.As(err, &again) {
+				l.respill(batch)
+			}
 			batch = batch[:0]
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
 			retryAt = time.Now().Add(backoff)
@@ -255,6 +271,40 @@ func (l *Log) Run(ctx context.Context) {
 
 // Wait blocks until Run has returned.
 func (l *Log) Wait() { <-l.done }
+
+// refused reports whether PostgreSQL refused the data itself (SQLSTATE
+// classes 22 and 23): retrying the same entries can never succeed.
+func refused(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (strings.HasPrefix(pg.Code, "22") || strings.HasPrefix(pg.Code, "23"))
+}
+
+// writeEach writes the entries one at a time. An entry PostgreSQL refuses
+// is dropped: counted and logged with its content. Any other failure
+// returns it, so the caller keeps and retries the whole batch.
+func (l *Log) writeEach(ctx context.Context, batch []httpx.Entry) error {
+	var kept []httpx.Entry
+	for i, e := range batch {
+		err := l.write(ctx, []httpx.Entry{e})
+		switch {
+		case err == nil:
+		case refused(err):
+			l.count(&l.dropped, func(m *metrics) prometheus.Counter { return m.dropped })
+			slog.Error("request log: entry refused by the database, dropped", "requestId", e.RequestID, "at", e.At,
+				"projectId", e.ProjectID, "method", e.Method, "path", e.Path, "status", e.Status, "err", err)
+		default:
+			// The written ones are in; the rest is retried as a batch.
+			kept = append(kept, batch[i:]...)
+			l.respill(kept)
+			return errRetryLater{err}
+		}
+	}
+	return nil
+}
+
+// errRetryLater: writeEach put the unwritten entries back in the overflow
+// list already.
+type errRetryLater struct{ error }
 
 func (l *Log) write(ctx context.Context, batch []httpx.Entry) error {
 	// Values of the exact column types, so that COPY encodes them without

@@ -118,3 +118,30 @@ o2i_request_log_spilled_total 2
 		t.Error(err)
 	}
 }
+
+// TestRefusedEntryNeverHoldsUpTheOthers: an entry PostgreSQL can never take
+// (a time no partition covers) is set aside, counted as dropped, and the
+// entries of its batch are written.
+func TestRefusedEntryNeverHoldsUpTheOthers(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	ctx := context.Background()
+	l := reqlog.New(pool, 16)
+	project := uuid.NewString()
+	l.Record(httpx.Entry{RequestID: uuid.Must(uuid.NewV7()).String(), ProjectID: project, Method: "GET", Path: "/old", Route: "/old",
+		At: time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)})
+	for i := 0; i < 3; i++ {
+		l.Record(httpx.Entry{RequestID: uuid.Must(uuid.NewV7()).String(), ProjectID: project, Method: "GET", Path: "/ok", Route: "/ok",
+			Status: 200, At: time.Now()})
+	}
+	rctx, stop := context.WithCancel(ctx)
+	go l.Run(rctx)
+	t.Cleanup(func() { stop(); l.Wait() })
+	testenv.Eventually(t, 10*time.Second, "the three good entries written, the refused one dropped", func() bool {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM request_log WHERE project_id = $1 AND at > now() - interval '1 hour'`, project).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 3 && l.Dropped() == 1
+	})
+}
