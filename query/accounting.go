@@ -238,7 +238,8 @@ FROM orders o
 JOIN projects p ON p.id = o.project_id
 LEFT JOIN LATERAL (SELECT i.number, i.document FROM invoices i WHERE i.order_id = o.id AND NOT i.test_mode
                    ORDER BY i.range_key, i.seq LIMIT 1) doc ON true
-WHERE o.project_id = $1 AND o.paid_at >= $2::date AND o.paid_at < $3::date + 1 AND o.paid_cents IS NOT NULL
+WHERE o.project_id = $1 AND o.paid_cents IS NOT NULL
+  AND o.paid_at >= ($2::date)::timestamp AT TIME ZONE 'UTC' AND o.paid_at < ($3::date + 1)::timestamp AT TIME ZONE 'UTC'
   AND NOT EXISTS (SELECT 1 FROM invoices t WHERE t.order_id = o.id AND t.test_mode)
   AND (doc.number IS NOT NULL OR NOT p.test_mode)
 ORDER BY o.paid_at, o.order_no`, projectID, from, to)
