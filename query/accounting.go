@@ -269,6 +269,42 @@ ORDER BY o.paid_at, o.order_no`, projectID, from, to)
 		}
 		out = append(out, p)
 	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	refunds, err := loadRefunds(ctx, tx, projectID, from, to)
+	return append(out, refunds...), err
+}
+
+// loadRefunds reads the partial refunds paid back through the provider:
+// each is documented by a credit note over exactly the refunded gross, so a
+// live credit note of a paid order issued from..to is a refund (a negative
+// payment) on its issue date. A refund of the whole charge cancels the order
+// and is not among them (see README: not booked yet).
+func loadRefunds(ctx context.Context, tx pgx.Tx, projectID string, from, to time.Time) ([]accounting.Payment, error) {
+	rows, err := tx.Query(ctx, `SELECT i.order_no, i.number, i.document
+FROM invoices i JOIN orders o ON o.id = i.order_id
+WHERE i.project_id = $1 AND i.type = 'credit_note' AND NOT i.test_mode AND i.status <> 'failed'
+  AND i.issue_date BETWEEN $2 AND $3 AND o.paid_at IS NOT NULL AND i.document IS NOT NULL
+ORDER BY i.issue_date, i.range_key, i.seq`, projectID, from, to)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []accounting.Payment
+	for rows.Next() {
+		var orderNo, number string
+		var raw []byte
+		if err := rows.Scan(&orderNo, &number, &raw); err != nil {
+			return nil, err
+		}
+		var inv billing.Invoice
+		if err := json.Unmarshal(raw, &inv); err != nil {
+			return nil, fmt.Errorf("credit note %s: %w", number, err)
+		}
+		out = append(out, accounting.Payment{OrderNo: orderNo, Reference: number, Date: inv.IssueDate,
+			Cents: -(inv.Totals.GrandCents + inv.Totals.RoundingCents), Debtor: "key:" + accounting.DebtorKey(inv)})
+	}
 	return out, rows.Err()
 }
 

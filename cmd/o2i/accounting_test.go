@@ -98,6 +98,14 @@ func TestAccountingExportsShowLiveDocumentsOnly(t *testing.T) {
 		"service_period":{"start_date":%q,"end_date":%q}}`, paid, paid, suffix, start, start))
 	pay("pi_"+paid, 1190)
 	numPaid := invoiced(paid)
+	// 5,00 of it refunded through the provider: a credit note, and money out.
+	refund := []byte(fmt.Sprintf(`{"id":"evt_%s","object":"event","type":"charge.refunded","data":{"object":{"id":"ch_%s","object":"charge","payment_intent":"pi_%s","amount":1190,"amount_refunded":500,"refunded":false,"currency":"eur"}}}`,
+		uuid.NewString()[:12], paid, paid))
+	if r := c.Do("POST", "/v1/webhooks/stripe/"+pid, "", refund, "Stripe-Signature", testenv.StripeSignature("whsec_accounting", refund, time.Now())); r.Status != 200 {
+		t.Fatalf("refund webhook: %d %s", r.Status, r.Body)
+	}
+	d := waitStatus(t, c, key, paid, func(d map[string]any) bool { return len(d["invoices"].([]any)) == 2 })
+	numNote := d["invoices"].([]any)[1].(map[string]any)["number"].(string)
 
 	// The same project in test mode: its document is a test document.
 	if _, err := runCmd(t, "project", "set", "--project", pid, "--test-mode=true"); err != nil {
@@ -157,6 +165,8 @@ func TestAccountingExportsShowLiveDocumentsOnly(t *testing.T) {
 		numFR: {"60,00 10003>4320 ", "60,00 3500>10003 "},
 		// 11,90 gross at 7 %, and the provider's payment on the collective Geldtransit account.
 		numPaid: {"11,90 10001>4300 ", "11,90 1460>10001 "},
+		// The credit note takes the revenue back; the refund leaves through the provider.
+		numNote: {"5,00 4300>10001 ", "5,00 10001>1460 "},
 	}
 	for doc, w := range want {
 		got := rows[doc]
