@@ -290,3 +290,60 @@ func TestRequestLookupByAnyKeyOfTheProject(t *testing.T) {
 		t.Errorf("without a key: %d", r.Status)
 	}
 }
+
+// TestDATEVExportConflicts: invalid accounting settings and a document that
+// cannot be booked are 409 with their codes, never an export with a gap.
+func TestDATEVExportConflicts(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	ctx := context.Background()
+	pid := testenv.Project(t, pool, false)
+	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) {
+		s.InvoiceFirstGateways = []string{"invoice"}
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	key := testenv.Key(t, pool, pid)
+	c := client(t)
+	no := "CONF-" + uuid.NewString()[:8]
+	today := time.Now().UTC().Format(time.DateOnly)
+	if r := c.Do("POST", "/v1/orders", key, []byte(fmt.Sprintf(`{"orderNo":%q,"paymentGateway":"invoice",
+		"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+		"items":[{"name":"Kurs","quantity":1,"unitNetCents":1000,"taxRate":19}],
+		"service_period":{"start_date":%q,"end_date":%q}}`, no, today, today)), "Idempotency-Key", no); r.Status != http.StatusCreated {
+		t.Fatalf("order: %d %s", r.Status, r.Body)
+	}
+	waitStatus(t, c, key, no, func(d map[string]any) bool { return d["status"] == "invoiced" })
+	path := "/v1/exports/datev?from=" + today + "&to=" + today
+	if r := c.Do("GET", path, key, nil); r.Status != 200 || !strings.Contains(string(r.Body), `;10000;8400;`) {
+		t.Fatalf("export: %d %s", r.Status, r.Body)
+	}
+
+	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) {
+		s.AccountOverrides = map[string]string{"revenue19": "84000"}
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Do("GET", path, key, nil); r.Status != 409 {
+		t.Errorf("invalid settings: %d %s", r.Status, r.Body)
+	} else if code, _ := r.ErrorCode(t); code != "accounting_settings_invalid" {
+		t.Errorf("invalid settings: code %s", code)
+	}
+	if _, err := runCmd(t, "project", "set", "--project", pid, "--accounts", "revenue19=84000"); err == nil ||
+		!strings.Contains(err.Error(), "four digits") {
+		t.Errorf("project set accepted a five-digit ledger account: %v", err)
+	}
+	if _, err := runCmd(t, "project", "set", "--project", pid, "--accounts", ""); err != nil {
+		t.Fatal(err)
+	}
+
+	// A document without its stored computation cannot be booked.
+	if _, err := pool.Exec(ctx, `UPDATE invoices SET document = NULL WHERE project_id = $1 AND order_no = $2`, pid, no); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Do("GET", path, key, nil); r.Status != 409 {
+		t.Errorf("document without computation: %d %s", r.Status, r.Body)
+	} else if code, _ := r.ErrorCode(t); code != "export_failed" {
+		t.Errorf("document without computation: code %s", code)
+	}
+}
