@@ -7,6 +7,7 @@ package query
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -126,6 +127,51 @@ func (s *Service) Routes() []httpx.Route {
 			Input:     TaskInput{},
 			Responses: []httpx.Response{{Status: 200, Body: httpx.Envelope[Task]{}}},
 			Errors:    []int{404}, Handler: s.getTask,
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/exports/datev", Scope: httpx.ScopeInvoicesRead, Tag: "accounting",
+			OperationID: "exportDATEV", Summary: "DATEV bookings (Buchungsstapel, EXTF 700) of a date range, Windows-1252 CSV",
+			Description: "The bookings dated from..to (one financial year) of the project's live documents and provider payments: " +
+				"revenue per VAT rate and treatment on the chart's automatic accounts (SKR03 or SKR04, per project, overridable), " +
+				"the customer's debtor (one collective debtor or one per customer), payments and redeemed store credit as payments, " +
+				"gift cards as liabilities, cancellations and credit notes reversed, and deferred revenue for service periods after " +
+				"the issue month, released on the first day of each month. Test documents never appear. 422 with field from or to " +
+				"for a bad range; 409 export_failed when a document cannot be booked.",
+			Input:     DATEVExportInput{},
+			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "text/csv"}},
+			Errors:    []int{409, 422}, Handler: s.exportDATEV,
+			Timeout: ExportTimeout + 10*time.Second,
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/reports/oss", Scope: httpx.ScopeInvoicesRead, Tag: "accounting",
+			OperationID: "reportOSS", Summary: "One-stop-shop return of a quarter: per member state and rate, net and VAT, as CSV",
+			Description: "The B2C distance sales taxed in the member state of consumption that were issued in the quarter, cancellations " +
+				"and credit notes subtracted, in the CSV layout of the tax office's upload. Test documents never appear.",
+			Input:     OSSReportInput{},
+			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "text/csv"}},
+			Errors:    []int{422}, Handler: s.reportOSS,
+			Timeout: ExportTimeout + 10*time.Second,
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/reports/ecsl", Scope: httpx.ScopeInvoicesRead, Tag: "accounting",
+			OperationID: "reportECSL", Summary: "EC sales list of a month or quarter: per customer VAT ID the goods (L) and services (S), as CSV",
+			Description: "The intra-community supplies of goods and the services under reverse charge issued in the period, per " +
+				"customer VAT ID and kind, cancellations and credit notes subtracted, in whole euros, in the CSV layout of the tax " +
+				"office's upload. Test documents never appear.",
+			Input:     ECSLReportInput{},
+			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "text/csv"}},
+			Errors:    []int{422}, Handler: s.reportECSL,
+			Timeout: ExportTimeout + 10*time.Second,
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/requests/{requestId}", Scope: httpx.ScopeAnyKey, Tag: "system",
+			OperationID: "getRequest", Summary: "A recorded request of the key's project (kept 30 days)",
+			Description: "Method, path, status, duration, key prefix, Idempotency-Key and time of a request, by its X-Request-Id. " +
+				"Requests are recorded in batches a few milliseconds after they were answered. 404 request_not_found for an " +
+				"unknown id, one older than 30 days, or a request of another project.",
+			Input:     RequestInput{},
+			Responses: []httpx.Response{{Status: 200, Body: httpx.Envelope[RequestRecord]{}}},
+			Errors:    []int{404}, Handler: s.getRequest,
 		},
 	}
 }

@@ -44,7 +44,7 @@ func main() {
 	var c config
 	flag.IntVar(&c.orders, "orders", 10000, "orders to send")
 	flag.IntVar(&c.clients, "clients", 16, "concurrent clients")
-	flag.IntVar(&c.rate, "rate", 150, "orders per second the clients send at most (so that the faults fall within the run)")
+	flag.IntVar(&c.rate, "rate", 120, "orders per second the clients send at most (so that the faults fall within the run)")
 	flag.StringVar(&c.addr, "addr", "127.0.0.1:18090", "address of the service under test")
 	flag.StringVar(&c.o2i, "o2i", "bin/o2i", "service binary")
 	flag.StringVar(&c.devstack, "devstack", "bin/devstack", "local stack binary")

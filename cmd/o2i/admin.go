@@ -152,6 +152,8 @@ var settingFlags = []struct {
 	{"contact-email", func(s *project.Settings) *string { return &s.ContactEmail }},
 	{"stripe-webhook-secret", func(s *project.Settings) *string { return &s.StripeWebhookSecret }},
 	{"stripe-api-key", func(s *project.Settings) *string { return &s.StripeAPIKey }},
+	{"chart-of-accounts", func(s *project.Settings) *string { return &s.ChartOfAccounts }},
+	{"debtors", func(s *project.Settings) *string { return &s.Debtors }},
 }
 
 // secretSettings are the settings that also have a -file flag: a secret
@@ -193,6 +195,9 @@ func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writ
 	termDays := f.Int("payment-term-days", 0, "payment term of invoice-first invoices (open items) in days; 0: the default, 14")
 	rps := f.Int("rate-limit", 0, "requests per second per key")
 	burst := f.Int("rate-burst", 0, "burst per key")
+	accounts := f.String("accounts", "", "DATEV accounts overriding the chart's standard ones: name=number,... (empty clears them)")
+	consultant := f.Int("datev-consultant", 0, "DATEV consultant number (Beraternummer) of the export header; 0 clears it")
+	client := f.Int("datev-client", 0, "DATEV client number (Mandantennummer) of the export header; 0 clears it")
 	values := map[string]*string{}
 	for _, s := range settingFlags {
 		values[s.name] = f.String(s.name, "", "setting "+s.name+" (empty clears it)")
@@ -226,6 +231,10 @@ func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writ
 		if _, err := billing.ParseNumberPattern(*values["invoice-number-pattern"]); err != nil {
 			return fmt.Errorf("--invoice-number-pattern: %w", err)
 		}
+	}
+	overrides, err := accountingFlags(f, values, *accounts, *consultant, *client)
+	if err != nil {
+		return err
 	}
 	var u project.Update
 	if f.isSet("name") {
@@ -262,6 +271,15 @@ func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writ
 		}
 		if f.isSet("payment-term-days") {
 			s.PaymentTermDays = *termDays
+		}
+		if f.isSet("accounts") {
+			s.AccountOverrides = overrides
+		}
+		if f.isSet("datev-consultant") {
+			s.DATEVConsultant = *consultant
+		}
+		if f.isSet("datev-client") {
+			s.DATEVClient = *client
 		}
 	}
 	return f.print(ctx, stdout, func(pool *pgxpool.Pool) (any, error) {

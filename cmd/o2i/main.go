@@ -35,6 +35,9 @@ Usage:
   o2i invoice preview --order ORDER.json [--project ID] [--out FILE] [--format zugferd|xrechnung]
   o2i invoice samples --out DIR                 one XML file per scenario of the engine's corpus
   o2i projection rebuild [--from-beginning]     repair Redis from PostgreSQL, or rebuild both read models from the events
+  o2i export datev --project ID --from YYYY-MM-DD --to YYYY-MM-DD [--out FILE]   DATEV bookings (Windows-1252 CSV)
+  o2i report oss --project ID --quarter YYYY-Qn [--out FILE]                     one-stop-shop return (CSV)
+  o2i report ecsl --project ID --period YYYY-MM [--out FILE]                     EC sales list (CSV)
 
 Every command reads its configuration from O2I_* environment variables;
 admin commands also accept --database-url.
@@ -101,6 +104,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return projectionCmd(ctx, cfg, args[1:], stdout, stderr)
 	case "invoice":
 		return invoiceCmd(ctx, cfg, args[1:], stdout, stderr)
+	case "export":
+		return exportCmd(ctx, cfg, args[1:], stdout, stderr)
+	case "report":
+		return reportCmd(ctx, cfg, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -40,7 +40,11 @@ func OpenAPI(routes []Route) ([]byte, error) {
 		oc.SetSummary(rt.Summary)
 		desc := rt.Description
 		if !rt.Public() {
-			desc = strings.TrimSpace(desc + "\n\nRequired scope: `" + string(rt.Scope) + "`.")
+			if rt.Scope == ScopeAnyKey {
+				desc = strings.TrimSpace(desc + "\n\nAny API key of the project, whatever its scopes.")
+			} else {
+				desc = strings.TrimSpace(desc + "\n\nRequired scope: `" + string(rt.Scope) + "`.")
+			}
 			oc.AddSecurity("bearer")
 		}
 		oc.SetDescription(desc)

@@ -19,6 +19,10 @@ const (
 	ScopeInvoicesRead Scope = "invoices:read"
 )
 
+// ScopeAnyKey marks a route any valid key of the project may call, whatever
+// its scopes. It is no scope a key holds.
+const ScopeAnyKey Scope = "any"
+
 // Scopes lists every scope a key can hold.
 var Scopes = []Scope{ScopeOrdersWrite, ScopeInvoicesRead}
 
@@ -72,6 +76,9 @@ type Principal struct {
 
 // Has reports whether the principal holds scope s.
 func (p Principal) Has(s Scope) bool {
+	if s == ScopeAnyKey {
+		return true
+	}
 	for _, x := range p.Scopes {
 		if x == s {
 			return true

@@ -42,7 +42,8 @@ type Entry struct {
 	At             time.Time
 }
 
-// Recorder receives one Entry per request. It must not block.
+// Recorder receives one Entry per request. It must not block for long: at
+// most a short, bounded wait under overload (backpressure).
 type Recorder interface {
 	Record(Entry)
 }

@@ -58,6 +58,9 @@ var rules = []rule{
 	{pkgs: []string{"internal/billing"},
 		doc:     "The package is pure: no I/O, no clock, no globals that change. ... It imports only the standard library, internal/money and internal/leitweg; render and internal/einvoice import it, never the reverse.",
 		stdOnly: true, allow: []string{m + "internal/money", m + "internal/leitweg"}, forbid: ioPackages, noClock: true},
+	{pkgs: []string{"internal/accounting"},
+		doc:     "Pure: it imports only the standard library, internal/billing, internal/money and golang.org/x/text (the Windows-1252 encoder).",
+		stdOnly: true, allow: []string{m + "internal/billing", m + "internal/money", "golang.org/x/text"}, forbid: ioPackages, noClock: true},
 	{pkgs: []string{"internal/event"},
 		doc:     "It is public to consumers, so it imports only the standard library, internal/money (exact decimals), uuid and a faster drop-in JSON decoder (segmentio/encoding: every consumer decodes every event); never billing or the store.",
 		stdOnly: true, allow: []string{m + "internal/money", "github.com/google/uuid", "github.com/segmentio/encoding"},
@@ -83,7 +86,7 @@ var rules = []rule{
 		only: []string{"internal/httpx"}},
 	// The doc comment names internal/httpx only; the package uses
 	// internal/apperr as well (the shared error kinds).
-	{pkgs: []string{"internal/reqlog"}, doc: "It imports internal/httpx (Entry), internal/store (bounded connection waits) and pgx.",
+	{pkgs: []string{"internal/reqlog"}, doc: "It imports internal/httpx (Entry), internal/store (bounded connection waits), pgx and the Prometheus client.",
 		only: []string{"internal/httpx", "internal/apperr", "internal/store"}},
 	{pkgs: []string{"internal/httpx"}, doc: "It imports internal/apperr and libraries; never command or query.",
 		only: []string{"internal/apperr"}},

@@ -48,6 +48,16 @@ type Settings struct {
 	InvoiceNumberPattern string `json:"invoiceNumberPattern,omitempty"` // live numbers; default RE-{YYYY}-{SEQ}
 	StripeWebhookSecret  string `json:"stripeWebhookSecret,omitempty"`
 	StripeAPIKey         string `json:"stripeApiKey,omitempty"`
+	// Accounting export (DATEV): the chart of accounts (SKR03, the default,
+	// or SKR04), one collective debtor ("collective", the default) or one per
+	// customer ("per_customer"), accounts overriding the chart's standard
+	// ones by name (revenue19, payments, ...), and the consultant and client
+	// numbers of the DATEV header record.
+	ChartOfAccounts  string            `json:"chartOfAccounts,omitempty"`
+	Debtors          string            `json:"debtors,omitempty"`
+	AccountOverrides map[string]string `json:"accountOverrides,omitempty"`
+	DATEVConsultant  int               `json:"datevConsultant,omitempty"`
+	DATEVClient      int               `json:"datevClient,omitempty"`
 }
 
 // Project is one seller account. Every key, order and invoice belongs to one.

@@ -2,8 +2,13 @@
 // method, path, status, duration, Idempotency-Key) for 30 days. Requests hand
 // entries to a buffered channel; a writer copies them to PostgreSQL in
 // batches, and a maintainer keeps daily partitions ahead and drops old ones.
+// Entries are never dropped silently: a full buffer makes the request wait a
+// moment (backpressure), then the entry spills into an overflow list the
+// writer drains first; a failed write is retried with backoff. Only beyond
+// the overflow's bound, or when PostgreSQL refuses an entry's content, is an
+// entry dropped, counted and logged.
 // It imports internal/httpx (Entry), internal/store (bounded connection
-// waits) and pgx.
+// waits), pgx and the Prometheus client.
 package reqlog
 
 import (
@@ -12,13 +17,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
@@ -30,31 +39,134 @@ const Retention = 30 * 24 * time.Hour
 
 // Log batches request records into the request_log table.
 type Log struct {
-	pool    *pgxpool.Pool
-	ch      chan httpx.Entry
-	dropped atomic.Int64
-	done    chan struct{}
+	pool *pgxpool.Pool
+	ch   chan httpx.Entry
+	done chan struct{}
+
+	// Backpressure is how long Record waits for room in a full buffer
+	// before the entry spills; SpillLimit bounds the overflow list (entries
+	// beyond it are dropped, counted and logged).
+	Backpressure time.Duration
+	SpillLimit   int
+
+	mu    sync.Mutex
+	spill []httpx.Entry
+
+	waited, spilled, dropped, failed atomic.Int64
+	metrics                          *metrics
 }
 
-// New returns a log with room for buffer pending entries.
+type metrics struct {
+	waited, spilled, dropped, failed prometheus.Counter
+	pending                          prometheus.GaugeFunc
+}
+
+// New returns a log with room for buffer pending entries, waiting at most
+// 50 ms for room and spilling at most 16 times buffer entries.
 func New(pool *pgxpool.Pool, buffer int) *Log {
-	return &Log{pool: pool, ch: make(chan httpx.Entry, buffer), done: make(chan struct{})}
+	return &Log{pool: pool, ch: make(chan httpx.Entry, buffer), done: make(chan struct{}),
+		Backpressure: 50 * time.Millisecond, SpillLimit: 16 * buffer}
 }
 
-// Record implements httpx.Recorder; it never blocks. When the buffer is full
-// the entry is counted as dropped.
-func (l *Log) Record(e httpx.Entry) {
-	select {
-	case l.ch <- e:
-	default:
-		l.dropped.Add(1)
+// RegisterMetrics registers the log's counters with reg:
+// o2i_request_log_backpressure_total (entries that waited for room),
+// o2i_request_log_spilled_total (entries that went to the overflow list),
+// o2i_request_log_dropped_total (entries lost beyond the overflow's bound),
+// o2i_request_log_write_errors_total (failed batch writes, retried) and the
+// gauge o2i_request_log_pending (entries buffered or spilled).
+func (l *Log) RegisterMetrics(reg prometheus.Registerer) error {
+	m := &metrics{
+		waited:  prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_request_log_backpressure_total", Help: "Request log entries that waited for room in the full buffer."}),
+		spilled: prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_request_log_spilled_total", Help: "Request log entries that went to the overflow list."}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_request_log_dropped_total", Help: "Request log entries lost because the overflow list was full."}),
+		failed:  prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_request_log_write_errors_total", Help: "Failed request log batch writes (retried)."}),
+	}
+	m.pending = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "o2i_request_log_pending", Help: "Request log entries buffered or spilled, not yet written."},
+		func() float64 { return float64(l.Pending()) })
+	for _, c := range []prometheus.Collector{m.waited, m.spilled, m.dropped, m.failed, m.pending} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	l.metrics = m
+	return nil
+}
+
+func (l *Log) count(c *atomic.Int64, pick func(*metrics) prometheus.Counter) {
+	c.Add(1)
+	if l.metrics != nil {
+		pick(l.metrics).Inc()
 	}
 }
 
-// Dropped is the number of entries dropped because the buffer was full.
+// Record implements httpx.Recorder. When the buffer is full it waits up to
+// Backpressure for room, then spills the entry into the overflow list; only
+// when that holds SpillLimit entries is the entry dropped (counted, logged).
+func (l *Log) Record(e httpx.Entry) {
+	select {
+	case l.ch <- e:
+		return
+	default:
+	}
+	l.count(&l.waited, func(m *metrics) prometheus.Counter { return m.waited })
+	t := time.NewTimer(l.Backpressure)
+	defer t.Stop()
+	select {
+	case l.ch <- e:
+		return
+	case <-t.C:
+	}
+	l.mu.Lock()
+	ok := len(l.spill) < l.SpillLimit
+	if ok {
+		l.spill = append(l.spill, e)
+	}
+	l.mu.Unlock()
+	if ok {
+		l.count(&l.spilled, func(m *metrics) prometheus.Counter { return m.spilled })
+		return
+	}
+	l.count(&l.dropped, func(m *metrics) prometheus.Counter { return m.dropped })
+	slog.Error("request log: overflow full, entry dropped", "requestId", e.RequestID, "spillLimit", l.SpillLimit)
+}
+
+// Dropped is the number of entries lost because the overflow list was full.
 func (l *Log) Dropped() int64 { return l.dropped.Load() }
 
-// Run writes batches until ctx ends, then drains what is buffered.
+// Spilled is the number of entries that went to the overflow list.
+func (l *Log) Spilled() int64 { return l.spilled.Load() }
+
+// Waited is the number of entries that found the buffer full.
+func (l *Log) Waited() int64 { return l.waited.Load() }
+
+// Pending is the number of entries buffered or spilled, not yet written.
+func (l *Log) Pending() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ch) + len(l.spill)
+}
+
+// takeSpill moves up to n spilled entries into batch.
+func (l *Log) takeSpill(batch []httpx.Entry, n int) []httpx.Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := max(min(n, len(l.spill)), 0)
+	batch = append(batch, l.spill[:k]...)
+	l.spill = append(l.spill[:0], l.spill[k:]...)
+	return batch
+}
+
+// respill puts a batch whose write failed back in front of the overflow
+// list, beyond its bound too (these entries were accepted already).
+func (l *Log) respill(batch []httpx.Entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.spill = append(append(make([]httpx.Entry, 0, len(batch)+len(l.spill)), batch...), l.spill...)
+}
+
+// Run writes batches until ctx ends, then drains what is buffered and
+// spilled (for at most 5 s). A failed write keeps its entries and is
+// retried with backoff (up to 5 s).
 func (l *Log) Run(ctx context.Context) {
 	defer close(l.done)
 	if err := EnsurePartitions(ctx, l.pool, time.Now()); err != nil {
@@ -64,15 +176,46 @@ func (l *Log) Run(ctx context.Context) {
 	defer tick.Stop()
 	maint := time.NewTicker(time.Hour)
 	defer maint.Stop()
-	batch := make([]httpx.Entry, 0, 1024)
-	flush := func(ctx context.Context) {
+	const size = 1024
+	batch := make([]httpx.Entry, 0, size)
+	backoff := time.Duration(0)
+	var retryAt time.Time
+	flush := func(ctx context.Context) bool {
+		batch = l.takeSpill(batch, size-len(batch))
 		if len(batch) == 0 {
-			return
+			return true
 		}
-		if err := l.write(ctx, batch); err != nil {
-			slog.Error("request log: write", "entries", len(batch), "err", err)
+		if time.Now().Before(retryAt) {
+			// Backing off: the entries wait in the overflow list, where
+			// Record's bound sees them, so nothing grows without limit.
+			l.respill(batch)
+			batch = batch[:0]
+			return false
 		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := l.write(wctx, batch)
+		if refused(err) {
+			// PostgreSQL refused some entry's content (for example a time
+			// no partition covers): write them one by one, so only the
+			// refused ones are set aside and the rest is never held up.
+			err = l.writeEach(wctx, batch)
+		}
+		cancel()
+		if err != nil {
+			l.count(&l.failed, func(m *metrics) prometheus.Counter { return m.failed })
+			slog.Error("request log: write failed, retrying", "entries", len(batch), "err", err)
+			var again errRetryLater
+			if !errors.As(err, &again) {
+				l.respill(batch)
+			}
+			batch = batch[:0]
+			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+			retryAt = time.Now().Add(backoff)
+			return false
+		}
+		backoff = 0
 		batch = batch[:0]
+		return true
 	}
 	for {
 		select {
@@ -82,7 +225,18 @@ func (l *Log) Run(ctx context.Context) {
 				flush(ctx)
 			}
 		case <-tick.C:
-			flush(ctx)
+			for i := 0; i < 16 && flush(ctx) && l.Pending() > 0; i++ {
+				// drain the overflow a batch at a time while writes succeed
+				for len(batch) < size {
+					select {
+					case e := <-l.ch:
+						batch = append(batch, e)
+						continue
+					default:
+					}
+					break
+				}
+			}
 		case <-maint.C:
 			if err := EnsurePartitions(ctx, l.pool, time.Now()); err != nil {
 				slog.Error("request log: partitions", "err", err)
@@ -90,24 +244,69 @@ func (l *Log) Run(ctx context.Context) {
 		case <-ctx.Done():
 			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			for {
-				select {
-				case e := <-l.ch:
-					batch = append(batch, e)
-					if len(batch) == cap(batch) {
-						flush(dctx)
+			retryAt = time.Time{}
+			for dctx.Err() == nil {
+				for len(batch) < size {
+					select {
+					case e := <-l.ch:
+						batch = append(batch, e)
+						continue
+					default:
 					}
-				default:
-					flush(dctx)
+					break
+				}
+				if !flush(dctx) {
+					retryAt = time.Time{}
+					continue
+				}
+				if l.Pending() == 0 && len(batch) == 0 {
 					return
 				}
 			}
+			if n := l.Pending() + len(batch); n > 0 {
+				slog.Error("request log: entries not written at shutdown", "entries", n)
+			}
+			return
 		}
 	}
 }
 
 // Wait blocks until Run has returned.
 func (l *Log) Wait() { <-l.done }
+
+// refused reports whether PostgreSQL refused the data itself (SQLSTATE
+// classes 22 and 23): retrying the same entries can never succeed.
+func refused(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (strings.HasPrefix(pg.Code, "22") || strings.HasPrefix(pg.Code, "23"))
+}
+
+// writeEach writes the entries one at a time. An entry PostgreSQL refuses
+// is dropped: counted and logged with its content. Any other failure
+// returns it, so the caller keeps and retries the whole batch.
+func (l *Log) writeEach(ctx context.Context, batch []httpx.Entry) error {
+	var kept []httpx.Entry
+	for i, e := range batch {
+		err := l.write(ctx, []httpx.Entry{e})
+		switch {
+		case err == nil:
+		case refused(err):
+			l.count(&l.dropped, func(m *metrics) prometheus.Counter { return m.dropped })
+			slog.Error("request log: entry refused by the database, dropped", "requestId", e.RequestID, "at", e.At,
+				"projectId", e.ProjectID, "method", e.Method, "path", e.Path, "status", e.Status, "err", err)
+		default:
+			// The written ones are in; the rest is retried as a batch.
+			kept = append(kept, batch[i:]...)
+			l.respill(kept)
+			return errRetryLater{err}
+		}
+	}
+	return nil
+}
+
+// errRetryLater: writeEach put the unwritten entries back in the overflow
+// list already.
+type errRetryLater struct{ error }
 
 func (l *Log) write(ctx context.Context, batch []httpx.Entry) error {
 	// Values of the exact column types, so that COPY encodes them without

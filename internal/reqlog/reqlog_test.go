@@ -2,9 +2,15 @@ package reqlog_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/reqlog"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
@@ -43,4 +49,99 @@ func TestPartitionsAheadAndOldOnesDropped(t *testing.T) {
 	if reqlog.Retention != 30*24*time.Hour {
 		t.Errorf("retention %v, want 30 days", reqlog.Retention)
 	}
+}
+
+// TestFullBufferSpillsNeverDrops: with the buffer full and no writer running,
+// entries wait briefly and then spill (counted) instead of being dropped;
+// once the writer runs, every one of them is written. Beyond the overflow's
+// bound an entry is dropped, but counted.
+func TestFullBufferSpillsNeverDrops(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	ctx := context.Background()
+	if err := reqlog.EnsurePartitions(ctx, pool, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	l := reqlog.New(pool, 2)
+	l.Backpressure = time.Millisecond
+	l.SpillLimit = 1000
+	project := uuid.NewString()
+	var ids []string
+	for i := 0; i < 50; i++ {
+		id := uuid.Must(uuid.NewV7()).String()
+		ids = append(ids, id)
+		l.Record(httpx.Entry{RequestID: id, ProjectID: project, Method: "GET", Path: "/v1/x", Route: "/v1/x", Status: 200,
+			Duration: time.Millisecond, At: time.Now()})
+	}
+	if l.Dropped() != 0 || l.Spilled() != 48 || l.Waited() != 48 || l.Pending() != 50 {
+		t.Fatalf("dropped %d spilled %d waited %d pending %d, want 0, 48, 48, 50", l.Dropped(), l.Spilled(), l.Waited(), l.Pending())
+	}
+	rctx, stop := context.WithCancel(ctx)
+	go l.Run(rctx)
+	t.Cleanup(func() { stop(); l.Wait() })
+	testenv.Eventually(t, 10*time.Second, "all 50 entries written", func() bool {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM request_log WHERE project_id = $1 AND at > now() - interval '1 hour'`, project).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 50
+	})
+	for _, id := range ids[:3] {
+		if _, err := reqlog.Show(ctx, pool, id); err != nil {
+			t.Errorf("request %s: %v", id, err)
+		}
+	}
+
+	// Beyond the bound: counted as dropped, never silently.
+	small := reqlog.New(pool, 1)
+	small.Backpressure = time.Millisecond
+	small.SpillLimit = 2
+	reg := prometheus.NewRegistry()
+	if err := small.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		small.Record(httpx.Entry{RequestID: uuid.Must(uuid.NewV7()).String(), Method: "GET", Path: "/", Route: "/", At: time.Now()})
+	}
+	if small.Dropped() != 2 || small.Spilled() != 2 || small.Pending() != 3 {
+		t.Fatalf("dropped %d spilled %d pending %d, want 2, 2, 3", small.Dropped(), small.Spilled(), small.Pending())
+	}
+	want := `
+# HELP o2i_request_log_dropped_total Request log entries lost because the overflow list was full.
+# TYPE o2i_request_log_dropped_total counter
+o2i_request_log_dropped_total 2
+# HELP o2i_request_log_spilled_total Request log entries that went to the overflow list.
+# TYPE o2i_request_log_spilled_total counter
+o2i_request_log_spilled_total 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "o2i_request_log_dropped_total", "o2i_request_log_spilled_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestRefusedEntryNeverHoldsUpTheOthers: an entry PostgreSQL can never take
+// (a time no partition covers) is set aside, counted as dropped, and the
+// entries of its batch are written.
+func TestRefusedEntryNeverHoldsUpTheOthers(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	ctx := context.Background()
+	l := reqlog.New(pool, 16)
+	project := uuid.NewString()
+	l.Record(httpx.Entry{RequestID: uuid.Must(uuid.NewV7()).String(), ProjectID: project, Method: "GET", Path: "/old", Route: "/old",
+		At: time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)})
+	for i := 0; i < 3; i++ {
+		l.Record(httpx.Entry{RequestID: uuid.Must(uuid.NewV7()).String(), ProjectID: project, Method: "GET", Path: "/ok", Route: "/ok",
+			Status: 200, At: time.Now()})
+	}
+	rctx, stop := context.WithCancel(ctx)
+	go l.Run(rctx)
+	t.Cleanup(func() { stop(); l.Wait() })
+	testenv.Eventually(t, 10*time.Second, "the three good entries written, the refused one dropped", func() bool {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM request_log WHERE project_id = $1 AND at > now() - interval '1 hour'`, project).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 3 && l.Dropped() == 1
+	})
 }

@@ -55,6 +55,14 @@ func sessionParam(name string, d time.Duration) Option {
 	}
 }
 
+// LocalStatementTimeout raises (or lowers) the statement_timeout for the
+// rest of tx, for the few transactions, such as exports, whose statements
+// may run longer than the pool's StatementTimeout.
+func LocalStatementTimeout(ctx context.Context, tx pgx.Tx, d time.Duration) error {
+	_, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`, strconv.FormatInt(d.Milliseconds(), 10))
+	return err
+}
+
 // Open connects a pool to url and checks that the database answers.
 func Open(ctx context.Context, url string, maxConns int32, opts ...Option) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/o2i-service/o2i/internal/accounting"
+	"github.com/o2i-service/o2i/query"
+)
+
+// accountingFlags checks the accounting settings of `project set` and
+// returns the account overrides of --accounts (nil when empty).
+func accountingFlags(f adminFlags, values map[string]*string, accounts string, consultant, client int) (map[string]string, error) {
+	if f.isSet("chart-of-accounts") && *values["chart-of-accounts"] != "" {
+		c, err := accounting.ParseChart(*values["chart-of-accounts"])
+		if err != nil {
+			return nil, fmt.Errorf("--chart-of-accounts: %w", err)
+		}
+		*values["chart-of-accounts"] = string(c)
+	}
+	if f.isSet("debtors") && *values["debtors"] != "" {
+		d, err := accounting.ParseDebtors(*values["debtors"])
+		if err != nil {
+			return nil, fmt.Errorf("--debtors: %w", err)
+		}
+		*values["debtors"] = d
+	}
+	if consultant < 0 || consultant > 9999999 || (consultant != 0 && consultant < 1001) {
+		return nil, fmt.Errorf("--datev-consultant: %d is not from 1001 to 9999999", consultant)
+	}
+	if client < 0 || client > 99999 {
+		return nil, fmt.Errorf("--datev-client: %d is not from 1 to 99999", client)
+	}
+	var overrides map[string]string
+	for _, kv := range strings.Split(accounts, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		name, num, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("--accounts: %q is not name=number", kv)
+		}
+		if overrides == nil {
+			overrides = map[string]string{}
+		}
+		overrides[strings.TrimSpace(name)] = strings.TrimSpace(num)
+	}
+	if _, err := accounting.Standard(accounting.SKR03).With(overrides); err != nil {
+		return nil, fmt.Errorf("--accounts: %w", err)
+	}
+	return overrides, nil
+}
+
+// output opens the file to write (stdout for "" or "-").
+func output(path string, stdout io.Writer) (io.Writer, func() error, error) {
+	if path == "" || path == "-" {
+		return stdout, func() error { return nil }, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, f.Close, nil
+}
+
+// exportCmd is `o2i export datev --project ID --from YYYY-MM-DD --to
+// YYYY-MM-DD [--out FILE]`: the DATEV bookings GET /v1/exports/datev serves,
+// with a progress bar on stderr and a JSON summary on stdout when --out is
+// given.
+func exportCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "datev" {
+		fmt.Fprint(stderr, "usage: o2i export datev --project ID --from YYYY-MM-DD --to YYYY-MM-DD [--out FILE]\n")
+		return errUsage
+	}
+	f := newAdminFlags("export datev", cfg, stderr)
+	id := f.String("project", "", "project id (required)")
+	fromS := f.String("from", "", "first booking date YYYY-MM-DD (required)")
+	toS := f.String("to", "", "last booking date YYYY-MM-DD, same year as --from (required)")
+	out := f.String("out", "", "file to write (Windows-1252 CSV); default stdout")
+	quiet := f.Bool("quiet", false, "no progress bar")
+	if err := f.parse(args[1:]); err != nil {
+		return err
+	}
+	if *id == "" || *fromS == "" || *toS == "" {
+		fmt.Fprint(stderr, "--project, --from and --to are required\n")
+		return errUsage
+	}
+	from, to, err := query.ParseExportRange(*fromS, *toS)
+	if err != nil {
+		return err
+	}
+	pool, err := f.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	var bar *progressbar.ProgressBar
+	if !*quiet {
+		bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("booking documents"),
+			progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond))
+	}
+	progress := func(done, total int) {
+		if bar != nil {
+			bar.ChangeMax(total)
+			_ = bar.Set(done)
+		}
+	}
+	body, err := query.New(pool, nil).DATEVExport(ctx, *id, from, to, time.Now(), progress)
+	if bar != nil {
+		_ = bar.Finish()
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		return err
+	}
+	return writeOut(*out, body, stdout)
+}
+
+func writeOut(path string, body []byte, stdout io.Writer) error {
+	w, closeFn, err := output(path, stdout)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(body); err != nil {
+		_ = closeFn()
+		return err
+	}
+	if err := closeFn(); err != nil {
+		return err
+	}
+	if path != "" && path != "-" {
+		return printJSON(stdout, map[string]any{"out": path, "bytes": len(body)})
+	}
+	return nil
+}
+
+// reportCmd is `o2i report oss --project ID --quarter YYYY-Qn [--out FILE]`
+// and `o2i report ecsl --project ID --period YYYY-MM [--out FILE]`.
+func reportCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io.Writer) error {
+	usage := "usage: o2i report oss --project ID --quarter YYYY-Qn [--out FILE] | o2i report ecsl --project ID --period YYYY-MM [--out FILE]\n"
+	if len(args) == 0 || (args[0] != "oss" && args[0] != "ecsl") {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	kind := args[0]
+	f := newAdminFlags("report "+kind, cfg, stderr)
+	id := f.String("project", "", "project id (required)")
+	quarter := f.String("quarter", "", "oss: the quarter YYYY-Qn")
+	period := f.String("period", "", "ecsl: the month YYYY-MM (or quarter YYYY-Qn)")
+	out := f.String("out", "", "file to write (CSV); default stdout")
+	quiet := f.Bool("quiet", false, "no progress note on stderr")
+	if err := f.parse(args[1:]); err != nil {
+		return err
+	}
+	if *id == "" || (kind == "oss" && *quarter == "") || (kind == "ecsl" && *period == "") {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	var p accounting.Period
+	var err error
+	if kind == "oss" {
+		p, err = accounting.ParseQuarter(*quarter)
+	} else {
+		p, err = accounting.ParsePeriod(*period)
+	}
+	if err != nil {
+		return err
+	}
+	pool, err := f.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	var bar *progressbar.ProgressBar
+	if !*quiet {
+		bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("summing "+kind+" "+p.Label))
+	}
+	svc := query.New(pool, nil)
+	var body []byte
+	if kind == "oss" {
+		body, err = svc.OSSReport(ctx, *id, p)
+	} else {
+		body, err = svc.ECSLReport(ctx, *id, p)
+	}
+	if bar != nil {
+		_ = bar.Finish()
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		return err
+	}
+	return writeOut(*out, body, stdout)
+}

@@ -1,0 +1,182 @@
+package accounting
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/charmap"
+)
+
+// The DATEV format (EXTF, "Buchungsstapel", header record version 700,
+// format category 21, format version 13):
+//
+//	line 1  the header record: 31 fields, text fields quoted
+//	line 2  the column names (125 columns)
+//	line 3+ one booking per line, 125 fields
+//
+// Fields are separated by ';', lines end with CRLF, the file is
+// Windows-1252 (characters it lacks become '?'). Amounts have a decimal
+// comma and no sign (the direction is the Soll/Haben-Kennzeichen), dates in
+// a booking are DDMM (the year comes from the header), text fields are quoted
+// with '"' and a '"' inside is doubled.
+
+// Header is what the header record states about a batch.
+type Header struct {
+	Consultant      int       // Beraternummer (1001 to 9999999)
+	Client          int       // Mandantennummer (1 to 99999)
+	FiscalYearStart time.Time // WJ-Beginn
+	From, To        time.Time // Datum vom, Datum bis: within one fiscal year
+	Created         time.Time // Erzeugt am
+	Chart           Chart     // Sachkontenrahmen
+	Label           string    // Bezeichnung (at most 30 characters)
+}
+
+// Columns are the 125 column names of a Buchungsstapel, format version 13.
+var Columns = strings.Split("Umsatz (ohne Soll/Haben-Kz);Soll/Haben-Kennzeichen;WKZ Umsatz;Kurs;Basis-Umsatz;WKZ Basis-Umsatz;"+
+	"Konto;Gegenkonto (ohne BU-Schlüssel);BU-Schlüssel;Belegdatum;Belegfeld 1;Belegfeld 2;Skonto;Buchungstext;Postensperre;"+
+	"Diverse Adressnummer;Geschäftspartnerbank;Sachverhalt;Zinssperre;Beleglink;"+
+	"Beleginfo - Art 1;Beleginfo - Inhalt 1;Beleginfo - Art 2;Beleginfo - Inhalt 2;Beleginfo - Art 3;Beleginfo - Inhalt 3;"+
+	"Beleginfo - Art 4;Beleginfo - Inhalt 4;Beleginfo - Art 5;Beleginfo - Inhalt 5;Beleginfo - Art 6;Beleginfo - Inhalt 6;"+
+	"Beleginfo - Art 7;Beleginfo - Inhalt 7;Beleginfo - Art 8;Beleginfo - Inhalt 8;KOST1 - Kostenstelle;KOST2 - Kostenstelle;"+
+	"Kost-Menge;EU-Land u. UStID;EU-Steuersatz;Abw. Versteuerungsart;Sachverhalt L+L;Funktionsergänzung L+L;"+
+	"BU 49 Hauptfunktionstyp;BU 49 Hauptfunktionsnummer;BU 49 Funktionsergänzung;"+
+	zusatz()+"Stück;Gewicht;Zahlweise;Forderungsart;Veranlagungsjahr;Zugeordnete Fälligkeit;Skontotyp;Auftragsnummer;"+
+	"Buchungstyp;USt-Schlüssel (Anzahlungen);EU-Land (Anzahlungen);Sachverhalt L+L (Anzahlungen);EU-Steuersatz (Anzahlungen);"+
+	"Erlöskonto (Anzahlungen);Herkunft-Kz;Leerfeld;KOST-Datum;SEPA-Mandatsreferenz;Skontosperre;Gesellschaftername;"+
+	"Beteiligtennummer;Identifikationsnummer;Zeichnernummer;Postensperre bis;Bezeichnung SoBil-Sachverhalt;"+
+	"Kennzeichen SoBil-Buchung;Festschreibung;Leistungsdatum;Datum Zuord. Steuerperiode;Fälligkeit;Generalumkehr;"+
+	"Steuersatz;Land;Abrechnungsreferenz;BVV-Position (Betriebsvermögensvergleich);EU-Mitgliedstaat u. UStID (Ursprung);"+
+	"EU-Steuersatz (Ursprung);Abw. Skontokonto", ";")
+
+func zusatz() string {
+	var b strings.Builder
+	for i := 1; i <= 20; i++ {
+		fmt.Fprintf(&b, "Zusatzinformation - Art %d;Zusatzinformation - Inhalt %d;", i, i)
+	}
+	return b.String()
+}
+
+// column returns the 0-based index of a column name; it panics on a name
+// that is not there (a programming error caught by every test).
+func column(name string) int {
+	for i, c := range Columns {
+		if c == name {
+			return i
+		}
+	}
+	panic("accounting: no DATEV column " + name)
+}
+
+var (
+	colAmount, colSH, colCurrency = column("Umsatz (ohne Soll/Haben-Kz)"), column("Soll/Haben-Kennzeichen"), column("WKZ Umsatz")
+	colAccount, colContra, colBU  = column("Konto"), column("Gegenkonto (ohne BU-Schlüssel)"), column("BU-Schlüssel")
+	colDate, colDoc1, colText     = column("Belegdatum"), column("Belegfeld 1"), column("Buchungstext")
+	colEUVATID, colEURate         = column("EU-Land u. UStID"), column("EU-Steuersatz")
+	colLocked, colServiceDate     = column("Festschreibung"), column("Leistungsdatum")
+)
+
+// CheckRange reports whether from..to can be one DATEV batch: from not after
+// to, both within one calendar year (the fiscal year). field names the bad
+// parameter ("to").
+func CheckRange(from, to time.Time) (field string, err error) {
+	switch {
+	case to.Before(from):
+		return "to", fmt.Errorf("to %s is before from %s", to.Format(time.DateOnly), from.Format(time.DateOnly))
+	case to.Year() != from.Year():
+		return "to", fmt.Errorf("from and to must lie in one financial year (a DATEV batch covers one): %s and %s", from.Format(time.DateOnly), to.Format(time.DateOnly))
+	}
+	return "", nil
+}
+
+// WriteDATEV writes the batch of bookings with header h to w, Windows-1252.
+func WriteDATEV(w io.Writer, h Header, bookings []Booking) error {
+	if _, err := CheckRange(h.From, h.To); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	label := h.Label
+	if r := []rune(label); len(r) > 30 {
+		label = string(r[:30])
+	}
+	skr := "03"
+	if h.Chart == SKR04 {
+		skr = "04"
+	}
+	header := []string{
+		q("EXTF"), "700", "21", q("Buchungsstapel"), "13", h.Created.UTC().Format("20060102150405") + fmt.Sprintf("%03d", h.Created.Nanosecond()/1e6),
+		"", q("RE"), q("o2i"), q(""), strconv.Itoa(h.Consultant), strconv.Itoa(h.Client), h.FiscalYearStart.Format("20060102"), "4",
+		h.From.Format("20060102"), h.To.Format("20060102"), q(label), q(""), "1", "0", "0", q("EUR"),
+		"", q(""), "", "", q(skr), "", "", q(""), q(""),
+	}
+	buf.WriteString(strings.Join(header, ";"))
+	buf.WriteString("\r\n")
+	buf.WriteString(strings.Join(Columns, ";"))
+	buf.WriteString("\r\n")
+	row := make([]string, len(Columns))
+	for _, b := range bookings {
+		if b.Cents <= 0 {
+			return fmt.Errorf("accounting: booking %s of %s: amount %s is not positive", b.Text, b.Document, b.Cents)
+		}
+		for i := range row {
+			row[i] = ""
+		}
+		row[colAmount] = centsComma(b.Cents)
+		row[colSH] = q("S")
+		row[colCurrency] = q("EUR")
+		row[colAccount] = b.Debit
+		row[colContra] = b.Credit
+		if b.BU != "" {
+			row[colBU] = q(b.BU)
+		}
+		row[colDate] = b.Date.Format("0201")
+		row[colDoc1] = q(docField(b.Document))
+		row[colText] = q(cut(b.Text, 60))
+		if b.EUVATID != "" {
+			row[colEUVATID] = q(b.EUVATID)
+		}
+		if b.EURate != "" {
+			row[colEURate] = b.EURate
+		}
+		row[colLocked] = "0"
+		if !b.ServiceDate.IsZero() {
+			row[colServiceDate] = b.ServiceDate.Format("02012006")
+		}
+		buf.WriteString(strings.Join(row, ";"))
+		buf.WriteString("\r\n")
+	}
+	enc := encoding.ReplaceUnsupported(charmap.Windows1252.NewEncoder())
+	out, err := enc.Bytes(buf.Bytes())
+	if err != nil {
+		return fmt.Errorf("accounting: encode Windows-1252: %w", err)
+	}
+	_, err = w.Write(out)
+	return err
+}
+
+// q quotes a text field: '"' around it, a '"' inside doubled.
+func q(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
+}
+
+// docField is Belegfeld 1: at most 36 characters of a-z A-Z 0-9 $ & % * + - /
+// (DATEV's set); anything else becomes '-'.
+func docField(s string) string {
+	b := []rune(cut(s, 36))
+	for i, r := range b {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("$&%*+-/", r)
+		if !ok {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,217 @@
+package accounting
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/internal/money"
+)
+
+// Period is a reporting period: a calendar month or a quarter.
+type Period struct {
+	Label    string    // "2026-Q1" or "2026-03"
+	From, To time.Time // first and last day, UTC
+}
+
+// ParseQuarter reads "YYYY-Qn" (n 1 to 4).
+func ParseQuarter(s string) (Period, error) {
+	y, qs, ok := strings.Cut(strings.TrimSpace(s), "-")
+	if !ok || len(y) != 4 || len(qs) != 2 || (qs[0] != 'Q' && qs[0] != 'q') {
+		return Period{}, fmt.Errorf("quarter %q: expected YYYY-Qn, for example 2026-Q1", s)
+	}
+	year, err1 := strconv.Atoi(y)
+	n, err2 := strconv.Atoi(qs[1:])
+	if err1 != nil || err2 != nil || year < 2000 || year > 9999 || n < 1 || n > 4 {
+		return Period{}, fmt.Errorf("quarter %q: expected YYYY-Qn, for example 2026-Q1", s)
+	}
+	from := time.Date(year, time.Month(3*(n-1)+1), 1, 0, 0, 0, 0, time.UTC)
+	return Period{Label: fmt.Sprintf("%d-Q%d", year, n), From: from, To: from.AddDate(0, 3, -1)}, nil
+}
+
+// ParsePeriod reads a month "YYYY-MM" or a quarter "YYYY-Qn" (the EC sales
+// list is monthly, or quarterly for small sellers).
+func ParsePeriod(s string) (Period, error) {
+	if strings.ContainsAny(s, "Qq") {
+		return ParseQuarter(s)
+	}
+	t, err := time.Parse("2006-01", strings.TrimSpace(s))
+	if err != nil || t.Year() < 2000 {
+		return Period{}, fmt.Errorf("period %q: expected YYYY-MM (or YYYY-Qn), for example 2026-03", s)
+	}
+	return Period{Label: t.Format("2006-01"), From: t, To: t.AddDate(0, 1, -1)}, nil
+}
+
+func (p Period) contains(t time.Time) bool {
+	d := day(t)
+	return !d.Before(p.From) && !d.After(p.To)
+}
+
+// OSSRow is one line of the one-stop-shop return: the B2C distance sales of
+// one member state at one rate.
+type OSSRow struct {
+	Country  string        // member state of consumption (ISO 3166-1; Greece EL as the return wants it)
+	Rate     money.Decimal // percent
+	Standard bool          // the member state's standard rate, else a reduced rate
+	NetCents money.Cents
+	TaxCents money.Cents
+}
+
+// OSS sums the OSS sales issued in p: per member state and rate, net and
+// VAT of every live document flagged for the return, cancellations and
+// credit notes subtracted. Rows are sorted by country and rate; rows that
+// sum to zero (a sale and its cancellation in one quarter) are left out.
+func OSS(docs []billing.Invoice, p Period) []OSSRow {
+	type key struct{ country, rate string }
+	sums := map[key]*OSSRow{}
+	rates := billing.EURates().Rates
+	for _, inv := range docs {
+		if inv.Test || !inv.OSSReport || inv.Treatment != billing.TreatOSS || !p.contains(inv.IssueDate) {
+			continue
+		}
+		sg := sign(inv.Kind)
+		for _, v := range inv.VAT {
+			if v.Category != billing.CategoryStandard {
+				continue
+			}
+			country := strings.ToUpper(inv.Destination)
+			k := key{country, v.Rate.String()}
+			r := sums[k]
+			if r == nil {
+				cr := rates[country]
+				r = &OSSRow{Country: country, Rate: v.Rate, Standard: v.Rate.Equal(cr.Standard)}
+				sums[k] = r
+			}
+			r.NetCents += sg * v.BaseCents
+			r.TaxCents += sg * v.TaxCents
+		}
+	}
+	out := make([]OSSRow, 0, len(sums))
+	for _, r := range sums {
+		if r.NetCents == 0 && r.TaxCents == 0 {
+			continue
+		}
+		if r.Country == "GR" {
+			r.Country = "EL"
+		}
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Country != out[j].Country {
+			return out[i].Country < out[j].Country
+		}
+		return out[i].Rate.Cmp(out[j].Rate) < 0
+	})
+	return out
+}
+
+// WriteOSS writes the OSS rows as the CSV of the tax office's upload
+// (BZSt, EU scheme): two version lines, the column names, then per row
+// "3" (supplies from Germany), member state, STANDARD or REDUCED, the rate,
+// net and VAT with a decimal point. UTF-8.
+func WriteOSS(w io.Writer, rows []OSSRow) error {
+	var b bytes.Buffer
+	b.WriteString("#v1.0\r\n#ve1.2\r\n")
+	b.WriteString("Satzart,Land des Verbrauchs,Umsatzsteuertyp,Umsatzsteuersatz,Steuerbemessungsgrundlage,Umsatzsteuerbetrag\r\n")
+	for _, r := range rows {
+		typ := "REDUCED"
+		if r.Standard {
+			typ = "STANDARD"
+		}
+		fmt.Fprintf(&b, "3,%s,%s,%s,%s,%s\r\n", r.Country, typ, strings.ReplaceAll(decimalComma(r.Rate, 2), ",", "."),
+			r.NetCents.String(), r.TaxCents.String())
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// ECSL kinds (Art der Leistung).
+const (
+	ECSLGoods    = "L" // intra-community supply of goods
+	ECSLServices = "S" // services, the recipient owes the VAT
+)
+
+// ECSLRow is one line of the EC sales list (Zusammenfassende Meldung).
+type ECSLRow struct {
+	Country   string // the VAT ID's country prefix (EL for Greece)
+	VATNumber string // the VAT ID without its prefix
+	Kind      string // ECSLGoods or ECSLServices
+	NetCents  money.Cents
+}
+
+// Euros is the amount as the list states it: whole euros, rounded half away
+// from zero.
+func (r ECSLRow) Euros() int64 {
+	e, _ := money.MulDivRound(int64(r.NetCents), 1, 100)
+	return e
+}
+
+// ECSL sums the intra-community supplies issued in p: per customer VAT ID
+// and kind, the net of every live document flagged for the list,
+// cancellations and credit notes subtracted. Rows are sorted by VAT ID and
+// kind; rows that sum to zero (a supply and its cancellation in one period)
+// are left out.
+func ECSL(docs []billing.Invoice, p Period) []ECSLRow {
+	type key struct{ vat, kind string }
+	sums := map[key]money.Cents{}
+	for _, inv := range docs {
+		if inv.Test || !inv.ECSalesList || !p.contains(inv.IssueDate) {
+			continue
+		}
+		kind := ""
+		switch inv.Treatment {
+		case billing.TreatIntraEU:
+			kind = ECSLGoods
+		case billing.TreatReverseCharge:
+			kind = ECSLServices
+		default:
+			continue
+		}
+		vat := strings.ToUpper(strings.ReplaceAll(strings.TrimSpace(inv.Buyer.VATID), " ", ""))
+		var net money.Cents
+		for _, v := range inv.VAT {
+			if v.Category == billing.CategoryIntraEU || v.Category == billing.CategoryReverse {
+				net += v.BaseCents
+			}
+		}
+		sums[key{vat, kind}] += sign(inv.Kind) * net
+	}
+	out := make([]ECSLRow, 0, len(sums))
+	for k, net := range sums {
+		if net == 0 {
+			continue
+		}
+		country, number := k.vat, ""
+		if len(k.vat) > 2 {
+			country, number = k.vat[:2], k.vat[2:]
+		}
+		out = append(out, ECSLRow{Country: country, VATNumber: number, Kind: k.kind, NetCents: net})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Country+out[i].VATNumber, out[j].Country+out[j].VATNumber
+		if a != b {
+			return a < b
+		}
+		return out[i].Kind < out[j].Kind
+	})
+	return out
+}
+
+// WriteECSL writes the EC sales list as the CSV of the tax office's upload
+// (BZSt online portal): two version lines, the column names, then per row
+// country prefix, VAT number, amount in whole euros and the kind. UTF-8.
+func WriteECSL(w io.Writer, rows []ECSLRow) error {
+	var b bytes.Buffer
+	b.WriteString("#v1.0\r\n#ve1.0\r\n")
+	b.WriteString("Laenderkennzeichen,USt-IdNr.,Betrag(EUR),Art der Leistung\r\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%s,%s,%d,%s\r\n", r.Country, r.VATNumber, r.Euros(), r.Kind)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
