@@ -60,7 +60,7 @@ type ListInvoicesInput struct {
 // InvoicePage is a page of GET /v1/invoices.
 type InvoicePage struct {
 	Data       []Invoice `json:"data" required:"true"`
-	NextCursor *string   `json:"nextCursor" required:"true" description:"pass as cursor for the next page; null on the last page"`
+	NextCursor *string   `json:"nextCursor" required:"true" description:"pass as cursor for the next page; on the last page (hasMore false) it points after the last invoice, for polling new ones later"`
 	HasMore    bool      `json:"hasMore" required:"true"`
 	RequestID  string    `json:"requestId" required:"true"`
 }

@@ -209,7 +209,7 @@ func (a *apiClient) waitArchived(ctx context.Context, orders []string, deadline 
 		if len(pending) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
-		sleep(ctx, 2*time.Second)
+		sleep(ctx, 5*time.Second)
 	}
 	sort.Strings(pending)
 	return pending, ctx.Err()
@@ -234,12 +234,13 @@ func (a *apiClient) listInvoices(ctx context.Context) ([]invoice, error) {
 		var page struct {
 			Data       []invoice `json:"data"`
 			NextCursor *string   `json:"nextCursor"`
+			HasMore    bool      `json:"hasMore"`
 		}
 		if err := json.Unmarshal(body, &page); err != nil {
 			return nil, err
 		}
 		all = append(all, page.Data...)
-		if page.NextCursor == nil {
+		if !page.HasMore || page.NextCursor == nil { // the last page's cursor points after it, for later polls
 			return all, nil
 		}
 		cursor = *page.NextCursor
