@@ -65,6 +65,10 @@ func connect(ctx context.Context, cfg Config) (*deps, error) {
 		d.close()
 		return nil, fmt.Errorf("dependency S3 archive bucket (O2I_S3_BUCKET): %w", err)
 	}
+	if err := withTimeout(ctx, archive.NewTest(d.s3, cfg.S3TestBucket).EnsureTestBucket); err != nil {
+		d.close()
+		return nil, fmt.Errorf("dependency S3 test bucket (O2I_S3_TEST_BUCKET): %w", err)
+	}
 	return d, nil
 }
 
