@@ -152,17 +152,19 @@ func (a *Archive) Check(ctx context.Context, want Stored) ([]byte, []Problem) {
 	return data, out
 }
 
-// RemovePrefix removes every version of every object under prefix. Only
-// an archive without retention (test documents) may: a locked archive
-// refuses.
-func (a *Archive) RemovePrefix(ctx context.Context, prefix string) (int, error) {
+// RemoveKey removes every version of exactly key. Only an archive without
+// retention (test documents) may: a locked archive refuses.
+func (a *Archive) RemoveKey(ctx context.Context, key string) (int, error) {
 	if a.locked {
 		return 0, fmt.Errorf("archive: bucket %s keeps documents under retention; nothing is removed", a.bucket)
 	}
 	n := 0
-	for obj := range a.c.ListObjects(ctx, a.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, WithVersions: true}) {
+	for obj := range a.c.ListObjects(ctx, a.bucket, minio.ListObjectsOptions{Prefix: key, Recursive: true, WithVersions: true}) {
 		if obj.Err != nil {
-			return n, fmt.Errorf("archive: list %s: %w", prefix, obj.Err)
+			return n, fmt.Errorf("archive: list %s: %w", key, obj.Err)
+		}
+		if obj.Key != key {
+			continue
 		}
 		if err := a.c.RemoveObject(ctx, a.bucket, obj.Key, minio.RemoveObjectOptions{VersionID: obj.VersionID}); err != nil {
 			return n, fmt.Errorf("archive: remove %s: %w", obj.Key, err)
@@ -171,3 +173,7 @@ func (a *Archive) RemovePrefix(ctx context.Context, prefix string) (int, error) 
 	}
 	return n, nil
 }
+
+// TestArchive returns the separate archive of test documents, or nil when
+// test documents share this bucket.
+func (a *Archive) TestArchive() *Archive { return a.test }

@@ -87,10 +87,7 @@ func (s *Service) ArchiveInvoice(ctx context.Context, a *archive.Archive, projec
 	inv.IssueDate = issue.Format(time.DateOnly)
 	now := time.Now().UTC()
 	return store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := insertArchiveObject(ctx, tx, projectID, invoiceID, "manifest", arc.Bucket(), mSt); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE archive_manifests SET stored_at = $2 WHERE invoice_id = $1 AND stored_at IS NULL`, invoiceID, now); err != nil {
+		if err := recordManifest(ctx, tx, projectID, invoiceID, arc.Bucket(), mSt, now); err != nil {
 			return err
 		}
 		err := tx.QueryRow(ctx, `UPDATE invoices SET status = 'archived', archived_at = $3, version = version + 1
@@ -167,6 +164,16 @@ func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m arc
 		return nil
 	})
 	return body, err
+}
+
+// recordManifest anchors the written manifest object and marks the
+// manifest stored.
+func recordManifest(ctx context.Context, tx pgx.Tx, projectID, invoiceID, bucket string, st archive.Stored, now time.Time) error {
+	if err := insertArchiveObject(ctx, tx, projectID, invoiceID, "manifest", bucket, st); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `UPDATE archive_manifests SET stored_at = $2 WHERE invoice_id = $1 AND stored_at IS NULL`, invoiceID, now)
+	return err
 }
 
 func insertArchiveObject(ctx context.Context, tx pgx.Tx, projectID, invoiceID, kind, bucket string, st archive.Stored) error {
