@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -138,11 +139,17 @@ func (s *Service) ResetTestData(ctx context.Context, a *archive.Archive, rdb red
 		for start := 0; start < len(orderNos); start += 500 {
 			batch := orderNos[start:min(start+500, len(orderNos))]
 			keys := make([]string, len(batch))
+			changes := make([]readmodel.Change, len(batch))
 			for i, no := range batch {
 				keys[i] = readmodel.OrderKey(projectID, no)
+				// The API processes drop what they hold of the records.
+				changes[i] = readmodel.Change{ProjectID: projectID, OrderNo: no, Rev: math.MaxInt64}
 			}
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			err := rdb.Del(rctx, keys...).Err()
+			p := rdb.Pipeline()
+			p.Del(rctx, keys...)
+			readmodel.PublishChanges(rctx, p, changes)
+			_, err := p.Exec(rctx)
 			cancel()
 			if err != nil && !errors.Is(err, redis.Nil) {
 				return res, fmt.Errorf("redis: %w (the status records are gone from PostgreSQL; o2i projection rebuild repairs Redis)", err)
