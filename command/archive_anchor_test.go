@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -274,5 +275,37 @@ func TestBackfillAnchorsDocumentsArchivedBeforeTheAnchor(t *testing.T) {
 	}
 	if res, err := v.svc.BackfillArchive(ctx, a, v.project, nil); err != nil || res.Anchored != 0 {
 		t.Errorf("second backfill: %+v %v", res, err)
+	}
+}
+
+// TestExportStopsAtAnObjectThatDoesNotMatchItsRecord: the export reads each
+// object by its recorded version and refuses one whose bytes differ from
+// the record, instead of handing it over.
+func TestExportStopsAtAnObjectThatDoesNotMatchItsRecord(t *testing.T) {
+	t.Parallel()
+	a, c, bucket := unlockedArchive(t, false)
+	v := newInvoicing(t, false, nil)
+	ctx := context.Background()
+	var docs []command.Issued
+	for _, no := range []string{"EX-1", "EX-2"} {
+		d := v.issue(v.place(simpleOrder(no, "")))[0]
+		if err := v.svc.ArchiveInvoice(ctx, a, v.project, d.ID); err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, d)
+	}
+	q := query.New(v.pool, nil)
+	q.ServeDocumentsFrom(a)
+	var zip bytes.Buffer
+	if err := q.ExportArchive(ctx, &zip, v.project, 2026, nil); err != nil || zip.Len() == 0 {
+		t.Fatalf("export of an intact archive: %v", err)
+	}
+	changed := []byte("%PDF-1.7 changed")
+	if _, err := c.PutObject(ctx, bucket, archive.InvoicePDFKey(v.project, docs[1].ID), bytes.NewReader(changed), int64(len(changed)),
+		minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.ExportArchive(ctx, io.Discard, v.project, 2026, nil); !errors.Is(err, archive.ErrCorrupt) {
+		t.Errorf("export with a changed PDF: %v, want ErrCorrupt", err)
 	}
 }

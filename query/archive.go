@@ -42,15 +42,24 @@ type anchored struct {
 	st     archive.Stored
 }
 
-// archivedInvoices returns the stored manifests of a project with their
-// objects: of the year (0: every year), live or test ones (both: testMode
-// nil), after seq, at most limit (0: all), in seq order.
-func (s *Service) archivedInvoices(ctx context.Context, projectID string, year int, testMode *bool, after int64, limit int) ([]archivedInvoice, error) {
+// archiveScope selects manifests: of a project, of the year (0: every
+// year), live or test ones (both: testMode nil), up to seq upto (0: no bound).
+type archiveScope struct {
+	projectID string
+	year      int
+	testMode  *bool
+	upto      int64
+}
+
+// archivedInvoices returns the stored manifests in scope with their
+// objects, after seq, at most limit, in seq order.
+func (s *Service) archivedInvoices(ctx context.Context, sc archiveScope, after int64, limit int) ([]archivedInvoice, error) {
 	rows, err := s.pool.Query(ctx, `SELECT seq, invoice_id::text, number, type, issue_date, range_key, chain_seq, test_mode, sha256,
 			COALESCE(prev_sha256, '')
 		FROM archive_manifests
-		WHERE project_id = $1 AND ($2 = 0 OR year = $2) AND ($3::boolean IS NULL OR test_mode = $3) AND seq > $4 AND stored_at IS NOT NULL
-		ORDER BY seq LIMIT CASE WHEN $5 > 0 THEN $5 END`, projectID, year, testMode, after, limit)
+		WHERE project_id = $1 AND ($2 = 0 OR year = $2) AND ($3::boolean IS NULL OR test_mode = $3) AND seq > $4
+		AND ($6 = 0 OR seq <= $6) AND stored_at IS NOT NULL
+		ORDER BY seq LIMIT $5`, sc.projectID, sc.year, sc.testMode, after, limit, sc.upto)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +96,39 @@ func (s *Service) archivedInvoices(ctx context.Context, projectID string, year i
 		list[at[id]].objects[kind] = o
 	}
 	return list, rows.Err()
+}
+
+// archiveBatch is how many invoices verify and export read at once.
+const archiveBatch = 200
+
+// eachArchived calls f with the manifests in scope, batch by batch, and
+// returns how many there were. The scope is bounded to the manifests stored
+// when it starts (sc.upto), so that two walks see the same invoices.
+func (s *Service) eachArchived(ctx context.Context, sc archiveScope, f func([]archivedInvoice) error) error {
+	var after int64
+	for {
+		list, err := s.archivedInvoices(ctx, sc, after, archiveBatch)
+		if err != nil || len(list) == 0 {
+			return err
+		}
+		if err := f(list); err != nil {
+			return err
+		}
+		after = list[len(list)-1].seq
+	}
+}
+
+// boundScope fixes sc.upto at the newest stored manifest and counts the
+// manifests in scope.
+func (s *Service) boundScope(ctx context.Context, sc *archiveScope) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0), count(*) FROM archive_manifests
+		WHERE project_id = $1 AND ($2 = 0 OR year = $2) AND ($3::boolean IS NULL OR test_mode = $3) AND stored_at IS NOT NULL`,
+		sc.projectID, sc.year, sc.testMode).Scan(&sc.upto, &n)
+	if sc.upto == 0 {
+		sc.upto = -1 // nothing stored: match nothing
+	}
+	return n, err
 }
 
 // objectKinds is the order of an invoice's objects everywhere.
@@ -152,7 +194,7 @@ func (s *Service) listArchive(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	list, err := s.archivedInvoices(ctx, projectID, year, live, after, f.limit+1)
+	list, err := s.archivedInvoices(ctx, archiveScope{projectID: projectID, year: year, testMode: live}, after, f.limit+1)
 	if err != nil {
 		return err
 	}
@@ -198,78 +240,31 @@ type VerifyReport struct {
 // its manifest. progress is called after each invoice.
 func (s *Service) VerifyArchive(ctx context.Context, projectID string, year int, progress func(done, total int)) (VerifyReport, error) {
 	rep := VerifyReport{Problems: []VerifyProblem{}}
-	list, err := s.archivedInvoices(ctx, projectID, year, nil, 0, 0)
+	sc := archiveScope{projectID: projectID, year: year}
+	total, err := s.boundScope(ctx, &sc)
 	if err != nil {
 		return rep, err
 	}
-	// The chain: the recorded hash of every manifest of the ranges touched.
-	rows, err := s.pool.Query(ctx, `SELECT range_key, chain_seq, sha256 FROM archive_manifests WHERE project_id = $1`, projectID)
+	done := 0
+	err = s.eachArchived(ctx, sc, func(list []archivedInvoice) error {
+		prevs, err := s.predecessors(ctx, projectID, list)
+		if err != nil {
+			return err
+		}
+		for _, a := range list {
+			s.verifyOne(ctx, &rep, a, prevs)
+			done++
+			if progress != nil {
+				progress(done, total)
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return rep, err
-	}
-	type link struct {
-		rangeKey string
-		seq      int64
-	}
-	chain := map[link]string{}
-	var rk, sum string
-	var seq int64
-	if _, err := pgx.ForEachRow(rows, []any{&rk, &seq, &sum}, func() error { chain[link{rk, seq}] = sum; return nil }); err != nil {
-		return rep, err
-	}
-	for i, a := range list {
-		problem := func(kind string, p archive.Problem) {
-			rep.Problems = append(rep.Problems, VerifyProblem{InvoiceID: a.invoiceID, Number: a.number, Kind: kind, Problem: p})
-		}
-		var manifest []byte
-		for _, kind := range objectKinds {
-			o, ok := a.objects[kind]
-			if !ok {
-				problem(kind, archive.Problem{Kind: "unanchored", Detail: "no " + kind + " is recorded for this invoice"})
-				continue
-			}
-			rep.Checked++
-			arc, err := s.archive.InBucket(o.bucket)
-			if err != nil {
-				problem(kind, archive.Problem{Key: o.st.Key, VersionID: o.st.VersionID, Kind: "unreadable", Detail: err.Error()})
-				continue
-			}
-			data, found := arc.Check(ctx, o.st)
-			if !a.testMode && !arc.Locked() {
-				found = append(found, archive.Problem{Key: o.st.Key, VersionID: o.st.VersionID, Kind: "retention",
-					Detail: fmt.Sprintf("a %s document lies in bucket %s", map[bool]string{true: "test", false: "live"}[a.testMode], o.bucket)})
-			}
-			for _, p := range found {
-				problem(kind, p)
-			}
-			if len(found) == 0 {
-				rep.OK++
-			}
-			if kind == "manifest" {
-				manifest = data
-			}
-		}
-		chainProblem := func(format string, args ...any) {
-			problem("chain", archive.Problem{Kind: "chain", Detail: fmt.Sprintf(format, args...)})
-		}
-		if a.chainSeq > 1 {
-			if prev, ok := chain[link{a.rangeKey, a.chainSeq - 1}]; !ok {
-				chainProblem("number range %s: no manifest at position %d before this one", a.rangeKey, a.chainSeq-1)
-			} else if prev != a.prevSHA {
-				chainProblem("recorded previous manifest %s, the manifest at position %d is %s", a.prevSHA, a.chainSeq-1, prev)
-			}
-		}
-		if manifest != nil {
-			if msg := manifestMismatch(manifest, a); msg != "" {
-				chainProblem("%s", msg)
-			}
-		}
-		if progress != nil {
-			progress(i+1, len(list))
-		}
 	}
 	// Every archived invoice has its manifest.
-	rows, err = s.pool.Query(ctx, `SELECT i.id::text, i.number FROM invoices i
+	rows, err := s.pool.Query(ctx, `SELECT i.id::text, i.number FROM invoices i
 		WHERE i.project_id = $1 AND i.status = 'archived' AND ($2 = 0 OR extract(year FROM i.issue_date) = $2)
 		AND NOT EXISTS (SELECT 1 FROM archive_manifests m WHERE m.invoice_id = i.id AND m.stored_at IS NOT NULL)
 		ORDER BY i.range_key, i.seq`, projectID, year)
@@ -283,6 +278,88 @@ func (s *Service) VerifyArchive(ctx context.Context, projectID string, year int,
 		return nil
 	})
 	return rep, err
+}
+
+// chainLink is a position in a number range's chain.
+type chainLink struct {
+	rangeKey string
+	seq      int64
+}
+
+// predecessors returns the recorded SHA-256 of the manifest before each of
+// list's manifests in its chain (absent: no manifest at that position).
+func (s *Service) predecessors(ctx context.Context, projectID string, list []archivedInvoice) (map[chainLink]string, error) {
+	ranges := make([]string, 0, len(list))
+	seqs := make([]int64, 0, len(list))
+	for _, a := range list {
+		if a.chainSeq > 1 {
+			ranges, seqs = append(ranges, a.rangeKey), append(seqs, a.chainSeq-1)
+		}
+	}
+	out := map[chainLink]string{}
+	if len(seqs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT m.range_key, m.chain_seq, m.sha256 FROM archive_manifests m
+		JOIN unnest($2::text[], $3::bigint[]) AS l (range_key, chain_seq) ON l.range_key = m.range_key AND l.chain_seq = m.chain_seq
+		WHERE m.project_id = $1`, projectID, ranges, seqs)
+	if err != nil {
+		return nil, err
+	}
+	var l chainLink
+	var sum string
+	_, err = pgx.ForEachRow(rows, []any{&l.rangeKey, &l.seq, &sum}, func() error { out[l] = sum; return nil })
+	return out, err
+}
+
+// verifyOne checks one invoice's objects, manifest and chain link.
+func (s *Service) verifyOne(ctx context.Context, rep *VerifyReport, a archivedInvoice, prevs map[chainLink]string) {
+	problem := func(kind string, p archive.Problem) {
+		rep.Problems = append(rep.Problems, VerifyProblem{InvoiceID: a.invoiceID, Number: a.number, Kind: kind, Problem: p})
+	}
+	var manifest []byte
+	for _, kind := range objectKinds {
+		o, ok := a.objects[kind]
+		if !ok {
+			problem(kind, archive.Problem{Kind: "unanchored", Detail: "no " + kind + " is recorded for this invoice"})
+			continue
+		}
+		rep.Checked++
+		arc, err := s.archive.InBucket(o.bucket)
+		if err != nil {
+			problem(kind, archive.Problem{Key: o.st.Key, VersionID: o.st.VersionID, Kind: "unreadable", Detail: err.Error()})
+			continue
+		}
+		data, found := arc.Check(ctx, o.st)
+		if !a.testMode && !arc.Locked() {
+			found = append(found, archive.Problem{Key: o.st.Key, VersionID: o.st.VersionID, Kind: "retention",
+				Detail: "a live document lies in bucket " + o.bucket + ", which has no retention"})
+		}
+		for _, p := range found {
+			problem(kind, p)
+		}
+		if len(found) == 0 {
+			rep.OK++
+		}
+		if kind == "manifest" {
+			manifest = data
+		}
+	}
+	chainProblem := func(format string, args ...any) {
+		problem("chain", archive.Problem{Kind: "chain", Detail: fmt.Sprintf(format, args...)})
+	}
+	if a.chainSeq > 1 {
+		if prev, ok := prevs[chainLink{a.rangeKey, a.chainSeq - 1}]; !ok {
+			chainProblem("number range %s: no manifest at position %d before this one", a.rangeKey, a.chainSeq-1)
+		} else if prev != a.prevSHA {
+			chainProblem("recorded previous manifest %s, the manifest at position %d is %s", a.prevSHA, a.chainSeq-1, prev)
+		}
+	}
+	if manifest != nil {
+		if msg := manifestMismatch(manifest, a); msg != "" {
+			chainProblem("%s", msg)
+		}
+	}
 }
 
 // manifestMismatch compares a manifest as read from the archive with the
@@ -332,68 +409,95 @@ const (
 // progress is called after each invoice.
 func (s *Service) ExportArchive(ctx context.Context, w io.Writer, projectID string, year int, progress func(done, total int)) (err error) {
 	defer apperr.Wrap(&err, "export archive %d", year)
-	list, err := s.archivedInvoices(ctx, projectID, year, live, 0, 0)
+	sc := archiveScope{projectID: projectID, year: year, testMode: live}
+	total, err := s.boundScope(ctx, &sc)
 	if err != nil {
 		return err
 	}
 	var supplier string
-	_ = s.pool.QueryRow(ctx, `SELECT COALESCE(NULLIF(settings->>'sellerName', ''), name) FROM projects WHERE id = $1`, projectID).Scan(&supplier)
-	zw := zip.NewWriter(w)
-	var index bytes.Buffer
-	cw := csv.NewWriter(&index)
-	cw.Comma, cw.UseCRLF = ';', true
-	if err := cw.Write(exportColumnNames()); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(NULLIF(settings->>'sellerName', ''), name) FROM projects WHERE id = $1`, projectID).Scan(&supplier); err != nil {
 		return err
 	}
-	used := map[string]bool{}
-	for i, a := range list {
+	// File names: the invoice number, made safe; the invoice id's start
+	// tells apart numbers that become equal. Both walks name alike.
+	used, taken := map[string]string{}, map[string]bool{}
+	fileBase := func(a archivedInvoice) string {
+		if b, ok := used[a.invoiceID]; ok {
+			return b
+		}
 		base := strings.Map(safeFileRune, a.number)
-		if used[base] {
+		if taken[base] {
 			base += "_" + a.invoiceID[:8]
 		}
-		used[base] = true
-		for _, kind := range objectKinds {
-			o, ok := a.objects[kind]
-			if !ok {
-				return fmt.Errorf("invoice %s has no recorded %s", a.number, kind)
-			}
-			name := "documents/" + base + "." + kind
-			if kind == "manifest" {
-				name = "manifests/" + base + ".json"
-			}
-			arc, err := s.archive.InBucket(o.bucket)
-			if err != nil {
-				return err
-			}
-			fw, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: a.issueDate})
-			if err != nil {
-				return err
-			}
-			if err := arc.CopyVerified(ctx, fw, o.st); err != nil {
-				return err
-			}
-			retain := ""
-			if !o.st.RetainUntil.IsZero() {
-				retain = o.st.RetainUntil.UTC().Format("02.01.2006")
-			}
-			if err := cw.Write([]string{a.number, a.issueDate.Format("02.01.2006"), a.typ, a.rangeKey, strconv.FormatInt(a.chainSeq, 10),
-				kind, name, o.st.SHA256, strconv.FormatInt(o.st.Size, 10), o.st.VersionID, retain, a.manifestSHA, a.prevSHA}); err != nil {
-				return err
-			}
-		}
-		if progress != nil {
-			progress(i+1, len(list))
-		}
+		used[a.invoiceID], taken[base] = base, true
+		return base
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
+	fileName := func(a archivedInvoice, kind string) string {
+		if kind == "manifest" {
+			return "manifests/" + fileBase(a) + ".json"
+		}
+		return "documents/" + fileBase(a) + "." + kind
+	}
+	zw := zip.NewWriter(w)
+	// First the files, each checked against its record while it streams...
+	done := 0
+	err = s.eachArchived(ctx, sc, func(list []archivedInvoice) error {
+		for _, a := range list {
+			for _, kind := range objectKinds {
+				o, ok := a.objects[kind]
+				if !ok {
+					return fmt.Errorf("invoice %s has no recorded %s", a.number, kind)
+				}
+				arc, err := s.archive.InBucket(o.bucket)
+				if err != nil {
+					return err
+				}
+				fw, err := zw.CreateHeader(&zip.FileHeader{Name: fileName(a, kind), Method: zip.Deflate, Modified: a.issueDate})
+				if err != nil {
+					return err
+				}
+				if err := arc.CopyVerified(ctx, fw, o.st); err != nil {
+					return err
+				}
+			}
+			done++
+			if progress != nil {
+				progress(done, total)
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
+	// ...then index.csv from the same records, in a second walk.
 	fw, err := zw.Create(ExportIndexCSV)
 	if err != nil {
 		return err
 	}
-	if _, err := fw.Write(index.Bytes()); err != nil {
+	cw := csv.NewWriter(fw)
+	cw.Comma, cw.UseCRLF = ';', true
+	if err := cw.Write(exportColumnNames()); err != nil {
+		return err
+	}
+	err = s.eachArchived(ctx, sc, func(list []archivedInvoice) error {
+		for _, a := range list {
+			for _, kind := range objectKinds {
+				o := a.objects[kind]
+				retain := ""
+				if !o.st.RetainUntil.IsZero() {
+					retain = o.st.RetainUntil.UTC().Format("02.01.2006")
+				}
+				if err := cw.Write([]string{a.number, a.issueDate.Format("02.01.2006"), a.typ, a.rangeKey, strconv.FormatInt(a.chainSeq, 10),
+					kind, fileName(a, kind), o.st.SHA256, strconv.FormatInt(o.st.Size, 10), o.st.VersionID, retain, a.manifestSHA, a.prevSHA}); err != nil {
+					return err
+				}
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	})
+	if err != nil {
 		return err
 	}
 	if fw, err = zw.Create(ExportIndexXML); err != nil {

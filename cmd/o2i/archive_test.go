@@ -196,6 +196,13 @@ func TestAuditorListsVerifiesAndExportsTheArchive(t *testing.T) {
 		}
 	}
 
+	// A cursor is bound to its year.
+	first := c.Do("GET", "/v1/archive?year="+year+"&limit=1", auditor, nil).JSON(t)["nextCursor"].(string)
+	r0 := c.Do("GET", fmt.Sprintf("/v1/archive?year=%d&cursor=%s", m.year+1, first), auditor, nil)
+	if code, field := r0.ErrorCode(t); r0.Status != http.StatusUnprocessableEntity || code != "validation_failed" || field != "cursor" {
+		t.Errorf("cursor of another year: %d %s %s", r0.Status, code, field)
+	}
+
 	// Scopes: the auditor reads the archive and nothing else; others not the archive.
 	other := testenv.Key(t, pool, m.pid, "orders:write", "invoices:read")
 	for _, probe := range []struct {
