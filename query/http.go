@@ -1,7 +1,9 @@
 // Package query is the read side: order status, invoice lookup and listing,
 // served from the read models (Redis first, PostgreSQL fallback), review
-// tasks (PostgreSQL), and the read endpoints. It imports internal packages,
-// archive and render (documents), never command.
+// tasks (PostgreSQL), the auditor's archive listing, verification and
+// export (archive.go), and the read endpoints. It imports internal packages
+// and archive (documents, read by the version recorded in PostgreSQL), never
+// command or render: the read side never renders or writes a document.
 package query
 
 import (

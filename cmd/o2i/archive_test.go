@@ -391,12 +391,26 @@ func TestResetTestDataKeepsLiveData(t *testing.T) {
 	if rows.Close(); len(testKeys) != 6 {
 		t.Fatalf("test documents in %s: %v, want 6 objects", testBucket, testKeys)
 	}
+	// A test document removed behind the service's back: verify names it
+	// and exits with an error.
+	var victim, victimVersion string
+	if err := pool.QueryRow(ctx, `SELECT o.object_key, o.version_id FROM archive_objects o JOIN invoices i ON i.id = o.invoice_id
+		WHERE i.project_id = $1 AND i.number = $2 AND o.kind = 'pdf'`, m.pid, m.test[1]).Scan(&victim, &victimVersion); err != nil {
+		t.Fatal(err)
+	}
+	if err := s3.RemoveObject(ctx, testBucket, victim, minio.RemoveObjectOptions{VersionID: victimVersion}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCmd(t, "archive", "verify", "--project", m.pid, "--quiet")
+	if err == nil || !strings.Contains(out, `"problem":"missing"`) || !strings.Contains(out, m.test[1]) || !strings.Contains(out, `"checked":12,"ok":11`) {
+		t.Errorf("verify with a removed test PDF: %v\n%s", err, out)
+	}
 	if _, err := pool.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject) VALUES ($1, $2, 'order_not_invoiceable', $3), ($4, $2, 'order_not_invoiceable', $5)`,
 		uuid.New(), m.pid, m.testOrders[2], uuid.New(), m.liveOrders[2]); err != nil {
 		t.Fatal(err)
 	}
 
-	out, err := runCmd(t, "project", "reset-test-data", "--project", m.pid)
+	out, err = runCmd(t, "project", "reset-test-data", "--project", m.pid)
 	if err != nil {
 		t.Fatalf("reset-test-data: %v", err)
 	}
@@ -405,8 +419,8 @@ func TestResetTestDataKeepsLiveData(t *testing.T) {
 		ArchiveObjects          int      `json:"archiveObjects"`
 		Ranges                  []string `json:"numberRangesRestarted"`
 	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Orders != 3 || res.Invoices != 2 || res.Tasks != 1 || res.ArchiveObjects != 6 || len(res.Ranges) != 1 {
-		t.Errorf("reset: %s (%v), want 3 orders, 2 invoices, 1 task, 6 objects, 1 range", out, err)
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Orders != 3 || res.Invoices != 2 || res.Tasks != 1 || res.ArchiveObjects != 5 || len(res.Ranges) != 1 {
+		t.Errorf("reset: %s (%v), want 3 orders, 2 invoices, 1 task, 5 objects (6 less the removed one), 1 range", out, err)
 	}
 	for _, no := range m.testOrders {
 		// The API processes drop their in-memory copy on the announcement.
