@@ -141,6 +141,24 @@ func (a *Archive) EnsureTestBucket(ctx context.Context) error {
 	return nil
 }
 
+// CheckBucket verifies, reading only, that the bucket exists with object
+// lock: what a process that only reads the archive checks at start.
+func (a *Archive) CheckBucket(ctx context.Context) error {
+	ok, err := a.c.BucketExists(ctx, a.bucket)
+	if err != nil {
+		return fmt.Errorf("archive: bucket %s: %w", a.bucket, err)
+	}
+	if !ok {
+		return fmt.Errorf("archive: bucket %s does not exist (the invoicer role creates it)", a.bucket)
+	}
+	if a.locked {
+		if lock, _, _, _, err := a.c.GetObjectLockConfig(ctx, a.bucket); err != nil || lock != "Enabled" {
+			return fmt.Errorf("archive: bucket %s has no object lock: %v", a.bucket, err)
+		}
+	}
+	return nil
+}
+
 // InvoiceXMLKey is where an invoice's EN 16931 XML lies.
 func InvoiceXMLKey(projectID, invoiceID string) string {
 	return projectID + "/invoices/" + invoiceID + ".xml"

@@ -25,6 +25,11 @@ type Config struct {
 	MaxInFlight     int
 	LogLevel        string
 	DebugAddr       string
+
+	// archiveReadOnly: the process only reads the archive (no invoicer
+	// role), so it checks the buckets at start instead of creating them and
+	// its S3 credentials need no write right.
+	archiveReadOnly bool
 }
 
 // envVar documents one variable; the README's configuration table lists the same.
