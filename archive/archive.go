@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -43,10 +42,54 @@ var (
 type Archive struct {
 	c      *minio.Client
 	bucket string
+	locked bool     // objects get COMPLIANCE retention
+	test   *Archive // where test documents go; nil: this bucket, without retention
 }
 
-// New returns the archive in bucket.
-func New(c *minio.Client, bucket string) *Archive { return &Archive{c: c, bucket: bucket} }
+// New returns the archive in bucket: documents with COMPLIANCE retention.
+func New(c *minio.Client, bucket string) *Archive {
+	return &Archive{c: c, bucket: bucket, locked: true}
+}
+
+// NewTest returns an archive of test documents in bucket: versioned, without
+// retention, so that a reset can remove them.
+func NewTest(c *minio.Client, bucket string) *Archive { return &Archive{c: c, bucket: bucket} }
+
+// WithTest makes t the archive of a's test documents and returns a.
+func (a *Archive) WithTest(t *Archive) *Archive {
+	a.test = t
+	return a
+}
+
+// Bucket is the bucket's name.
+func (a *Archive) Bucket() string { return a.bucket }
+
+// Locked reports whether the archive puts objects with COMPLIANCE retention.
+func (a *Archive) Locked() bool { return a.locked }
+
+// For returns where documents of the mode go: a itself for live documents;
+// for test documents the test archive, or a's bucket without retention when
+// none is configured.
+func (a *Archive) For(testMode bool) *Archive {
+	if !testMode || !a.locked {
+		return a
+	}
+	if a.test != nil {
+		return a.test
+	}
+	return &Archive{c: a.c, bucket: a.bucket}
+}
+
+// InBucket returns the archive (a or its test archive) that reads bucket.
+func (a *Archive) InBucket(bucket string) (*Archive, error) {
+	switch {
+	case bucket == a.bucket:
+		return a, nil
+	case a.test != nil && bucket == a.test.bucket:
+		return a.test, nil
+	}
+	return nil, fmt.Errorf("archive: bucket %s is not configured here", bucket)
+}
 
 // RetainUntil is the end of the retention period of a document issued on
 // issued: the first instant after the end of the calendar year issued+years.
@@ -75,6 +118,47 @@ func (a *Archive) EnsureBucket(ctx context.Context) error {
 	return nil
 }
 
+// EnsureTestBucket creates the test bucket, versioned and without object
+// lock, when it does not exist; it refuses a bucket with object lock (a reset
+// could not remove test documents from it).
+func (a *Archive) EnsureTestBucket(ctx context.Context) error {
+	ok, err := a.c.BucketExists(ctx, a.bucket)
+	if err != nil {
+		return fmt.Errorf("archive: bucket %s: %w", a.bucket, err)
+	}
+	if !ok {
+		err := a.c.MakeBucket(ctx, a.bucket, minio.MakeBucketOptions{})
+		if err != nil && minio.ToErrorResponse(err).Code != "BucketAlreadyOwnedByYou" {
+			return fmt.Errorf("archive: create bucket %s: %w", a.bucket, err)
+		}
+		if err := a.c.EnableVersioning(ctx, a.bucket); err != nil {
+			return fmt.Errorf("archive: versioning of bucket %s: %w", a.bucket, err)
+		}
+	}
+	if lock, _, _, _, err := a.c.GetObjectLockConfig(ctx, a.bucket); err == nil && lock == "Enabled" {
+		return fmt.Errorf("archive: test bucket %s has object lock; test documents must stay removable", a.bucket)
+	}
+	return nil
+}
+
+// CheckBucket verifies, reading only, that the bucket exists with object
+// lock: what a process that only reads the archive checks at start.
+func (a *Archive) CheckBucket(ctx context.Context) error {
+	ok, err := a.c.BucketExists(ctx, a.bucket)
+	if err != nil {
+		return fmt.Errorf("archive: bucket %s: %w", a.bucket, err)
+	}
+	if !ok {
+		return fmt.Errorf("archive: bucket %s does not exist (the invoicer role creates it)", a.bucket)
+	}
+	if a.locked {
+		if lock, _, _, _, err := a.c.GetObjectLockConfig(ctx, a.bucket); err != nil || lock != "Enabled" {
+			return fmt.Errorf("archive: bucket %s has no object lock: %v", a.bucket, err)
+		}
+	}
+	return nil
+}
+
 // InvoiceXMLKey is where an invoice's EN 16931 XML lies.
 func InvoiceXMLKey(projectID, invoiceID string) string {
 	return projectID + "/invoices/" + invoiceID + ".xml"
@@ -86,12 +170,18 @@ func InvoicePDFKey(projectID, invoiceID string) string {
 	return projectID + "/invoices/" + invoiceID + ".pdf"
 }
 
+// ManifestKey is where an invoice's manifest lies.
+func ManifestKey(projectID, invoiceID string) string {
+	return projectID + "/manifests/" + invoiceID + ".json"
+}
+
 // Stored describes an archived document.
 type Stored struct {
 	Key         string
+	VersionID   string // "" in a bucket without versioning
 	SHA256      string // hex
 	Size        int64
-	RetainUntil time.Time
+	RetainUntil time.Time // zero: no retention
 }
 
 // Put archives data under key with COMPLIANCE retention until retainUntil.
@@ -103,7 +193,13 @@ func (a *Archive) Put(ctx context.Context, key string, data []byte, contentType 
 	sum := sha256.Sum256(data)
 	hexSum := hex.EncodeToString(sum[:])
 	existing := func() (Stored, error) {
+		// The stored bytes are hashed here, not taken from the object's
+		// own metadata: that is what the caller anchors.
 		st, err := a.Stat(ctx, key)
+		if err != nil {
+			return st, err
+		}
+		_, st, err = a.GetVersion(ctx, key, st.VersionID)
 		if err == nil && st.SHA256 != hexSum {
 			return st, fmt.Errorf("%w: %s", ErrConflict, key)
 		}
@@ -112,21 +208,24 @@ func (a *Archive) Put(ctx context.Context, key string, data []byte, contentType 
 	// No look before the write: the condition refuses an existing key (412),
 	// and only then is the stored object read. One request per new object.
 	opts := minio.PutObjectOptions{
-		ContentType:     contentType,
-		UserMetadata:    map[string]string{shaKey: hexSum},
-		Mode:            minio.Compliance,
-		RetainUntilDate: retainUntil.UTC(),
-		SendContentMd5:  true, // the store verifies the bytes it receives
+		ContentType:    contentType,
+		UserMetadata:   map[string]string{shaKey: hexSum},
+		SendContentMd5: true, // the store verifies the bytes it receives
+	}
+	if a.locked {
+		opts.Mode, opts.RetainUntilDate = minio.Compliance, retainUntil.UTC()
+	} else {
+		retainUntil = time.Time{}
 	}
 	opts.SetMatchETagExcept("*")
-	_, err := a.c.PutObject(ctx, a.bucket, key, bytes.NewReader(data), int64(len(data)), opts)
+	info, err := a.c.PutObject(ctx, a.bucket, key, bytes.NewReader(data), int64(len(data)), opts)
 	if minio.ToErrorResponse(err).StatusCode == http.StatusPreconditionFailed {
 		return existing() // the key holds a document already (an earlier or concurrent put)
 	}
 	if err != nil {
 		return Stored{}, fmt.Errorf("archive: put %s: %w", key, err)
 	}
-	return Stored{Key: key, SHA256: hexSum, Size: int64(len(data)), RetainUntil: retainUntil.UTC()}, nil
+	return Stored{Key: key, VersionID: info.VersionID, SHA256: hexSum, Size: int64(len(data)), RetainUntil: retainUntil.UTC()}, nil
 }
 
 // PutFirst is Put for renderings of one source (a PDF rendered again from
@@ -150,7 +249,7 @@ func (a *Archive) Stat(ctx context.Context, key string) (Stored, error) {
 		}
 		return Stored{}, fmt.Errorf("archive: stat %s: %w", key, err)
 	}
-	st := Stored{Key: key, SHA256: info.UserMetadata[shaKey], Size: info.Size}
+	st := Stored{Key: key, VersionID: info.VersionID, SHA256: info.UserMetadata[shaKey], Size: info.Size}
 	if info.Metadata != nil {
 		if t, err := time.Parse(time.RFC3339, info.Metadata.Get("X-Amz-Object-Lock-Retain-Until-Date")); err == nil {
 			st.RetainUntil = t
@@ -159,23 +258,19 @@ func (a *Archive) Stat(ctx context.Context, key string) (Stored, error) {
 	return st, nil
 }
 
-// Get returns the document under key after checking it against its SHA-256.
+// Get returns the latest document under key after checking it against the
+// SHA-256 in its own metadata. Documents with an anchor in the database are
+// read with GetVersion and compared with that record instead.
 func (a *Archive) Get(ctx context.Context, key string) ([]byte, Stored, error) {
 	st, err := a.Stat(ctx, key)
 	if err != nil {
 		return nil, st, err
 	}
-	obj, err := a.c.GetObject(ctx, a.bucket, key, minio.GetObjectOptions{})
+	data, got, err := a.GetVersion(ctx, key, st.VersionID)
 	if err != nil {
-		return nil, st, fmt.Errorf("archive: get %s: %w", key, err)
+		return nil, st, err
 	}
-	defer obj.Close()
-	data, err := io.ReadAll(obj)
-	if err != nil {
-		return nil, st, fmt.Errorf("archive: read %s: %w", key, err)
-	}
-	sum := sha256.Sum256(data)
-	if hex.EncodeToString(sum[:]) != st.SHA256 {
+	if got.SHA256 != st.SHA256 {
 		return nil, st, fmt.Errorf("%w: %s", ErrCorrupt, key)
 	}
 	return data, st, nil

@@ -1,7 +1,9 @@
 // Package query is the read side: order status, invoice lookup and listing,
 // served from the read models (Redis first, PostgreSQL fallback), review
-// tasks (PostgreSQL), and the read endpoints. It imports internal packages,
-// archive and render (documents), never command.
+// tasks (PostgreSQL), the auditor's archive listing, verification and
+// export (archive.go), and the read endpoints. It imports internal packages
+// and archive (documents, read by the version recorded in PostgreSQL), never
+// command or render: the read side never renders or writes a document.
 package query
 
 import (
@@ -97,6 +99,35 @@ func (s *Service) Routes() []httpx.Route {
 			Input:       DocumentInput{},
 			Responses:   []httpx.Response{{Status: 200, Body: "", ContentType: "application/xml"}},
 			Errors:      []int{404, 409, 501}, Handler: s.getDocument,
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/archive", Scope: httpx.ScopeArchiveRead, Tag: "archive",
+			OperationID: "listArchive", Summary: "The archived invoices of a year with their objects and hash chain, cursor-paginated",
+			Description: "For auditors (keys with scope archive:read). Each entry is an archived live invoice of the year of issue: " +
+				"its number, issue date and type, and its objects (xml, pdf, manifest) with SHA-256, size, version id and " +
+				"retain-until as recorded in the database when they were archived. Per invoice a manifest lists its documents " +
+				"and the SHA-256 of the previous manifest of the same number range (previousManifestSha256; null for the first), " +
+				"so each number range is a hash chain that shows any gap, removal or change. Test documents have no tax effect " +
+				"and are not listed. Keyset pagination in archiving order, like GET /v1/invoices; a cursor is bound to the project " +
+				"and the year (an altered or foreign cursor is 422 with field cursor). A missing or malformed year is 422 with field year.",
+			Input:     ListArchiveInput{},
+			Responses: []httpx.Response{{Status: 200, Body: ArchivePage{}}},
+			Errors:    []int{422}, Handler: s.listArchive,
+		},
+		{
+			Method: http.MethodGet, Path: "/v1/archive/export", Scope: httpx.ScopeArchiveRead, Tag: "archive",
+			OperationID: "exportArchive", Summary: "The tax-audit export of a year: a streamed ZIP of documents, manifests and indexes",
+			Description: "For auditors (keys with scope archive:read). A ZIP, streamed: documents/<number>.xml and .pdf, " +
+				"manifests/<number>.json, index.csv (one row per file: number, issue date, type, number range, chain position, " +
+				"kind, file, SHA-256, size, version id, retain-until, manifest hash, previous manifest hash; semicolons, CRLF, " +
+				"UTF-8) and index.xml, which describes index.csv in the description standard for data handed over in German tax " +
+				"audits (GDPdU, DTD gdpdu-01-09-2004.dtd). Every object is read by its recorded version and checked against its " +
+				"recorded SHA-256 and size; an object that does not match cuts the response (the ZIP is then incomplete and " +
+				"unreadable), and `o2i archive verify` names it. Test documents are not part of it. A missing or malformed year is 422 with field year.",
+			Input:     ExportArchiveInput{},
+			Responses: []httpx.Response{{Status: 200, Body: []byte{}, ContentType: "application/zip"}},
+			Errors:    []int{422, 501}, Handler: s.exportArchive,
+			Timeout: archiveExportTimeout,
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/tasks", Scope: httpx.ScopeInvoicesRead, Tag: "tasks",

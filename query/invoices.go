@@ -19,7 +19,6 @@ import (
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/readmodel"
 	"github.com/o2i-service/o2i/internal/store"
-	"github.com/o2i-service/o2i/render"
 )
 
 // Page sizes of GET /v1/invoices.
@@ -230,14 +229,11 @@ func (s *Service) getDocument(w http.ResponseWriter, r *http.Request) error {
 		return apperr.New(apperr.NotImplemented, "not_implemented", "this service does not serve archived documents")
 	}
 	projectID := httpx.ProjectID(r.Context())
-	var doc []byte
-	contentType, ext := "application/xml", ".xml"
+	contentType, ext, kind := "application/xml", ".xml", "xml"
 	if strings.HasSuffix(r.URL.Path, "/pdf") {
-		contentType, ext = "application/pdf", ".pdf"
-		doc, err = s.archivedPDF(r.Context(), projectID, inv.ID)
-	} else {
-		doc, _, err = s.archive.Get(r.Context(), archive.InvoiceXMLKey(projectID, inv.ID))
+		contentType, ext, kind = "application/pdf", ".pdf", "pdf"
 	}
+	doc, err := s.archivedDocument(r.Context(), projectID, inv.ID, kind)
 	if err != nil {
 		return err
 	}
@@ -247,26 +243,35 @@ func (s *Service) getDocument(w http.ResponseWriter, r *http.Request) error {
 	return err
 }
 
-// archivedPDF returns the invoice's archived PDF. An invoice archived before
-// PDFs were rendered gets its PDF now, from its archived XML, archived with
-// the XML's retention.
-func (s *Service) archivedPDF(ctx context.Context, projectID, invoiceID string) ([]byte, error) {
-	pdf, _, err := s.archive.Get(ctx, archive.InvoicePDFKey(projectID, invoiceID))
-	if !errors.Is(err, archive.ErrNotFound) {
-		return pdf, err
+// archivedDocument returns an invoice's archived document (kind xml or pdf):
+// the version recorded in archive_objects, checked against the SHA-256 and
+// size recorded there. An invoice archived before the archive was anchored
+// in the database is read as stored (checked against the object's own
+// SHA-256) until `o2i archive backfill` anchors it; a PDF that was never
+// rendered is 409 document_not_archived until that command renders it. The
+// read side never writes to the archive.
+func (s *Service) archivedDocument(ctx context.Context, projectID, invoiceID, kind string) ([]byte, error) {
+	want, bucket, err := anchoredObject(ctx, s.pool, projectID, invoiceID, kind)
+	if errors.Is(err, pgx.ErrNoRows) {
+		key := archive.InvoiceXMLKey(projectID, invoiceID)
+		if kind == "pdf" {
+			key = archive.InvoicePDFKey(projectID, invoiceID)
+		}
+		doc, _, err := s.archive.Get(ctx, key)
+		if errors.Is(err, archive.ErrNotFound) && kind == "pdf" {
+			return nil, apperr.New(apperr.Conflict, "document_not_archived",
+				"the PDF of this invoice was never rendered; an operator renders it with o2i archive backfill")
+		}
+		return doc, err
 	}
-	xml, st, err := s.archive.Get(ctx, archive.InvoiceXMLKey(projectID, invoiceID))
 	if err != nil {
 		return nil, err
 	}
-	if pdf, err = render.PDF(xml); err != nil {
-		return nil, fmt.Errorf("render PDF of invoice %s: %w", invoiceID, err)
+	arc, err := s.archive.InBucket(bucket)
+	if err != nil {
+		return nil, err
 	}
-	_, written, err := s.archive.PutFirst(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", st.RetainUntil)
-	if err == nil && !written { // a concurrent request archived its rendering first: serve that one
-		pdf, _, err = s.archive.Get(ctx, archive.InvoicePDFKey(projectID, invoiceID))
-	}
-	return pdf, err
+	return arc.Verified(ctx, want)
 }
 
 func safeFileRune(r rune) rune {

@@ -125,3 +125,47 @@ type TaskPage struct {
 	HasMore    bool    `json:"hasMore" required:"true"`
 	RequestID  string  `json:"requestId" required:"true"`
 }
+
+// ListArchiveInput is the query of GET /v1/archive.
+type ListArchiveInput struct {
+	Year   int    `query:"year" required:"true" minimum:"2000" maximum:"9999" description:"the year of issue, YYYY"`
+	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"25"`
+	Cursor string `query:"cursor" description:"opaque; the nextCursor of the previous page"`
+}
+
+// ExportArchiveInput is the query of GET /v1/archive/export.
+type ExportArchiveInput struct {
+	Year int `query:"year" required:"true" minimum:"2000" maximum:"9999" description:"the year of issue, YYYY"`
+}
+
+// ArchiveEntry is one archived invoice as the auditor sees it: its objects
+// as anchored when archived, and its place in its number range's hash chain.
+type ArchiveEntry struct {
+	InvoiceID              string          `json:"invoiceId" required:"true" format:"uuid"`
+	Number                 string          `json:"number" required:"true"`
+	IssueDate              string          `json:"issueDate" required:"true" format:"date"`
+	Type                   string          `json:"type" required:"true" enum:"invoice,voucher_sale,cancellation,credit_note"`
+	NumberRange            string          `json:"numberRange" required:"true" description:"the number range whose hash chain the manifest belongs to"`
+	ChainSeq               int64           `json:"chainSeq" required:"true" description:"position of the invoice's manifest in its number range's chain, from 1"`
+	ManifestSHA256         string          `json:"manifestSha256" required:"true" description:"SHA-256 (hex) of the invoice's manifest: the chain hash"`
+	PreviousManifestSHA256 *string         `json:"previousManifestSha256" required:"true" description:"SHA-256 of the manifest before it in the number range; null for the first"`
+	Objects                []ArchiveObject `json:"objects" required:"true" description:"xml, pdf and manifest, as recorded when archived"`
+}
+
+// ArchiveObject is one archived object as recorded when it was archived.
+type ArchiveObject struct {
+	Kind        string  `json:"kind" required:"true" enum:"xml,pdf,manifest"`
+	Key         string  `json:"key" required:"true"`
+	VersionID   string  `json:"versionId" required:"true"`
+	SHA256      string  `json:"sha256" required:"true" description:"hex SHA-256 of the stored bytes"`
+	Size        int64   `json:"size" required:"true" description:"bytes"`
+	RetainUntil *string `json:"retainUntil" required:"true" format:"date-time" description:"end of the COMPLIANCE retention"`
+}
+
+// ArchivePage is a page of GET /v1/archive.
+type ArchivePage struct {
+	Data       []ArchiveEntry `json:"data" required:"true"`
+	NextCursor *string        `json:"nextCursor" required:"true" description:"pass as cursor for the next page; on the last page it points after the last entry"`
+	HasMore    bool           `json:"hasMore" required:"true"`
+	RequestID  string         `json:"requestId" required:"true"`
+}

@@ -33,6 +33,7 @@ func envVars(cfg *config) []envVar {
 		{"O2I_S3_SECRET_KEY", cfg.s3SecretKey},
 		{"O2I_S3_USE_TLS", "false"},
 		{"O2I_S3_BUCKET", cfg.s3Bucket},
+		{"O2I_S3_TEST_BUCKET", cfg.s3TestBucket},
 	}
 }
 

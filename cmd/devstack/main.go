@@ -52,6 +52,7 @@ type config struct {
 	s3AccessKey  string
 	s3SecretKey  string
 	s3Bucket     string
+	s3TestBucket string
 
 	kafkaPort       int
 	kafkaTopics     []string
@@ -86,6 +87,7 @@ func newConfig(root string, portOffset int) *config {
 		s3AccessKey:  "o2i-dev",
 		s3SecretKey:  "o2i-dev-secret",
 		s3Bucket:     "o2i-archive",
+		s3TestBucket: "o2i-archive-test",
 
 		kafkaPort:       59092 + portOffset,
 		kafkaTopics:     []string{"o2i.orders", "o2i.invoices", "o2i.payments"},

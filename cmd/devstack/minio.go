@@ -135,7 +135,9 @@ func ensureMinio(cfg *config, deadline time.Time) error {
 	return nil
 }
 
-// ensureBucket creates the service's archive bucket when missing.
+// ensureBucket creates the service's archive bucket (object lock) and its
+// test-document bucket (versioned, no lock: a reset removes test documents)
+// when missing.
 func ensureBucket(cfg *config, limit time.Duration) error {
 	client, err := minio.New("127.0.0.1:"+strconv.Itoa(cfg.minioPort), &minio.Options{
 		Creds:  credentials.NewStaticV4(cfg.s3AccessKey, cfg.s3SecretKey, ""),
@@ -144,7 +146,7 @@ func ensureBucket(cfg *config, limit time.Duration) error {
 	if err != nil {
 		return err
 	}
-	return waitFor("bucket "+cfg.s3Bucket, limit, nil, func() error {
+	err = waitFor("bucket "+cfg.s3Bucket, limit, nil, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		ok, err := client.BucketExists(ctx, cfg.s3Bucket)
@@ -155,6 +157,25 @@ func ensureBucket(cfg *config, limit time.Duration) error {
 		err = client.MakeBucket(ctx, cfg.s3Bucket, minio.MakeBucketOptions{ObjectLocking: true})
 		if err == nil {
 			logf("minio: created bucket %s with object lock", cfg.s3Bucket)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return waitFor("bucket "+cfg.s3TestBucket, limit, nil, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ok, err := client.BucketExists(ctx, cfg.s3TestBucket)
+		if err != nil || ok {
+			return err
+		}
+		// Test documents: versioned (reads by version id), without lock.
+		if err = client.MakeBucket(ctx, cfg.s3TestBucket, minio.MakeBucketOptions{}); err != nil {
+			return err
+		}
+		if err = client.EnableVersioning(ctx, cfg.s3TestBucket); err == nil {
+			logf("minio: created bucket %s (versioned, no lock) for test documents", cfg.s3TestBucket)
 		}
 		return err
 	})

@@ -99,7 +99,7 @@ func migrateCmd(ctx context.Context, cfg Config, args []string, stdout io.Writer
 
 func projectCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, "usage: o2i project create|set|show ...\n")
+		fmt.Fprint(stderr, "usage: o2i project create|set|show|reset-test-data ...\n")
 		return errUsage
 	}
 	f := newAdminFlags("project "+args[0], cfg, stderr)
@@ -126,6 +126,8 @@ func projectCmd(ctx context.Context, cfg Config, args []string, stdout, stderr i
 		})
 	case "set":
 		return projectSet(ctx, f, args[1:], stdout)
+	case "reset-test-data":
+		return resetTestData(ctx, cfg, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "unknown project command %q\n", args[0])
 	return errUsage

@@ -20,6 +20,7 @@ type Config struct {
 	S3SecretKey     string
 	S3UseTLS        bool
 	S3Bucket        string
+	S3TestBucket    string
 	ShutdownTimeout time.Duration
 	MaxInFlight     int
 	LogLevel        string
@@ -30,6 +31,11 @@ type Config struct {
 	// the service's connections.
 	StatementTimeout time.Duration
 	IdleInTxTimeout  time.Duration
+
+	// archiveReadOnly: the process only reads the archive (no invoicer
+	// role), so it checks the buckets at start instead of creating them and
+	// its S3 credentials need no write right.
+	archiveReadOnly bool
 }
 
 // envVar documents one variable; the README's configuration table lists the same.
@@ -49,6 +55,7 @@ var envVars = []envVar{
 	{"O2I_S3_SECRET_KEY", "o2i-dev-secret", "S3 secret key", true},
 	{"O2I_S3_USE_TLS", "false", "use https for S3", false},
 	{"O2I_S3_BUCKET", "o2i-archive", "archive bucket (object lock, COMPLIANCE retention)", false},
+	{"O2I_S3_TEST_BUCKET", "o2i-archive-test", "bucket of test documents (versioned, no object lock: a reset of test data removes them)", false},
 	{"O2I_SHUTDOWN_TIMEOUT", "20s", "how long in-flight work may take on shutdown", false},
 	{"O2I_MAX_IN_FLIGHT", "2048", "concurrent requests per API process before 503 with Retry-After", false},
 	{"O2I_LOG_LEVEL", "info", "debug, info, warn or error", false},
@@ -94,6 +101,10 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("O2I_S3_USE_TLS must be true or false, got %q", v("O2I_S3_USE_TLS"))
 	}
 	c.S3Bucket = v("O2I_S3_BUCKET")
+	c.S3TestBucket = v("O2I_S3_TEST_BUCKET")
+	if c.S3TestBucket == c.S3Bucket {
+		return c, fmt.Errorf("O2I_S3_TEST_BUCKET must differ from O2I_S3_BUCKET (%q): test documents have no retention", c.S3Bucket)
+	}
 	if c.ShutdownTimeout, err = time.ParseDuration(v("O2I_SHUTDOWN_TIMEOUT")); err != nil {
 		return c, fmt.Errorf("O2I_SHUTDOWN_TIMEOUT: %w", err)
 	}

@@ -74,9 +74,17 @@ func connect(ctx context.Context, cfg Config) (*deps, error) {
 		d.close()
 		return nil, fmt.Errorf("dependency S3 at %s (O2I_S3_ENDPOINT) unreachable: %w", cfg.S3Endpoint, err)
 	}
-	if err := withTimeout(ctx, archive.New(d.s3, cfg.S3Bucket).EnsureBucket); err != nil {
+	live, test := archive.New(d.s3, cfg.S3Bucket).EnsureBucket, archive.NewTest(d.s3, cfg.S3TestBucket).EnsureTestBucket
+	if cfg.archiveReadOnly {
+		live, test = archive.New(d.s3, cfg.S3Bucket).CheckBucket, archive.NewTest(d.s3, cfg.S3TestBucket).CheckBucket
+	}
+	if err := withTimeout(ctx, live); err != nil {
 		d.close()
 		return nil, fmt.Errorf("dependency S3 archive bucket (O2I_S3_BUCKET): %w", err)
+	}
+	if err := withTimeout(ctx, test); err != nil {
+		d.close()
+		return nil, fmt.Errorf("dependency S3 test bucket (O2I_S3_TEST_BUCKET): %w", err)
 	}
 	return d, nil
 }

@@ -26,6 +26,7 @@ Usage:
   o2i project create --name NAME [--test-mode=true|false] [--accounting accrual|cash]
   o2i project set --project ID [--test-mode=..] [--accounting ..] [--seller-* ..] [--contact-* ..] ...
   o2i project show --project ID
+  o2i project reset-test-data --project ID      discard test orders, documents, tasks, read models; restart TEST numbers
   o2i key create --project ID --scopes orders:write,invoices:read [--expires 30d|90d|365d|never] [--name N]
   o2i key list --project ID
   o2i key revoke --key-id ID
@@ -34,6 +35,9 @@ Usage:
   o2i tasks list --project ID [--status open|resolved] [--type T] [--order ORDERNO] [--limit N]
   o2i invoice preview --order ORDER.json [--project ID] [--out FILE] [--format zugferd|xrechnung]
   o2i invoice samples --out DIR                 one XML file per scenario of the engine's corpus
+  o2i archive verify --project ID [--year YYYY] re-read and check every archived object and the hash chains
+  o2i archive export --project ID --year YYYY --out FILE.zip   the tax-audit export (as GET /v1/archive/export)
+  o2i archive backfill [--project ID]           anchor documents archived before the anchor; render missing PDFs
   o2i projection rebuild [--from-beginning]     repair Redis from PostgreSQL, or rebuild both read models from the events
   o2i export datev --project ID --from YYYY-MM-DD --to YYYY-MM-DD [--out FILE]   DATEV bookings (Windows-1252 CSV)
   o2i report oss --project ID --quarter YYYY-Qn [--out FILE]                     one-stop-shop return (CSV)
@@ -108,6 +112,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exportCmd(ctx, cfg, args[1:], stdout, stderr)
 	case "report":
 		return reportCmd(ctx, cfg, args[1:], stdout, stderr)
+	case "archive":
+		return archiveCmd(ctx, cfg, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

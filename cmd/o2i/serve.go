@@ -100,6 +100,7 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 		// trades memory (plentiful) for latency under load.
 		debug.SetGCPercent(400)
 	}
+	cfg.archiveReadOnly = !slices.Contains(roles, "invoicer")
 	d, err := connect(ctx, cfg)
 	if err != nil {
 		return err

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/o2i-service/o2i/internal/apitest"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
@@ -50,6 +52,35 @@ func TestServeFailsFastNamingTheMissingDependency(t *testing.T) {
 				t.Errorf("took %v to fail", d)
 			}
 		})
+	}
+}
+
+// TestAPIRoleOnlyReadsTheArchive: a process without the invoicer role
+// checks the archive buckets and creates none (its credentials need no
+// write right); a missing bucket stops it naming the variable.
+func TestAPIRoleOnlyReadsTheArchive(t *testing.T) {
+	t.Parallel()
+	for _, variable := range []string{"O2I_S3_BUCKET", "O2I_S3_TEST_BUCKET"} {
+		bucket := "test-missing-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+		env := func(name string) string {
+			switch name {
+			case variable:
+				return bucket
+			case "O2I_HTTP_ADDR":
+				return "127.0.0.1:0"
+			}
+			return testenv.Env(name)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var out bytes.Buffer
+		err := run(ctx, []string{"serve", "--roles", "api"}, env, &out, &out)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), variable) || !strings.Contains(err.Error(), "does not exist") {
+			t.Errorf("%s missing: %v", variable, err)
+		}
+		if ok, err := testenv.S3(t).BucketExists(context.Background(), bucket); err != nil || ok {
+			t.Errorf("the API role created bucket %s (%v)", bucket, err)
+		}
 	}
 }
 

@@ -35,7 +35,7 @@ func newWiring(d *deps, reg prometheus.Registerer) *wiring {
 		_ = w.commands.RegisterMetrics(reg) // only fails on a second registration
 	}
 	if d.s3 != nil {
-		w.archive = archive.New(d.s3, d.cfg.S3Bucket)
+		w.archive = archive.New(d.s3, d.cfg.S3Bucket).WithTest(archive.NewTest(d.s3, d.cfg.S3TestBucket))
 		w.queries.ServeDocumentsFrom(w.archive)
 	}
 	return w

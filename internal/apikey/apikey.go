@@ -91,7 +91,7 @@ func ParseScopes(s string) ([]string, error) {
 			}
 		}
 		if !ok {
-			return nil, apperr.Field("scopes", "unknown scope %q (known: orders:write, invoices:read)", part)
+			return nil, apperr.Field("scopes", "unknown scope %q (known: orders:write, invoices:read, archive:read)", part)
 		}
 		if !seen[part] {
 			seen[part] = true

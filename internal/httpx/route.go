@@ -17,6 +17,8 @@ type Scope string
 const (
 	ScopeOrdersWrite  Scope = "orders:write"
 	ScopeInvoicesRead Scope = "invoices:read"
+	// ScopeArchiveRead is an auditor's: the archive listing and export, nothing else.
+	ScopeArchiveRead Scope = "archive:read"
 )
 
 // ScopeAnyKey marks a route any valid key of the project may call, whatever
@@ -24,7 +26,7 @@ const (
 const ScopeAnyKey Scope = "any"
 
 // Scopes lists every scope a key can hold.
-var Scopes = []Scope{ScopeOrdersWrite, ScopeInvoicesRead}
+var Scopes = []Scope{ScopeOrdersWrite, ScopeInvoicesRead, ScopeArchiveRead}
 
 // HandlerFunc is an HTTP handler that returns its failure; the adapter renders
 // every error the same way.
