@@ -23,7 +23,8 @@ const TestRetention = 30 * 24 * time.Hour
 // ArchiveInvoice renders a validated invoice's PDF from its XML (PDF/A-3
 // with the XML embedded), stores both write-once (COMPLIANCE retention to
 // the end of the eighth year after the year of issue; test documents 30
-// days), then marks it archived and publishes invoice.archived. A failed
+// days), then marks it archived, publishes invoice.archived and records
+// its e-mail delivery to the order's address (deliver_mail.go). A failed
 // document is never archived. Calling it again is harmless.
 func (s *Service) ArchiveInvoice(ctx context.Context, a *archive.Archive, projectID, invoiceID string) (err error) {
 	defer apperr.Wrap(&err, "archive invoice %s", invoiceID)
@@ -77,6 +78,10 @@ func (s *Service) ArchiveInvoice(ctx context.Context, a *archive.Archive, projec
 			return err
 		}
 		inv.Status, inv.ArchivedAt = "archived", &now
+		// The document goes to the order's e-mail (blocked in test mode).
+		if err := enqueueDocumentMailTx(ctx, tx, projectID, inv.ID, inv.OrderID, inv.OrderNo, inv.TestMode); err != nil {
+			return err
+		}
 		ev, err := event.New(event.InvoiceArchived, projectID, "invoice", inv.ID, inv.OrderNo, inv.Version, now, inv)
 		if err != nil {
 			return fmt.Errorf("event: %w", err)

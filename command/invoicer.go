@@ -85,7 +85,9 @@ type Invoicer struct {
 	Backoff  time.Duration
 	// ReconcileEvery is how often the reconciler runs (reconcile.go).
 	ReconcileEvery time.Duration
-	held           heldCursor // where the reconciler's walk over held orders goes on
+	// Mail, when set, sends the e-mail deliveries beside the consumer.
+	Mail *Mailer
+	held heldCursor // where the reconciler's walk over held orders goes on
 
 	mu       sync.Mutex
 	gateways map[string]cachedGateways
@@ -128,6 +130,9 @@ func (iv *Invoicer) invoiceFirstGateways(ctx context.Context, projectID string) 
 // is gone) is not committed and comes again.
 func (iv *Invoicer) Run(ctx context.Context) error {
 	go iv.reconcile(ctx)
+	if iv.Mail != nil {
+		go func() { _ = iv.Mail.Run(ctx) }()
+	}
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := iv.consume(ctx)

@@ -393,17 +393,23 @@ func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[
 	return rates, recognised && seen == len(ids), rows.Err()
 }
 
-// openTask records a review task unless the same one is open already.
+// openTask records a review task unless the same one is open already; an
+// urgent one is mailed to the project's invoice contact.
 func openTask(ctx context.Context, tx pgx.Tx, projectID, kind, subject string, details map[string]any) error {
 	raw, err := json.Marshal(details)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details)
+	id := uuid.NewString()
+	tag, err := tx.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details)
 		SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (
 			SELECT 1 FROM tasks WHERE project_id = $2 AND kind = $3 AND subject = $4 AND status = 'open')`,
-		uuid.NewString(), projectID, kind, subject, raw)
-	return err
+		id, projectID, kind, subject, raw)
+	if err != nil || tag.RowsAffected() == 0 || !urgentTasks[kind] {
+		return err
+	}
+	// An urgent task is mailed to the invoice contact (deliver_mail.go).
+	return enqueueTaskMailTx(ctx, tx, projectID, id, subject)
 }
 
 func issuedOf(ctx context.Context, tx pgx.Tx, orderID string) ([]Issued, error) {

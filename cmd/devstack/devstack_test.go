@@ -23,6 +23,7 @@ func TestEnvVarsContract(t *testing.T) {
 		"O2I_S3_SECRET_KEY": "o2i-dev-secret",
 		"O2I_S3_USE_TLS":    "false",
 		"O2I_S3_BUCKET":     "o2i-archive",
+		"O2I_SMTP_URL":      "smtp://127.0.0.1:52525",
 	}
 	if len(got) != len(want) {
 		t.Errorf("got %d variables, want %d: %v", len(got), len(want), got)
@@ -47,6 +48,7 @@ func TestPortOffset(t *testing.T) {
 		"O2I_KAFKA_BROKERS": "127.0.0.1:59192",
 		"O2I_S3_ENDPOINT":   "127.0.0.1:59100",
 		"O2I_S3_BUCKET":     "o2i-archive",
+		"O2I_SMTP_URL":      "smtp://127.0.0.1:52625",
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)

@@ -32,6 +32,7 @@ func envVars(cfg *config) []envVar {
 		{"O2I_S3_SECRET_KEY", cfg.s3SecretKey},
 		{"O2I_S3_USE_TLS", "false"},
 		{"O2I_S3_BUCKET", cfg.s3Bucket},
+		{"O2I_SMTP_URL", "smtp://" + smtpAddr(cfg)},
 	}
 }
 

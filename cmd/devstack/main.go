@@ -12,6 +12,8 @@
 //	devstack env      print the environment file for the local stack
 //	devstack clean    down, then remove .dev/
 //	devstack kafka    run the Kafka-protocol broker in the foreground (used by up)
+//	devstack smtp     run the SMTP sink in the foreground (used by up): every
+//	                  message it receives becomes an .eml file under .dev/mail/
 package main
 
 import (
@@ -52,6 +54,7 @@ type config struct {
 	s3Bucket     string
 
 	kafkaPort       int
+	smtpPort        int
 	kafkaTopics     []string
 	kafkaPartitions int
 }
@@ -87,6 +90,8 @@ func newConfig(root string, portOffset int) *config {
 		kafkaPort:       59092 + portOffset,
 		kafkaTopics:     []string{"o2i.orders", "o2i.invoices", "o2i.payments"},
 		kafkaPartitions: 6,
+
+		smtpPort: 52525 + portOffset,
 	}
 }
 
@@ -119,13 +124,14 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage: devstack <command> [flags]
 
 commands:
-  up       start PostgreSQL, Redis, MinIO and the Kafka broker under .dev/ and write .dev/env
+  up       start PostgreSQL, Redis, MinIO, the Kafka broker and the SMTP sink under .dev/ and write .dev/env
   down     stop everything started by up
   status   show the state of every component
   seed     run "o2i migrate" and create the dev project and API key (.dev/credentials.json)
   env      print the environment of the local stack (the content of .dev/env)
   clean    down, then remove .dev/
   kafka    run the Kafka-protocol broker in the foreground (started in the background by up)
+  smtp     run the SMTP sink in the foreground (started by up; messages become .dev/mail/*.eml)
 `)
 }
 
@@ -146,8 +152,11 @@ func main() {
 }
 
 func run(cmd string, args []string) error {
-	if cmd == "kafka" {
+	switch cmd {
+	case "kafka":
 		return runKafka(args)
+	case "smtp":
+		return runSMTP(args)
 	}
 	root, err := findRoot()
 	if err != nil {
@@ -283,6 +292,7 @@ func components() []component {
 		{"redis", ensureRedis, stopRedis, stateRedis},
 		{"kafka", ensureKafka, stopKafka, stateKafka},
 		{"minio", ensureMinio, stopMinio, stateMinio},
+		{"smtp", ensureSMTP, stopSMTP, stateSMTP},
 	}
 }
 

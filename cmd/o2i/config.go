@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/o2i-service/o2i/internal/mail"
 )
 
 // Config is the service configuration. Every value comes from an O2I_*
@@ -24,6 +26,8 @@ type Config struct {
 	MaxInFlight     int
 	LogLevel        string
 	DebugAddr       string
+	SMTPURL         string
+	MailFrom        string
 }
 
 // envVar documents one variable; the README's configuration table lists the same.
@@ -47,6 +51,8 @@ var envVars = []envVar{
 	{"O2I_MAX_IN_FLIGHT", "2048", "concurrent requests per API process before 503 with Retry-After", false},
 	{"O2I_LOG_LEVEL", "info", "debug, info, warn or error", false},
 	{"O2I_DEBUG_ADDR", "", "when set, serves Go's pprof profiles on this address (keep it private)", false},
+	{"O2I_SMTP_URL", "smtp://127.0.0.1:52525", "SMTP relay of the invoice e-mail: smtp://user:pass@host:port (STARTTLS when offered) or smtps://...", true},
+	{"O2I_MAIL_FROM", "Rechnungsversand <rechnung@localhost>", "sender address of the invoice e-mail (replies go to the project's invoice contact)", false},
 }
 
 func loadConfig(getenv func(string) string) (Config, error) {
@@ -92,5 +98,10 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.LogLevel = v("O2I_LOG_LEVEL")
 	c.DebugAddr = v("O2I_DEBUG_ADDR")
+	c.SMTPURL = v("O2I_SMTP_URL")
+	c.MailFrom = v("O2I_MAIL_FROM")
+	if _, err := mail.NewSender(c.SMTPURL, c.MailFrom); err != nil {
+		return c, fmt.Errorf("O2I_SMTP_URL / O2I_MAIL_FROM: %w", err)
+	}
 	return c, nil
 }

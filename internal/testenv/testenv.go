@@ -1,5 +1,5 @@
 // Package testenv connects tests to the local stack (PostgreSQL, Redis, the
-// Kafka-protocol broker, MinIO) that `make test` brings up, using the same
+// Kafka-protocol broker, MinIO, the SMTP sink) that `make test` brings up, using the same
 // O2I_* variables and defaults as the service. A missing service fails the
 // test; it is never skipped. Only tests import this package.
 package testenv
@@ -32,6 +32,7 @@ var defaults = map[string]string{
 	"O2I_S3_ACCESS_KEY": "o2i-dev",
 	"O2I_S3_SECRET_KEY": "o2i-dev-secret",
 	"O2I_S3_BUCKET":     "o2i-archive",
+	"O2I_SMTP_URL":      "smtp://127.0.0.1:52525",
 }
 
 // Env returns the variable or its local-stack default.
