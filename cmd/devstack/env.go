@@ -33,6 +33,7 @@ func envVars(cfg *config) []envVar {
 		{"O2I_S3_USE_TLS", "false"},
 		{"O2I_S3_BUCKET", cfg.s3Bucket},
 		{"O2I_SMTP_URL", "smtp://" + smtpAddr(cfg)},
+		{"O2I_STRIPE_API_BASE", "http://" + stripeFakeAddr(cfg)},
 	}
 }
 

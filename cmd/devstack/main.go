@@ -14,6 +14,8 @@
 //	devstack kafka    run the Kafka-protocol broker in the foreground (used by up)
 //	devstack smtp     run the SMTP sink in the foreground (used by up): every
 //	                  message it receives becomes an .eml file under .dev/mail/
+//	devstack stripe   run the payment provider's fake (in front of stripe-mock) in
+//	                  the foreground (used by up)
 package main
 
 import (
@@ -55,6 +57,8 @@ type config struct {
 
 	kafkaPort       int
 	smtpPort        int
+	stripeMockPort  int
+	stripePort      int
 	kafkaTopics     []string
 	kafkaPartitions int
 }
@@ -91,7 +95,9 @@ func newConfig(root string, portOffset int) *config {
 		kafkaTopics:     []string{"o2i.orders", "o2i.invoices", "o2i.payments"},
 		kafkaPartitions: 6,
 
-		smtpPort: 52525 + portOffset,
+		smtpPort:       52525 + portOffset,
+		stripeMockPort: 52111 + portOffset,
+		stripePort:     52112 + portOffset,
 	}
 }
 
@@ -132,6 +138,7 @@ commands:
   clean    down, then remove .dev/
   kafka    run the Kafka-protocol broker in the foreground (started in the background by up)
   smtp     run the SMTP sink in the foreground (started by up; messages become .dev/mail/*.eml)
+  stripe   run the payment provider fake in front of stripe-mock in the foreground (started by up)
 `)
 }
 
@@ -157,6 +164,8 @@ func run(cmd string, args []string) error {
 		return runKafka(args)
 	case "smtp":
 		return runSMTP(args)
+	case "stripe":
+		return runStripeFake(args)
 	}
 	root, err := findRoot()
 	if err != nil {
@@ -293,6 +302,8 @@ func components() []component {
 		{"kafka", ensureKafka, stopKafka, stateKafka},
 		{"minio", ensureMinio, stopMinio, stateMinio},
 		{"smtp", ensureSMTP, stopSMTP, stateSMTP},
+		{"stripe-mock", ensureStripeMock, stopStripeMock, stateStripeMock},
+		{"stripe", ensureStripeFake, stopStripeFake, stateStripeFake},
 	}
 }
 
@@ -330,7 +341,7 @@ func down(cfg *config) error {
 
 func status(cfg *config) error {
 	for _, c := range components() {
-		fmt.Printf("%-9s %s\n", c.name, c.state(cfg))
+		fmt.Printf("%-12s %s\n", c.name, c.state(cfg))
 	}
 	return nil
 }
