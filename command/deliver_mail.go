@@ -33,7 +33,7 @@ import (
 const TaskMailDeliveryFailed = "mail_delivery_failed"
 
 // urgentTasks are mailed to the project's invoice contact when opened.
-var urgentTasks = map[string]bool{TaskValidationFailed: true}
+var urgentTasks = map[string]bool{TaskValidationFailed: true, TaskProviderRightsMissing: true}
 
 // Delivery states.
 const (

@@ -19,6 +19,7 @@ import (
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/banktransfer"
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/consume"
 	"github.com/o2i-service/o2i/internal/event"
@@ -44,7 +45,7 @@ func decideEvent(o event.Order, gateways func() ([]string, error), paid func() (
 		if err != nil {
 			return lifecycle.Decision{}, err
 		}
-		f.InvoiceFirst = slices.Contains(enabled, o.PaymentGateway)
+		f.InvoiceFirst = slices.Contains(enabled, o.PaymentGateway) || providerTransfer(o.OrderContent)
 	}
 	if !f.InvoiceFirst {
 		var err error
@@ -87,7 +88,9 @@ type Invoicer struct {
 	ReconcileEvery time.Duration
 	// Mail, when set, sends the e-mail deliveries beside the consumer.
 	Mail *Mailer
-	held heldCursor // where the reconciler's walk over held orders goes on
+	// Transfers creates the payment orders of provider_transfer orders.
+	Transfers *banktransfer.Client
+	held      heldCursor // where the reconciler's walk over held orders goes on
 
 	mu       sync.Mutex
 	gateways map[string]cachedGateways
@@ -290,6 +293,18 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 			return nil // an event of a project that is gone
 		}
 		return err
+	}
+	if d.Due && providerTransfer(o.OrderContent) && o.Status == "created" {
+		// The provider's payment order first: the invoice shows its IBAN and reference.
+		err := iv.svc.PrepareTransfer(ctx, iv.Transfers, j.projectID, o.ID)
+		var held *HeldError
+		if errors.As(err, &held) {
+			slog.Info("invoicer: order held as task", "orderNo", o.OrderNo, "task", held.Kind)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if d.Due {
 		dates := IssueDates{IssueDate: iv.now().UTC()}

@@ -162,6 +162,16 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		return nil, nil, err
 	}
 	order := billingOrder(content, rates)
+	if providerTransfer(content) {
+		// The invoice asks for payment to the provider's virtual IBAN with
+		// its reference; the invoicer created the payment order before.
+		if order.Transfer, err = transferOfTx(ctx, tx, orderID); err != nil {
+			return nil, nil, err
+		}
+		if order.Transfer == nil {
+			return nil, nil, fmt.Errorf("order %s has no bank-transfer order at the payment provider yet", o.orderNo)
+		}
+	}
 
 	// Holds: the order waits as a task and takes no number.
 	switch lifecycle.HoldOf(lifecycle.Facts{XRechnung: order.BillingAddress.LeitwegID != "", ContactPhone: seller.ContactPhone != "",

@@ -36,9 +36,10 @@ import (
 //
 //	/_fake/grant  key=rk_...            a restricted key (rk_...) gets its rights (they start without)
 //	/_fake/revoke key=rk_...            and loses them
-//	/_fake/fail   path=/v1/...&times=N  the next N requests to path are carried out and stored,
-//	                                    then answered 500 (a provider outage mid-flow)
+//	/_fake/fail   key=...&path=/v1/...&times=N  the next N requests with key to path are carried
+//	                                    out and stored, then answered 500 (an outage mid-flow)
 //	GET /_fake/payment_intents?customer=cus_...  the payment intents created for a customer
+//	GET /_fake/failures?key=...                  how many failures ordered for key are still to come
 
 // stripeMockVersion is the stripe-mock that `devstack up` builds when missing.
 const stripeMockVersion = "v0.203.0"
@@ -145,33 +146,40 @@ func (f *stripeFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	idem := r.Header.Get("Idempotency-Key")
+	var status int
+	var out []byte
+	replayed := false
 	if r.Method == http.MethodPost && idem != "" {
 		f.mu.Lock()
 		rep, seen := f.replies[key+"\x00"+idem]
 		f.mu.Unlock()
 		if seen {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Idempotent-Replayed", "true")
-			w.WriteHeader(rep.status)
-			_, _ = w.Write(rep.body)
-			return
+			status, out, replayed = rep.status, rep.body, true
 		}
 	}
-	status, out := f.handle(r, body)
-	if r.Method == http.MethodPost && idem != "" && status < 500 {
-		f.mu.Lock()
-		f.replies[key+"\x00"+idem] = storedReply{status, out}
-		f.mu.Unlock()
+	if !replayed {
+		status, out = f.handle(r, body)
+		if r.Method == http.MethodPost && idem != "" && status < 500 {
+			f.mu.Lock()
+			f.replies[key+"\x00"+idem] = storedReply{status, out}
+			f.mu.Unlock()
+		}
 	}
+	// An ordered failure strikes after the request was carried out (or
+	// replayed): the answer is lost.
 	f.mu.Lock()
-	failing := f.fail[r.URL.Path] > 0
+	fk := key + "\x00" + r.URL.Path
+	failing := f.fail[fk] > 0
 	if failing {
-		f.fail[r.URL.Path]--
+		f.fail[fk]--
 	}
 	f.mu.Unlock()
 	if failing {
 		stripeError(w, 500, "api_error", "", "fake: an outage after the request was carried out")
 		return
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -290,7 +298,17 @@ func (f *stripeFake) control(w http.ResponseWriter, r *http.Request) {
 		delete(f.granted, r.Form.Get("key"))
 	case "/_fake/fail":
 		n, _ := strconv.Atoi(r.Form.Get("times"))
-		f.fail[r.Form.Get("path")] = max(n, 1)
+		f.fail[r.Form.Get("key")+"\x00"+r.Form.Get("path")] = max(n, 1)
+	case "/_fake/failures":
+		left := 0
+		for k, n := range f.fail {
+			if strings.HasPrefix(k, r.Form.Get("key")+"\x00") {
+				left += n
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]int{"left": left})
+		return
 	case "/_fake/payment_intents":
 		out := []map[string]any{}
 		for _, pi := range f.intents {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ type Config struct {
 	DebugAddr       string
 	SMTPURL         string
 	MailFrom        string
+	StripeAPIBase   string
 }
 
 // envVar documents one variable; the README's configuration table lists the same.
@@ -52,6 +54,7 @@ var envVars = []envVar{
 	{"O2I_LOG_LEVEL", "info", "debug, info, warn or error", false},
 	{"O2I_DEBUG_ADDR", "", "when set, serves Go's pprof profiles on this address (keep it private)", false},
 	{"O2I_SMTP_URL", "smtp://127.0.0.1:52525", "SMTP relay of the invoice e-mail: smtp://user:pass@host:port (STARTTLS when offered) or smtps://...", true},
+	{"O2I_STRIPE_API_BASE", "https://api.stripe.com", "base URL of the payment provider's API (Stripe); the local stack's fake in .dev/env", false},
 	{"O2I_MAIL_FROM", "Rechnungsversand <rechnung@localhost>", "sender address of the invoice e-mail (replies go to the project's invoice contact)", false},
 }
 
@@ -100,6 +103,10 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.DebugAddr = v("O2I_DEBUG_ADDR")
 	c.SMTPURL = v("O2I_SMTP_URL")
 	c.MailFrom = v("O2I_MAIL_FROM")
+	c.StripeAPIBase = v("O2I_STRIPE_API_BASE")
+	if u, err := url.Parse(c.StripeAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, fmt.Errorf("O2I_STRIPE_API_BASE must be an http(s) URL, got %q", c.StripeAPIBase)
+	}
 	if _, err := mail.NewSender(c.SMTPURL, c.MailFrom); err != nil {
 		return c, fmt.Errorf("O2I_SMTP_URL / O2I_MAIL_FROM: %w", err)
 	}
