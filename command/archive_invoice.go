@@ -20,7 +20,8 @@ import (
 // with the XML embedded), stores both write-once, anchors them in
 // PostgreSQL (SHA-256, size, version id, retain-until), writes the invoice's
 // manifest as the next link of its number range's hash chain, then marks it
-// archived and publishes invoice.archived. Live documents get COMPLIANCE
+// archived, publishes invoice.archived and records its e-mail delivery to
+// the order's address (deliver_mail.go). Live documents get COMPLIANCE
 // retention to the end of the eighth year after the year of issue; test
 // documents go to the test archive without retention (a reset removes
 // them). A failed document is never archived. Calling it again is harmless:
@@ -99,6 +100,10 @@ func (s *Service) ArchiveInvoice(ctx context.Context, a *archive.Archive, projec
 			return err
 		}
 		inv.Status, inv.ArchivedAt = "archived", &now
+		// The document goes to the order's e-mail (blocked in test mode).
+		if err := enqueueDocumentMailTx(ctx, tx, projectID, inv.ID, inv.OrderID, inv.OrderNo, inv.TestMode); err != nil {
+			return err
+		}
 		ev, err := event.New(event.InvoiceArchived, projectID, "invoice", inv.ID, inv.OrderNo, inv.Version, now, inv)
 		if err != nil {
 			return fmt.Errorf("event: %w", err)

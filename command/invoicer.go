@@ -19,6 +19,7 @@ import (
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/banktransfer"
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/consume"
 	"github.com/o2i-service/o2i/internal/event"
@@ -44,7 +45,7 @@ func decideEvent(o event.Order, gateways func() ([]string, error), paid func() (
 		if err != nil {
 			return lifecycle.Decision{}, err
 		}
-		f.InvoiceFirst = slices.Contains(enabled, o.PaymentGateway)
+		f.InvoiceFirst = slices.Contains(enabled, o.PaymentGateway) || providerTransfer(o.OrderContent)
 	}
 	if !f.InvoiceFirst {
 		var err error
@@ -88,7 +89,11 @@ type Invoicer struct {
 	AttemptTimeout time.Duration
 	// ReconcileEvery is how often the reconciler runs (reconcile.go).
 	ReconcileEvery time.Duration
-	held           heldCursor // where the reconciler's walk over held orders goes on
+	// Mail, when set, sends the e-mail deliveries beside the consumer.
+	Mail *Mailer
+	// Transfers creates the payment orders of provider_transfer orders.
+	Transfers *banktransfer.Client
+	held      heldCursor // where the reconciler's walk over held orders goes on
 
 	mu       sync.Mutex
 	gateways map[string]cachedGateways
@@ -131,6 +136,9 @@ func (iv *Invoicer) invoiceFirstGateways(ctx context.Context, projectID string) 
 // is gone) is not committed and comes again.
 func (iv *Invoicer) Run(ctx context.Context) error {
 	go iv.reconcile(ctx)
+	if iv.Mail != nil {
+		go func() { _ = iv.Mail.Run(ctx) }()
+	}
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := iv.consume(ctx)
@@ -298,6 +306,18 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 			return nil // an event of a project that is gone
 		}
 		return err
+	}
+	if d.Due && providerTransfer(o.OrderContent) && o.Status == "created" {
+		// The provider's payment order first: the invoice shows its IBAN and reference.
+		err := iv.svc.PrepareTransfer(ctx, iv.Transfers, j.projectID, o.ID)
+		var held *HeldError
+		if errors.As(err, &held) {
+			slog.Info("invoicer: order held as task", "orderNo", o.OrderNo, "task", held.Kind)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if d.Due {
 		dates := IssueDates{IssueDate: iv.now().UTC()}

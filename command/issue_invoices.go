@@ -162,6 +162,16 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		return nil, nil, err
 	}
 	order := billingOrder(content, rates)
+	if providerTransfer(content) {
+		// The invoice asks for payment to the provider's virtual IBAN with
+		// its reference; the invoicer created the payment order before.
+		if order.Transfer, err = transferOfTx(ctx, tx, orderID); err != nil {
+			return nil, nil, err
+		}
+		if order.Transfer == nil {
+			return nil, nil, fmt.Errorf("order %s has no bank-transfer order at the payment provider yet", o.orderNo)
+		}
+	}
 
 	// Holds: the order waits as a task and takes no number.
 	switch lifecycle.HoldOf(lifecycle.Facts{XRechnung: order.BillingAddress.LeitwegID != "", ContactPhone: seller.ContactPhone != "",
@@ -393,17 +403,23 @@ func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[
 	return rates, recognised && seen == len(ids), rows.Err()
 }
 
-// openTask records a review task unless the same one is open already.
+// openTask records a review task unless the same one is open already; an
+// urgent one is mailed to the project's invoice contact.
 func openTask(ctx context.Context, tx pgx.Tx, projectID, kind, subject string, details map[string]any) error {
 	raw, err := json.Marshal(details)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details)
+	id := uuid.NewString()
+	tag, err := tx.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details)
 		SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (
 			SELECT 1 FROM tasks WHERE project_id = $2 AND kind = $3 AND subject = $4 AND status = 'open')`,
-		uuid.NewString(), projectID, kind, subject, raw)
-	return err
+		id, projectID, kind, subject, raw)
+	if err != nil || tag.RowsAffected() == 0 || !urgentTasks[kind] {
+		return err
+	}
+	// An urgent task is mailed to the invoice contact (deliver_mail.go).
+	return enqueueTaskMailTx(ctx, tx, projectID, id, subject)
 }
 
 func issuedOf(ctx context.Context, tx pgx.Tx, orderID string) ([]Issued, error) {

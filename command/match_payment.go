@@ -62,7 +62,7 @@ type PaymentResult struct {
 // StripeEvent is the part of a Stripe event the service reads.
 type StripeEvent struct {
 	ID      string `json:"id" required:"true"`
-	Type    string `json:"type" required:"true" description:"payment_intent.succeeded and charge.refunded are applied; other types are recorded"`
+	Type    string `json:"type" required:"true" description:"payment_intent.succeeded, payment_intent.canceled and charge.refunded are applied; other types are recorded"`
 	Created int64  `json:"created,omitempty"`
 	Data    struct {
 		Object struct {
@@ -91,7 +91,9 @@ const webhookDescription = "The payment provider's webhook (Stripe). Public: aut
 	"webhook secret (the endpoint tells nobody which projects exist). The body is at most 64 KiB. Each event id is applied once; a repeated delivery is 200 " +
 	"with duplicate true. payment_intent.succeeded pays the order whose paymentRef is the payment intent id (the " +
 	"invoice follows when the order is due); without such an order the payment waits, with a review task, until the " +
-	"order arrives. charge.refunded (matched by the charge's payment_intent) with the whole charge refunded at once cancels " +
+	"order arrives; for a provider_transfer order the payment intent is its bank-transfer payment order. " +
+	"payment_intent.canceled of a provider_transfer order's payment order before payment cancels the order (its invoice gets " +
+	"a cancellation). charge.refunded (matched by the charge's payment_intent) with the whole charge refunded at once cancels " +
 	"the order (its documents get cancellations); a partial refund gets a credit note (type code 381, Rechnungskorrektur) " +
 	"for the newly refunded gross, split over the invoice's VAT rates by their gross (largest remainder)."
 
@@ -191,6 +193,13 @@ WHERE p.project_id = $1 AND p.provider = 'stripe' AND p.provider_event_id = $2`,
 			res.OrderNo, res.Applied = &orderNo, applied
 			return nil
 		}
+		if ev.Type == "payment_intent.canceled" && obj.ID != "" {
+			orderNo, applied, err := cancelTransferTx(ctx, tx, projectID, obj.ID)
+			if orderNo != "" {
+				res.OrderNo, res.Applied = &orderNo, applied
+			}
+			return err
+		}
 		if ev.Type != "payment_intent.succeeded" || obj.ID == "" {
 			return nil
 		}
@@ -219,7 +228,13 @@ WHERE p.project_id = $1 AND p.provider = 'stripe' AND p.provider_event_id = $2`,
 func payOrder(ctx context.Context, tx pgx.Tx, projectID, paymentID, ref string, amount int64, at time.Time) (string, bool, error) {
 	o, err := lockOrder(ctx, tx, projectID, "payment_ref", ref)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
+		// A bank transfer through the provider: the payment intent is the
+		// order's payment order (provider_transfer.go).
+		id, terr := transferOrderID(ctx, tx, projectID, ref)
+		if terr != nil || id == "" {
+			return "", false, terr
+		}
+		o, err = lockOrder(ctx, tx, projectID, "id", id)
 	}
 	if err != nil {
 		return "", false, err

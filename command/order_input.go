@@ -107,6 +107,9 @@ func parseOrder(body []byte) (event.OrderContent, error) {
 	if c.Email != "" && !validEmail(c.Email) {
 		return c, apperr.Field("email", "email must be a valid e-mail address")
 	}
+	if c.PaymentGateway == GatewayProviderTransfer && c.Email == "" {
+		return c, apperr.Field("email", "an order paid by bank transfer through the payment provider (paymentGateway provider_transfer) needs the customer's email")
+	}
 	if c.Currency, err = o.text("currency", false, maxCurrencyLength); err != nil {
 		return c, err
 	}

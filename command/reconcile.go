@@ -20,7 +20,7 @@ import (
 //   - archives documents issued but not archived a minute later.
 
 // holdKinds are the tasks that hold an order back without an invoice number.
-var holdKinds = []string{HoldContactPhone, HoldRevenueRecognition, HoldNotInvoiceable, TaskValidationFailed}
+var holdKinds = []string{HoldContactPhone, HoldRevenueRecognition, HoldNotInvoiceable, TaskValidationFailed, TaskProviderRightsMissing}
 
 // heldPage is how many held orders one round re-evaluates; the walk goes on
 // where it stopped in the next round, so every held order gets its turn.

@@ -64,7 +64,9 @@ func resolveWaiting(ctx context.Context, q interface {
 			if err != nil {
 				return err
 			}
-			f.InvoiceFirst = slices.Contains(list, o.paymentGateway)
+			// provider_transfer (bank transfer through the payment provider)
+			// is always invoiced first, as an open item.
+			f.InvoiceFirst = slices.Contains(list, o.paymentGateway) || o.paymentGateway == "provider_transfer"
 		}
 		o.waitingFor = string(lifecycle.Decide(f).WaitingFor)
 		o.payment = lifecycle.PaymentOf(f)

@@ -91,12 +91,45 @@ func (s *Service) getInvoice(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	d, version, err := s.delivery(r.Context(), inv.ID)
+	if err != nil {
+		return err
+	}
+	inv.Delivery = d
 	body, err := json.Marshal(inv.Invoice)
 	if err != nil {
 		return err
 	}
-	writeVersioned(w, r, inv.rev, body)
+	// The ETag changes with the read model and with the delivery record.
+	writeTagged(w, r, `"`+strconv.FormatInt(inv.rev, 10)+"."+strconv.FormatInt(version, 10)+`"`, body)
 	return nil
+}
+
+// delivery reads the e-mail delivery record of a document (the mailer's
+// table, written by the command side) and its version; nil, 0 when there
+// is none.
+func (s *Service) delivery(ctx context.Context, invoiceID string) (*Delivery, int64, error) {
+	var d Delivery
+	var version int64
+	var sent, last *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT status, recipient, sent_at, attempts, last_error, last_attempt_at, version
+		FROM mail_deliveries WHERE invoice_id = $1`, invoiceID).Scan(&d.Status, &d.Recipient, &sent, &d.Attempts, &d.LastError, &last, &version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	d.SentAt, d.LastAttemptAt = rfc3339(sent), rfc3339(last)
+	return &d, version, nil
+}
+
+func rfc3339(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339Nano)
+	return &s
 }
 
 // listFilter is a validated query of GET /v1/invoices.

@@ -70,7 +70,11 @@ func (s *Service) getOrder(w http.ResponseWriter, r *http.Request) error {
 // writeVersioned answers with {"data": body, "requestId"} and an ETag of the
 // read model's revision; a matching If-None-Match gets 304 without a body.
 func writeVersioned(w http.ResponseWriter, r *http.Request, rev int64, data []byte) {
-	etag := `"` + strconv.FormatInt(rev, 10) + `"`
+	writeTagged(w, r, `"`+strconv.FormatInt(rev, 10)+`"`, data)
+}
+
+// writeTagged is writeVersioned with the ETag given.
+func writeTagged(w http.ResponseWriter, r *http.Request, etag string, data []byte) {
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "private, no-cache")
 	if etagMatches(r.Header.Get("If-None-Match"), etag) {

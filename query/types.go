@@ -34,6 +34,19 @@ type Invoice struct {
 	XMLURL          string  `json:"xmlUrl" required:"true"`
 	CreatedAt       string  `json:"createdAt" required:"true" format:"date-time"`
 	ArchivedAt      *string `json:"archivedAt" required:"true" format:"date-time"`
+	// Delivery is set by GET /v1/invoices/{reference} when the document is
+	// e-mailed (its order has an e-mail); never in the list.
+	Delivery *Delivery `json:"delivery,omitempty" description:"the e-mail of the document to the order's address (GET /v1/invoices/{reference} only; absent when the order has no e-mail)"`
+}
+
+// Delivery is the e-mail delivery record of a document.
+type Delivery struct {
+	Status        string  `json:"status" required:"true" enum:"pending,sent,blocked" description:"pending (being sent or retried), sent, blocked (test mode: sending blocked)"`
+	Recipient     string  `json:"recipient" required:"true" format:"email"`
+	SentAt        *string `json:"sentAt" required:"true" format:"date-time"`
+	Attempts      int     `json:"attempts" required:"true" description:"tries so far"`
+	LastError     *string `json:"lastError" required:"true" description:"the error of the last failed try"`
+	LastAttemptAt *string `json:"lastAttemptAt" required:"true" format:"date-time"`
 }
 
 // InvoiceInput addresses one invoice.

@@ -257,6 +257,7 @@ func writeSettlement(w *writer, inv *billing.Invoice) {
 		if pm.IBAN != "" {
 			w.open("ram:PayeePartyCreditorFinancialAccount")
 			w.text("ram:IBANID", pm.IBAN)
+			w.opt("ram:AccountName", pm.AccountName)
 			w.close("ram:PayeePartyCreditorFinancialAccount")
 		}
 		if pm.BIC != "" {

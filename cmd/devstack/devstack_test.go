@@ -14,17 +14,19 @@ func TestEnvVarsContract(t *testing.T) {
 		got[v.Name] = v.Value
 	}
 	want := map[string]string{
-		"O2I_HTTP_ADDR":      "127.0.0.1:8080",
-		"O2I_METRICS_ADDR":   "127.0.0.1:9464",
-		"O2I_DATABASE_URL":   "postgres://o2i:o2i@127.0.0.1:55432/o2i?sslmode=disable",
-		"O2I_REDIS_URL":      "redis://127.0.0.1:56379/0",
-		"O2I_KAFKA_BROKERS":  "127.0.0.1:59092",
-		"O2I_S3_ENDPOINT":    "127.0.0.1:59000",
-		"O2I_S3_ACCESS_KEY":  "o2i-dev",
-		"O2I_S3_SECRET_KEY":  "o2i-dev-secret",
-		"O2I_S3_USE_TLS":     "false",
-		"O2I_S3_BUCKET":      "o2i-archive",
-		"O2I_S3_TEST_BUCKET": "o2i-archive-test",
+		"O2I_HTTP_ADDR":       "127.0.0.1:8080",
+		"O2I_METRICS_ADDR":    "127.0.0.1:9464",
+		"O2I_DATABASE_URL":    "postgres://o2i:o2i@127.0.0.1:55432/o2i?sslmode=disable",
+		"O2I_REDIS_URL":       "redis://127.0.0.1:56379/0",
+		"O2I_KAFKA_BROKERS":   "127.0.0.1:59092",
+		"O2I_S3_ENDPOINT":     "127.0.0.1:59000",
+		"O2I_S3_ACCESS_KEY":   "o2i-dev",
+		"O2I_S3_SECRET_KEY":   "o2i-dev-secret",
+		"O2I_S3_USE_TLS":      "false",
+		"O2I_S3_BUCKET":       "o2i-archive",
+		"O2I_S3_TEST_BUCKET":  "o2i-archive-test",
+		"O2I_SMTP_URL":        "smtp://127.0.0.1:52525",
+		"O2I_STRIPE_API_BASE": "http://127.0.0.1:52112",
 	}
 	if len(got) != len(want) {
 		t.Errorf("got %d variables, want %d: %v", len(got), len(want), got)
@@ -43,13 +45,15 @@ func TestPortOffset(t *testing.T) {
 		got[v.Name] = v.Value
 	}
 	for k, want := range map[string]string{
-		"O2I_HTTP_ADDR":     "127.0.0.1:8180",
-		"O2I_METRICS_ADDR":  "127.0.0.1:9564",
-		"O2I_DATABASE_URL":  "postgres://o2i:o2i@127.0.0.1:55532/o2i?sslmode=disable",
-		"O2I_REDIS_URL":     "redis://127.0.0.1:56479/0",
-		"O2I_KAFKA_BROKERS": "127.0.0.1:59192",
-		"O2I_S3_ENDPOINT":   "127.0.0.1:59100",
-		"O2I_S3_BUCKET":     "o2i-archive",
+		"O2I_HTTP_ADDR":       "127.0.0.1:8180",
+		"O2I_METRICS_ADDR":    "127.0.0.1:9564",
+		"O2I_DATABASE_URL":    "postgres://o2i:o2i@127.0.0.1:55532/o2i?sslmode=disable",
+		"O2I_REDIS_URL":       "redis://127.0.0.1:56479/0",
+		"O2I_KAFKA_BROKERS":   "127.0.0.1:59192",
+		"O2I_S3_ENDPOINT":     "127.0.0.1:59100",
+		"O2I_S3_BUCKET":       "o2i-archive",
+		"O2I_SMTP_URL":        "smtp://127.0.0.1:52625",
+		"O2I_STRIPE_API_BASE": "http://127.0.0.1:52212",
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)

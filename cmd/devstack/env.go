@@ -34,6 +34,8 @@ func envVars(cfg *config) []envVar {
 		{"O2I_S3_USE_TLS", "false"},
 		{"O2I_S3_BUCKET", cfg.s3Bucket},
 		{"O2I_S3_TEST_BUCKET", cfg.s3TestBucket},
+		{"O2I_SMTP_URL", "smtp://" + smtpAddr(cfg)},
+		{"O2I_STRIPE_API_BASE", "http://" + stripeFakeAddr(cfg)},
 	}
 }
 

@@ -13,6 +13,10 @@
 //	devstack clean    down, then remove .dev/
 //	devstack crash C  stop component C as a crash would (fault runs); up starts it again
 //	devstack kafka    run the Kafka-protocol broker in the foreground (used by up)
+//	devstack smtp     run the SMTP sink in the foreground (used by up): every
+//	                  message it receives becomes an .eml file under .dev/mail/
+//	devstack stripe   run the payment provider's fake (in front of stripe-mock) in
+//	                  the foreground (used by up)
 package main
 
 import (
@@ -55,6 +59,9 @@ type config struct {
 	s3TestBucket string
 
 	kafkaPort       int
+	smtpPort        int
+	stripeMockPort  int
+	stripePort      int
 	kafkaTopics     []string
 	kafkaPartitions int
 }
@@ -92,6 +99,10 @@ func newConfig(root string, portOffset int) *config {
 		kafkaPort:       59092 + portOffset,
 		kafkaTopics:     []string{"o2i.orders", "o2i.invoices", "o2i.payments"},
 		kafkaPartitions: 6,
+
+		smtpPort:       52525 + portOffset,
+		stripeMockPort: 52111 + portOffset,
+		stripePort:     52112 + portOffset,
 	}
 }
 
@@ -124,7 +135,7 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage: devstack <command> [flags]
 
 commands:
-  up       start PostgreSQL, Redis, MinIO and the Kafka broker under .dev/ and write .dev/env
+  up       start PostgreSQL, Redis, MinIO, the Kafka broker and the SMTP sink under .dev/ and write .dev/env
   down     stop everything started by up
   status   show the state of every component
   seed     run "o2i migrate" and create the dev project and API key (.dev/credentials.json)
@@ -132,6 +143,8 @@ commands:
   clean    down, then remove .dev/
   crash    stop one component as a crash would (postgres: immediate shutdown; redis, kafka, minio: SIGKILL); up starts it again
   kafka    run the Kafka-protocol broker in the foreground (started in the background by up)
+  smtp     run the SMTP sink in the foreground (started by up; messages become .dev/mail/*.eml)
+  stripe   run the payment provider fake in front of stripe-mock in the foreground (started by up)
 `)
 }
 
@@ -152,8 +165,13 @@ func main() {
 }
 
 func run(cmd string, args []string) error {
-	if cmd == "kafka" {
+	switch cmd {
+	case "kafka":
 		return runKafka(args)
+	case "smtp":
+		return runSMTP(args)
+	case "stripe":
+		return runStripeFake(args)
 	}
 	root, err := findRoot()
 	if err != nil {
@@ -307,13 +325,16 @@ func components() []component {
 		{"minio", ensureMinio, stopMinio, stateMinio, func(cfg *config) error {
 			return killPid("minio", cfg.path("minio.pid"), "minio")
 		}},
+		{"smtp", ensureSMTP, stopSMTP, stateSMTP, nil},
+		{"stripe-mock", ensureStripeMock, stopStripeMock, stateStripeMock, nil},
+		{"stripe", ensureStripeFake, stopStripeFake, stateStripeFake, nil},
 	}
 }
 
 // crash crashes the named component (see component.crash).
 func crash(cfg *config, name string) error {
 	for _, c := range components() {
-		if c.name == name {
+		if c.name == name && c.crash != nil {
 			return c.crash(cfg)
 		}
 	}
@@ -354,7 +375,7 @@ func down(cfg *config) error {
 
 func status(cfg *config) error {
 	for _, c := range components() {
-		fmt.Printf("%-9s %s\n", c.name, c.state(cfg))
+		fmt.Printf("%-12s %s\n", c.name, c.state(cfg))
 	}
 	return nil
 }

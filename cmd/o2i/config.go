@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/o2i-service/o2i/internal/mail"
 )
 
 // Config is the service configuration. Every value comes from an O2I_*
@@ -36,6 +39,9 @@ type Config struct {
 	// role), so it checks the buckets at start instead of creating them and
 	// its S3 credentials need no write right.
 	archiveReadOnly bool
+	SMTPURL         string
+	MailFrom        string
+	StripeAPIBase   string
 }
 
 // envVar documents one variable; the README's configuration table lists the same.
@@ -64,6 +70,9 @@ var envVars = []envVar{
 	{"O2I_REQUEST_TIMEOUT", "30s", "deadline of one API request; past it the answer is 503 with Retry-After", false},
 	{"O2I_DB_STATEMENT_TIMEOUT", "30s", "PostgreSQL statement_timeout of the service's sessions (0: the server's)", false},
 	{"O2I_DB_IDLE_IN_TX_TIMEOUT", "60s", "PostgreSQL idle_in_transaction_session_timeout of the service's sessions (0: the server's)", false},
+	{"O2I_SMTP_URL", "smtp://127.0.0.1:52525", "SMTP relay of the invoice e-mail: smtp://user:pass@host:port (STARTTLS when offered) or smtps://...", true},
+	{"O2I_STRIPE_API_BASE", "https://api.stripe.com", "base URL of the payment provider's API (Stripe); the local stack's fake in .dev/env", false},
+	{"O2I_MAIL_FROM", "Rechnungsversand <rechnung@localhost>", "sender address of the invoice e-mail (replies go to the project's invoice contact)", false},
 }
 
 func loadConfig(getenv func(string) string) (Config, error) {
@@ -126,6 +135,15 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		if *d.dst, err = time.ParseDuration(v(d.name)); err != nil || *d.dst < d.min {
 			return c, fmt.Errorf("%s must be a duration of at least %s, like 30s, got %q", d.name, d.min, v(d.name))
 		}
+	}
+	c.SMTPURL = v("O2I_SMTP_URL")
+	c.MailFrom = v("O2I_MAIL_FROM")
+	c.StripeAPIBase = v("O2I_STRIPE_API_BASE")
+	if u, err := url.Parse(c.StripeAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, fmt.Errorf("O2I_STRIPE_API_BASE must be an http(s) URL, got %q", c.StripeAPIBase)
+	}
+	if _, err := mail.NewSender(c.SMTPURL, c.MailFrom); err != nil {
+		return c, fmt.Errorf("O2I_SMTP_URL / O2I_MAIL_FROM: %w", err)
 	}
 	return c, nil
 }

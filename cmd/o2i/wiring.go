@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/internal/banktransfer"
 	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/mail"
 	"github.com/o2i-service/o2i/projection"
 	"github.com/o2i-service/o2i/query"
 )
@@ -67,7 +70,12 @@ func (w *wiring) worker(role string) func(context.Context) error {
 	case "relay":
 		return command.NewRelay(w.d.pool, w.d.cfg.KafkaBrokers, w.reg).Run
 	case "invoicer":
-		return command.NewInvoicer(w.commands, w.archive, w.d.cfg.KafkaBrokers).Run
+		iv := command.NewInvoicer(w.commands, w.archive, w.d.cfg.KafkaBrokers)
+		if sender, err := mail.NewSender(w.d.cfg.SMTPURL, w.d.cfg.MailFrom); err == nil { // checked by loadConfig
+			iv.Mail = command.NewMailer(w.commands, w.archive, sender)
+		}
+		iv.Transfers = banktransfer.New(w.d.cfg.StripeAPIBase, 20*time.Second)
+		return iv.Run
 	case "projector":
 		return projection.New(w.d.pool, w.d.redis, w.d.cfg.KafkaBrokers, w.reg).Run
 	}

@@ -691,10 +691,16 @@ func payment(o *Order, s *Seller, inv *Invoice) PaymentMeans {
 	if o.PaymentGateway != "" {
 		pm.Information = "Zahlung über " + o.PaymentGateway
 	}
+	if t := o.Transfer; t != nil {
+		// The provider's bank-transfer order: its virtual IBAN and reference.
+		pm.Code, pm.IBAN, pm.BIC, pm.Reference = "58", strings.ReplaceAll(t.IBAN, " ", ""), t.BIC, t.Reference
+		pm.AccountName = t.AccountHolder
+		pm.Information = "Überweisung an das Konto des Zahlungsdienstleisters"
+	}
 	switch {
 	case inv.Totals.DueCents == 0:
 		pm.Terms = "Der Rechnungsbetrag ist bereits vollständig beglichen."
-	case o.PaymentGateway != "" && slices.Contains(s.InvoiceFirstGateways, o.PaymentGateway):
+	case o.Transfer != nil || o.PaymentGateway != "" && slices.Contains(s.InvoiceFirstGateways, o.PaymentGateway):
 		// An open item: payable by credit transfer within the term.
 		days := s.PaymentTermDays
 		if days <= 0 {

@@ -432,3 +432,38 @@ func TestCancel(t *testing.T) {
 		t.Error("cancel a cancellation: want error")
 	}
 }
+
+// TestPaymentMeans: what the invoice asks the buyer to do, per way of paying.
+func TestPaymentMeans(t *testing.T) {
+	t.Parallel()
+	transfer := &BankTransfer{IBAN: "DE36 1001 0010 0000 0000 01", BIC: "SOGEDEFFXXX", AccountHolder: "Stripe Payments Europe Limited", Reference: "AK40SLQJDCVQ"}
+	seller := ExampleSeller()
+	seller.InvoiceFirstGateways = []string{"invoice"}
+	for _, tc := range []struct {
+		name     string
+		gateway  string
+		transfer *BankTransfer
+		want     PaymentMeans
+	}{
+		{"provider bank transfer: the virtual IBAN and the provider's reference", "provider_transfer", transfer, PaymentMeans{Code: "58",
+			Information: "Überweisung an das Konto des Zahlungsdienstleisters", IBAN: "DE36100100100000000001", AccountName: "Stripe Payments Europe Limited",
+			BIC: "SOGEDEFFXXX", Reference: "AK40SLQJDCVQ", DueDate: day(2026, 3, 16),
+			Terms: "Zahlbar innerhalb von 14 Tagen ohne Abzug bis zum 16.03.2026. Bitte überweisen Sie den Betrag unter Angabe des Verwendungszwecks AK40SLQJDCVQ."}},
+		{"invoice-first gateway: the seller's account, the order's reference", "invoice", nil, PaymentMeans{Code: "58",
+			Information: "Zahlung über invoice", IBAN: seller.IBAN, BIC: seller.BIC, Reference: "PAY-1", DueDate: day(2026, 3, 16),
+			Terms: "Zahlbar innerhalb von 14 Tagen ohne Abzug bis zum 16.03.2026. Bitte überweisen Sie den Betrag unter Angabe des Verwendungszwecks PAY-1."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o := deOrder(Item{Name: "a", Quantity: qty("1"), UnitNetCents: cents(1000), TaxRate: rate("19")})
+			o.PaymentGateway, o.PaymentRef, o.Transfer = tc.gateway, "PAY-1", tc.transfer
+			invs, err := Compute(o, seller, testCtx(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, invs[0].Payment); d != "" {
+				t.Errorf("payment means (-want +got):\n%s", d)
+			}
+		})
+	}
+}

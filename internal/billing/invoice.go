@@ -163,6 +163,7 @@ type PaymentMeans struct {
 	Code        string // BT-81: 58 SEPA credit transfer, ZZZ otherwise
 	Information string // BT-82
 	IBAN        string // BT-84
+	AccountName string // BT-85; empty: not stated
 	BIC         string // BT-86
 	Reference   string // BT-83 remittance information
 	Terms       string // BT-20

@@ -106,6 +106,18 @@ type Order struct {
 	// GrossTotalCents is the order's gross total as the caller computed it;
 	// it must equal the computed amount payable to the cent.
 	GrossTotalCents *int64
+	// Transfer is the payment provider's bank-transfer order of a
+	// provider_transfer order: the invoice asks to pay to its virtual IBAN
+	// with its reference.
+	Transfer *BankTransfer
+}
+
+// BankTransfer is where and with which reference the buyer pays.
+type BankTransfer struct {
+	IBAN          string // BT-84: the customer's virtual IBAN at the payment provider
+	BIC           string // BT-86
+	AccountHolder string // BT-85
+	Reference     string // BT-83: the provider's payment reference
 }
 
 // Seller holds the project's seller settings. The seller is established in

@@ -72,6 +72,8 @@ var rules = []rule{
 	{pkgs: []string{"archive"}, doc: "It imports minio-go only.", stdOnly: true, allow: []string{"github.com/minio/minio-go"}},
 	{pkgs: []string{"internal/consume"}, doc: "It imports only kafka-go.", stdOnly: true, allow: []string{"github.com/segmentio/kafka-go"}},
 	{pkgs: []string{"internal/readmodel"}, doc: "It imports go-redis only.", stdOnly: true, allow: []string{"github.com/redis/go-redis"}},
+	{pkgs: []string{"internal/mail"}, doc: "It imports go-mail only.", stdOnly: true, allow: []string{"github.com/wneessen/go-mail"}},
+	{pkgs: []string{"internal/banktransfer"}, doc: "It imports stripe-go only.", stdOnly: true, allow: []string{"github.com/stripe/stripe-go"}},
 	{pkgs: []string{"internal/store"}, doc: "It imports internal/apperr and pgx; nothing of the domain.",
 		only: []string{"internal/apperr"}},
 	{pkgs: []string{"internal/outbox"}, doc: "It imports internal/event, pgx and kafka-go; nothing of the domain.",

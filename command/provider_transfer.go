@@ -1,0 +1,212 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/o2i-service/o2i/internal/banktransfer"
+	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/internal/store"
+)
+
+// Bank transfer through the payment provider (paymentGateway
+// provider_transfer, an order with an e-mail): the invoice is due like an
+// invoice-first open item (services at once, goods at the shipping report),
+// but before it is issued the invoicer creates the payment order at the
+// provider (banktransfer: customer by e-mail, PaymentIntent for exactly the
+// order's gross, customer_balance / eu_bank_transfer) and records it in
+// provider_transfers; the invoice then shows the customer's virtual IBAN and
+// the provider's reference (payment means 58, BT-84, BT-83). The provider's
+// payment_intent.succeeded for that payment intent closes the open item (a
+// payment that is not the amount due opens payment_amount_mismatch);
+// payment_intent.canceled before payment cancels the order, so its invoice
+// gets a cancellation.
+//
+// A provider key without write rights for customers or payment intents
+// holds the order with an urgent provider_rights_missing task (mailed to
+// the invoice contact), without an invoice; the reconciler tries again
+// every round and the invoice follows once the rights exist. Any other
+// failure (the provider down) is retried by the invoicer with backoff and
+// then as a dead letter; the Idempotency-Keys per order and step make a
+// retry return what the first attempt created, never a second payment
+// order.
+
+// GatewayProviderTransfer is the paymentGateway of bank transfers through
+// the payment provider.
+const GatewayProviderTransfer = "provider_transfer"
+
+// TaskProviderRightsMissing holds a provider_transfer order whose payment
+// order the provider refused for missing rights of the API key.
+const TaskProviderRightsMissing = "provider_rights_missing"
+
+// providerTransfer reports whether the order pays by bank transfer through
+// the provider.
+func providerTransfer(c event.OrderContent) bool {
+	return c.PaymentGateway == GatewayProviderTransfer // the door requires its email
+}
+
+// PrepareTransfer makes sure the order has its payment order at the
+// provider, creating it when missing. A key without rights records the
+// hold (an urgent task) and returns a *HeldError.
+func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, projectID, orderID string) (err error) {
+	defer func() {
+		if err != nil {
+			var held *HeldError
+			if !errors.As(err, &held) {
+				err = fmt.Errorf("bank transfer of order %s: %w", orderID, err)
+			}
+		}
+	}()
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM provider_transfers WHERE order_id = $1)`, orderID).Scan(&exists); err != nil || exists {
+		return err
+	}
+	var raw []byte
+	var orderNo, status string
+	if err := s.pool.QueryRow(ctx, `SELECT order_no, status, content FROM orders WHERE project_id = $1 AND id = $2`, projectID, orderID).
+		Scan(&orderNo, &status, &raw); err != nil {
+		return err
+	}
+	if status != "created" {
+		return nil // invoiced or cancelled: nothing to pay any more
+	}
+	var content event.OrderContent
+	if err := json.Unmarshal(raw, &content); err != nil {
+		return err
+	}
+	p, err := project.Get(ctx, s.pool, projectID)
+	if err != nil {
+		return err
+	}
+	amount, err := amountPayable(content, p.Seller())
+	if err != nil {
+		return err
+	}
+	if bt == nil {
+		return errors.New("no payment provider client configured")
+	}
+	currency := content.Currency
+	if currency == "" {
+		currency = "EUR"
+	}
+	name := content.BillingAddress.CompanyName
+	if name == "" {
+		name = content.BillingAddress.Name
+	}
+	in, err := bt.Create(ctx, p.Settings.StripeAPIKey, banktransfer.Request{OrderID: orderID, OrderNo: orderNo, Email: content.Email,
+		Name: name, AmountCents: amount, Currency: currency})
+	var rights *banktransfer.RightsError
+	if errors.As(err, &rights) {
+		h := &HeldError{TaskProviderRightsMissing, rights.Error() + ": give the API key write rights for customers and payment intents; the invoice follows automatically"}
+		slog.Warn("invoicer: payment provider refused the payment order", "orderNo", orderNo, "err", err)
+		return errors.Join(h, store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+			o, err := lockOrder(ctx, tx, projectID, "id", orderID)
+			if err != nil {
+				return err
+			}
+			if err := openTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{"orderNo": orderNo, "details": h.Details}); err != nil {
+				return err
+			}
+			return noteHoldsTx(ctx, tx, projectID, &o)
+		}))
+	}
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO provider_transfers (order_id, project_id, order_no, customer_id, payment_intent_id, amount_cents,
+			currency, iban, bic, account_holder, reference) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		ON CONFLICT (order_id) DO NOTHING`, orderID, projectID, orderNo, in.CustomerID, in.PaymentIntentID, in.AmountCents, currency,
+		in.IBAN, nullable(in.BIC), nullable(in.AccountHolder), in.Reference)
+	return err
+}
+
+// amountPayable is what the order's documents will ask for: the sum of
+// their amounts due, computed as the invoicer will (with placeholder numbers of the range).
+func amountPayable(c event.OrderContent, seller billing.Seller) (int64, error) {
+	o := billingOrder(c, nil)
+	now := time.Now().UTC()
+	pattern, err := billing.PatternFor(seller)
+	if err != nil {
+		return 0, err
+	}
+	numbers := make([]string, billing.Documents(o))
+	for i := range numbers {
+		if numbers[i], err = pattern.Format(now.Year(), i+1); err != nil {
+			return 0, err
+		}
+	}
+	docs, err := billing.Compute(o, seller, billing.Context{IssueDate: now, SupplyDate: now, PaymentDate: now, Numbers: numbers})
+	if err != nil {
+		return 0, err
+	}
+	var due int64
+	for _, d := range docs {
+		due += int64(d.Totals.DueCents)
+	}
+	return due, nil
+}
+
+// transferOfTx returns the order's bank-transfer order for its invoice, or
+// nil when it has none yet.
+func transferOfTx(ctx context.Context, tx pgx.Tx, orderID string) (*billing.BankTransfer, error) {
+	var t billing.BankTransfer
+	var bic, holder *string
+	err := tx.QueryRow(ctx, `SELECT iban, bic, account_holder, reference FROM provider_transfers WHERE order_id = $1`, orderID).
+		Scan(&t.IBAN, &bic, &holder, &t.Reference)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if bic != nil {
+		t.BIC = *bic
+	}
+	if holder != nil {
+		t.AccountHolder = *holder
+	}
+	return &t, nil
+}
+
+// transferOrderRef returns the payment_ref-independent lookup of a payment
+// intent: the order whose bank-transfer order it is, "" when none.
+func transferOrderID(ctx context.Context, tx pgx.Tx, projectID, paymentIntent string) (string, error) {
+	var id string
+	err := tx.QueryRow(ctx, `SELECT order_id::text FROM provider_transfers WHERE project_id = $1 AND payment_intent_id = $2`,
+		projectID, paymentIntent).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}
+
+// cancelTransferTx handles payment_intent.canceled: the order of the
+// payment intent is cancelled (its documents get cancellations) unless it
+// was paid. It returns the order number, "" when the payment intent is no
+// order's.
+func cancelTransferTx(ctx context.Context, tx pgx.Tx, projectID, paymentIntent string) (string, bool, error) {
+	id, err := transferOrderID(ctx, tx, projectID, paymentIntent)
+	if err != nil || id == "" {
+		return "", false, err
+	}
+	o, err := lockOrder(ctx, tx, projectID, "id", id)
+	if err != nil {
+		return "", false, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE provider_transfers SET cancelled_at = coalesce(cancelled_at, now()) WHERE order_id = $1`, id); err != nil {
+		return "", false, err
+	}
+	if o.paidAt != nil || o.status == "cancelled" {
+		return o.orderNo, false, nil
+	}
+	applied, err := cancelTx(ctx, tx, projectID, &o, "payment order cancelled at the payment provider")
+	return o.orderNo, applied, err
+}
