@@ -3,11 +3,12 @@
 -- that refunded something new (charge.refunded: the increment over what
 -- was refunded before), so the accounting export books each refund on the
 -- day it was reported, a whole-charge refund (which cancels the order)
--- included.
+-- included. Rows go with their order or payment (a reset of test data
+-- deletes test orders).
 CREATE TABLE provider_refunds (
-    payment_id   uuid PRIMARY KEY REFERENCES payments (id),
+    payment_id   uuid PRIMARY KEY REFERENCES payments (id) ON DELETE CASCADE,
     project_id   uuid NOT NULL,
-    order_id     uuid NOT NULL REFERENCES orders (id),
+    order_id     uuid NOT NULL REFERENCES orders (id) ON DELETE CASCADE,
     amount_cents bigint NOT NULL CHECK (amount_cents > 0),
     full_refund  boolean NOT NULL
 );
