@@ -181,7 +181,7 @@ ON CONFLICT (project_id, provider, provider_event_id) DO NOTHING`,
 WHERE p.project_id = $1 AND p.provider = 'stripe' AND p.provider_event_id = $2`, projectID, ev.ID).Scan(&res.OrderNo)
 		}
 		if ev.Type == "charge.refunded" && obj.PaymentIntent != "" {
-			orderNo, applied, err := refundOrder(ctx, tx, projectID, obj.PaymentIntent, obj.AmountRefunded, obj.Amount, obj.Refunded)
+			orderNo, applied, err := refundOrder(ctx, tx, projectID, paymentID, obj.PaymentIntent, obj.AmountRefunded, obj.Amount, obj.Refunded)
 			if err != nil {
 				return err
 			}

@@ -32,11 +32,12 @@ import (
 // TaskRefundWithoutOrder: a refund arrived for a paymentRef no order has.
 const TaskRefundWithoutOrder = "refund_without_order"
 
-// refundOrder applies a refund report for the order with paymentRef ref in
-// tx: refunded is the charge's refunded total so far, charged the charge's
-// amount, full Stripe's "refunded" flag. It returns the orderNo ("" when no
-// order has ref) and whether anything changed.
-func refundOrder(ctx context.Context, tx pgx.Tx, projectID, ref string, refunded, charged int64, full bool) (string, bool, error) {
+// refundOrder applies a refund report (the payments row paymentID) for the
+// order with paymentRef ref in tx: refunded is the charge's refunded total so
+// far, charged the charge's amount, full Stripe's "refunded" flag. What it
+// refunds anew is kept in provider_refunds for the accounting export. It
+// returns the orderNo ("" when no order has ref) and whether anything changed.
+func refundOrder(ctx context.Context, tx pgx.Tx, projectID, paymentID, ref string, refunded, charged int64, full bool) (string, bool, error) {
 	o, err := lockOrder(ctx, tx, projectID, "payment_ref", ref)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", false, nil
@@ -48,7 +49,12 @@ func refundOrder(ctx context.Context, tx pgx.Tx, projectID, ref string, refunded
 	if increment <= 0 || o.status == "cancelled" {
 		return o.orderNo, false, nil
 	}
-	if (full || refunded >= charged) && o.refundedCents == 0 {
+	whole := (full || refunded >= charged) && o.refundedCents == 0
+	if _, err := tx.Exec(ctx, `INSERT INTO provider_refunds (payment_id, project_id, order_id, amount_cents, full_refund)
+		VALUES ($1, $2, $3, $4, $5)`, paymentID, projectID, o.id, increment, whole); err != nil {
+		return "", false, fmt.Errorf("record refund: %w", err)
+	}
+	if whole {
 		_, err := cancelTx(ctx, tx, projectID, &o, "refunded in full")
 		return o.orderNo, true, err
 	}

@@ -282,34 +282,49 @@ ORDER BY o.paid_at, o.order_no`, projectID, from, to)
 	return append(out, refunds...), err
 }
 
-// loadRefunds reads the partial refunds paid back through the provider:
-// each is documented by a credit note over exactly the refunded gross, so a
-// live credit note of a paid order issued from..to is a refund (a negative
-// payment) on its issue date. A refund of the whole charge cancels the order
-// and is not among them (see README: not booked yet).
+// loadRefunds reads the money the provider paid back from..to (UTC days,
+// by the refund report's arrival): partial refunds (documented by credit
+// notes) and whole-charge refunds (which cancel the order), each a negative
+// payment naming the order's first live document. Test orders are left out
+// as in loadPayments.
 func loadRefunds(ctx context.Context, tx pgx.Tx, projectID string, from, to time.Time) ([]accounting.Payment, error) {
-	rows, err := tx.Query(ctx, `SELECT i.order_no, i.number, i.document
-FROM invoices i JOIN orders o ON o.id = i.order_id
-WHERE i.project_id = $1 AND i.type = 'credit_note' AND NOT i.test_mode AND i.status <> 'failed'
-  AND i.issue_date BETWEEN $2 AND $3 AND o.paid_at IS NOT NULL AND i.document IS NOT NULL
-ORDER BY i.issue_date, i.range_key, i.seq`, projectID, from, to)
+	rows, err := tx.Query(ctx, `SELECT o.order_no, pay.received_at, r.amount_cents, doc.number, doc.document
+FROM provider_refunds r
+JOIN payments pay ON pay.id = r.payment_id
+JOIN orders o ON o.id = r.order_id
+JOIN projects p ON p.id = o.project_id
+LEFT JOIN LATERAL (SELECT i.number, i.document FROM invoices i WHERE i.order_id = o.id AND NOT i.test_mode
+                   ORDER BY i.range_key, i.seq LIMIT 1) doc ON true
+WHERE r.project_id = $1
+  AND pay.received_at >= ($2::date)::timestamp AT TIME ZONE 'UTC' AND pay.received_at < ($3::date + 1)::timestamp AT TIME ZONE 'UTC'
+  AND NOT EXISTS (SELECT 1 FROM invoices t WHERE t.order_id = o.id AND t.test_mode)
+  AND (doc.number IS NOT NULL OR NOT p.test_mode)
+ORDER BY pay.received_at, o.order_no`, projectID, from, to)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []accounting.Payment
 	for rows.Next() {
-		var orderNo, number string
+		var p accounting.Payment
+		var number *string
 		var raw []byte
-		if err := rows.Scan(&orderNo, &number, &raw); err != nil {
+		var cents int64
+		if err := rows.Scan(&p.OrderNo, &p.Date, &cents, &number, &raw); err != nil {
 			return nil, err
 		}
-		var inv billing.Invoice
-		if err := json.Unmarshal(raw, &inv); err != nil {
-			return nil, fmt.Errorf("credit note %s: %w", number, err)
+		p.Date = p.Date.UTC()
+		p.Cents = -money.Cents(cents)
+		if number != nil {
+			p.Reference = *number
 		}
-		out = append(out, accounting.Payment{OrderNo: orderNo, Reference: number, Date: inv.IssueDate,
-			Cents: -(inv.Totals.GrandCents + inv.Totals.RoundingCents), Debtor: "key:" + accounting.DebtorKey(inv)})
+		if raw != nil {
+			var inv billing.Invoice
+			if err := json.Unmarshal(raw, &inv); err == nil {
+				p.Debtor = "key:" + accounting.DebtorKey(inv)
+			}
+		}
+		out = append(out, p)
 	}
 	return out, rows.Err()
 }

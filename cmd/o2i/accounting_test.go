@@ -106,6 +106,21 @@ func TestAccountingExportsShowLiveDocumentsOnly(t *testing.T) {
 	}
 	d := waitStatus(t, c, key, paid, func(d map[string]any) bool { return len(d["invoices"].([]any)) == 2 })
 	numNote := d["invoices"].([]any)[1].(map[string]any)["number"].(string)
+	// Another order refunded in full: cancelled, and all the money goes back.
+	full := "FULL-" + suffix
+	post(full, fmt.Sprintf(`{"orderNo":%q,"paymentRef":"pi_%s","paymentGateway":"stripe","email":"kunde-%s@example.de",
+		"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+		"items":[{"name":"Kurs","quantity":1,"unitGrossCents":2380,"taxRate":19}],
+		"service_period":{"start_date":%q,"end_date":%q}}`, full, full, suffix, start, start))
+	pay("pi_"+full, 2380)
+	numFull := invoiced(full)
+	refundAll := []byte(fmt.Sprintf(`{"id":"evt_%s","object":"event","type":"charge.refunded","data":{"object":{"id":"ch_%s","object":"charge","payment_intent":"pi_%s","amount":2380,"amount_refunded":2380,"refunded":true,"currency":"eur"}}}`,
+		uuid.NewString()[:12], full, full))
+	if r := c.Do("POST", "/v1/webhooks/stripe/"+pid, "", refundAll, "Stripe-Signature", testenv.StripeSignature("whsec_accounting", refundAll, time.Now())); r.Status != 200 {
+		t.Fatalf("refund webhook: %d %s", r.Status, r.Body)
+	}
+	d = waitStatus(t, c, key, full, func(d map[string]any) bool { return len(d["invoices"].([]any)) == 2 })
+	numStorno := d["invoices"].([]any)[1].(map[string]any)["number"].(string)
 
 	// The same project in test mode: its document is a test document.
 	if _, err := runCmd(t, "project", "set", "--project", pid, "--test-mode=true"); err != nil {
@@ -164,9 +179,12 @@ func TestAccountingExportsShowLiveDocumentsOnly(t *testing.T) {
 		numAT: {"250,50 10002>4336 "},
 		numFR: {"60,00 10003>4320 ", "60,00 3500>10003 "},
 		// 11,90 gross at 7 %, and the provider's payment on the collective Geldtransit account.
-		numPaid: {"11,90 10001>4300 ", "11,90 1460>10001 "},
-		// The credit note takes the revenue back; the refund leaves through the provider.
-		numNote: {"5,00 4300>10001 ", "5,00 10001>1460 "},
+		// The refund leaves through the provider, named after the order's invoice.
+		numPaid: {"11,90 10001>4300 ", "11,90 1460>10001 ", "5,00 10001>1460 "},
+		// The credit note takes the revenue back.
+		numNote:   {"5,00 4300>10001 "},
+		numFull:   {"23,80 10001>4400 ", "23,80 1460>10001 ", "23,80 10001>1460 "},
+		numStorno: {"23,80 4400>10001 "},
 	}
 	for doc, w := range want {
 		got := rows[doc]
