@@ -21,8 +21,10 @@ const (
 	ScopeArchiveRead Scope = "archive:read"
 )
 
-// ScopeAnyKey marks a route any valid key of the project may call, whatever
-// its scopes. It is no scope a key holds.
+// ScopeAnyKey marks a route any integration key of the project may call
+// (one holding orders:write or invoices:read), such as the lookup of its
+// recorded requests. An auditor's key (archive:read alone) reads the
+// archive and nothing else. It is no scope a key holds.
 const ScopeAnyKey Scope = "any"
 
 // Scopes lists every scope a key can hold.
@@ -79,7 +81,7 @@ type Principal struct {
 // Has reports whether the principal holds scope s.
 func (p Principal) Has(s Scope) bool {
 	if s == ScopeAnyKey {
-		return true
+		return p.Has(ScopeOrdersWrite) || p.Has(ScopeInvoicesRead)
 	}
 	for _, x := range p.Scopes {
 		if x == s {
