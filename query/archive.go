@@ -101,6 +101,10 @@ func (s *Service) archivedInvoices(ctx context.Context, sc archiveScope, after i
 // archiveBatch is how many invoices verify and export read at once.
 const archiveBatch = 200
 
+// objectTimeout bounds the reading of one archived object (the largest are
+// PDFs of a few hundred kilobytes).
+const objectTimeout = time.Minute
+
 // eachArchived calls f with the manifests in scope, batch by batch, and
 // returns how many there were. The scope is bounded to the manifests stored
 // when it starts (sc.upto), so that two walks see the same invoices.
@@ -330,7 +334,9 @@ func (s *Service) verifyOne(ctx context.Context, rep *VerifyReport, a archivedIn
 			problem(kind, archive.Problem{Key: o.st.Key, VersionID: o.st.VersionID, Kind: "unreadable", Detail: err.Error()})
 			continue
 		}
-		data, found := arc.Check(ctx, o.st)
+		octx, cancel := context.WithTimeout(ctx, objectTimeout)
+		data, found := arc.Check(octx, o.st)
+		cancel()
 		if !a.testMode && !arc.Locked() {
 			found = append(found, archive.Problem{Key: o.st.Key, VersionID: o.st.VersionID, Kind: "retention",
 				Detail: "a live document lies in bucket " + o.bucket + ", which has no retention"})
@@ -456,7 +462,10 @@ func (s *Service) ExportArchive(ctx context.Context, w io.Writer, projectID stri
 				if err != nil {
 					return err
 				}
-				if err := arc.CopyVerified(ctx, fw, o.st); err != nil {
+				octx, cancel := context.WithTimeout(ctx, objectTimeout)
+				err = arc.CopyVerified(octx, fw, o.st)
+				cancel()
+				if err != nil {
 					return err
 				}
 			}
