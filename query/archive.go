@@ -173,7 +173,8 @@ func parseYear(q map[string][]string) (int, error) {
 	return y, nil
 }
 
-var live = func() *bool { f := false; return &f }()
+// liveOnly selects live documents in an archiveScope.
+func liveOnly() *bool { f := false; return &f }
 
 func (s *Service) listArchive(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
@@ -198,7 +199,7 @@ func (s *Service) listArchive(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	list, err := s.archivedInvoices(ctx, archiveScope{projectID: projectID, year: year, testMode: live}, after, f.limit+1)
+	list, err := s.archivedInvoices(ctx, archiveScope{projectID: projectID, year: year, testMode: liveOnly()}, after, f.limit+1)
 	if err != nil {
 		return err
 	}
@@ -415,7 +416,7 @@ const (
 // progress is called after each invoice.
 func (s *Service) ExportArchive(ctx context.Context, w io.Writer, projectID string, year int, progress func(done, total int)) (err error) {
 	defer apperr.Wrap(&err, "export archive %d", year)
-	sc := archiveScope{projectID: projectID, year: year, testMode: live}
+	sc := archiveScope{projectID: projectID, year: year, testMode: liveOnly()}
 	total, err := s.boundScope(ctx, &sc)
 	if err != nil {
 		return err
