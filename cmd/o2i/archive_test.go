@@ -461,9 +461,10 @@ func TestResetTestDataKeepsLiveData(t *testing.T) {
 	if err != nil || !strings.HasPrefix(res2, `{"checked":6,"ok":6,"problems":[]}`) {
 		t.Errorf("verify after the reset: %s %v", res2, err)
 	}
-	// The TEST range starts again at 1.
+	// The TEST range starts again at 1; the discarded order's number and
+	// Idempotency-Key are free again (a new order, not a replay).
 	setTestMode(t, m.pid, true)
-	no := "TN-" + m.suffix
+	no := m.testOrders[0]
 	paidByCredit(t, c, m.key, no)
 	if n := archivedNumber(t, c, m.key, no); n != m.test[0] {
 		t.Errorf("first test invoice after the reset: %s, want %s again", n, m.test[0])
