@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/minio/minio-go/v7"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/command"
@@ -307,5 +310,51 @@ func TestExportStopsAtAnObjectThatDoesNotMatchItsRecord(t *testing.T) {
 	}
 	if err := q.ExportArchive(ctx, io.Discard, v.project, 2026, nil); !errors.Is(err, archive.ErrCorrupt) {
 		t.Errorf("export with a changed PDF: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestConcurrentArchivingKeepsOneChain: invoices of one number range
+// archived at once by several workers still form one chain, positions 1..n
+// each taken once, every link naming its predecessor.
+func TestConcurrentArchivingKeepsOneChain(t *testing.T) {
+	t.Parallel()
+	a, _, _ := unlockedArchive(t, true)
+	v := newInvoicing(t, true, nil)
+	const n = 8
+	var ids []string
+	for i := range n {
+		ids = append(ids, v.issue(v.place(simpleOrder(fmt.Sprintf("CC-%d", i), "")))[0].ID)
+	}
+	ctx := context.Background()
+	var g errgroup.Group
+	for _, id := range ids {
+		g.Go(func() error { return v.svc.ArchiveInvoice(ctx, a, v.project, id) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := v.pool.Query(ctx, `SELECT chain_seq, sha256, COALESCE(prev_sha256, '') FROM archive_manifests
+		WHERE project_id = $1 ORDER BY chain_seq`, v.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq int64
+	var sum, prev, last string
+	i := int64(0)
+	if _, err := pgx.ForEachRow(rows, []any{&seq, &sum, &prev}, func() error {
+		i++
+		if seq != i || prev != last {
+			t.Errorf("position %d: chain_seq %d, previous %q, want %q", i, seq, prev, last)
+		}
+		last = sum
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if i != n {
+		t.Errorf("%d manifests, want %d", i, n)
+	}
+	if rep := verify(t, v, a); rep.Checked != 3*n || rep.OK != 3*n {
+		t.Errorf("verify: %+v", rep)
 	}
 }

@@ -61,11 +61,18 @@ func (s *Service) ArchiveInvoice(ctx context.Context, a *archive.Archive, projec
 		}
 		// A retry after a failure between the two puts renders the PDF again,
 		// with other bytes: the one archived first stands.
-		pdfSt, _, err := arc.PutFirst(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", until)
+		var pdfSt, xmlSt archive.Stored
+		err = bounded(ctx, func(ctx context.Context) (err error) {
+			pdfSt, _, err = arc.PutFirst(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", until)
+			return err
+		})
 		if err != nil {
 			return err
 		}
-		xmlSt, err := arc.Put(ctx, archive.InvoiceXMLKey(projectID, invoiceID), xml, "application/xml", until)
+		err = bounded(ctx, func(ctx context.Context) (err error) {
+			xmlSt, err = arc.Put(ctx, archive.InvoiceXMLKey(projectID, invoiceID), xml, "application/xml", until)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -78,7 +85,11 @@ func (s *Service) ArchiveInvoice(ctx context.Context, a *archive.Archive, projec
 	}
 	// The manifest's bytes are fixed in the database before the object is
 	// written, so a retry writes the same bytes (which counts as success).
-	mSt, err := arc.Put(ctx, archive.ManifestKey(projectID, invoiceID), body, "application/json", archive.RetainUntil(issue, archive.RetentionYears))
+	var mSt archive.Stored
+	err = bounded(ctx, func(ctx context.Context) (err error) {
+		mSt, err = arc.Put(ctx, archive.ManifestKey(projectID, invoiceID), body, "application/json", archive.RetainUntil(issue, archive.RetentionYears))
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -110,6 +121,16 @@ func (s *Service) ArchiveInvoice(ctx context.Context, a *archive.Archive, projec
 		}
 		return outbox.Enqueue(ctx, tx, ev)
 	})
+}
+
+// archiveCallTimeout bounds one call to the object store; a call that runs
+// out fails the attempt, which the invoicer retries.
+const archiveCallTimeout = 30 * time.Second
+
+func bounded(ctx context.Context, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, archiveCallTimeout)
+	defer cancel()
+	return f(ctx)
 }
 
 // anchoredManifest returns the manifest recorded for the invoice by an

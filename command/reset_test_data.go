@@ -71,7 +71,9 @@ func (s *Service) ResetTestData(ctx context.Context, a *archive.Archive, rdb red
 			}
 			continue
 		}
-		n, err := test.RemoveKey(ctx, o.key)
+		octx, cancel := context.WithTimeout(ctx, time.Minute)
+		n, err := test.RemoveKey(octx, o.key)
+		cancel()
 		if err != nil {
 			return res, err
 		}

@@ -101,6 +101,10 @@ func (s *Service) archivedInvoices(ctx context.Context, sc archiveScope, after i
 // archiveBatch is how many invoices verify and export read at once.
 const archiveBatch = 200
 
+// objectTimeout bounds the reading of one archived object (the largest are
+// PDFs of a few hundred kilobytes).
+const objectTimeout = time.Minute
+
 // eachArchived calls f with the manifests in scope, batch by batch, and
 // returns how many there were. The scope is bounded to the manifests stored
 // when it starts (sc.upto), so that two walks see the same invoices.
@@ -169,7 +173,8 @@ func parseYear(q map[string][]string) (int, error) {
 	return y, nil
 }
 
-var live = func() *bool { f := false; return &f }()
+// liveOnly selects live documents in an archiveScope.
+func liveOnly() *bool { f := false; return &f }
 
 func (s *Service) listArchive(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
@@ -194,7 +199,7 @@ func (s *Service) listArchive(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	list, err := s.archivedInvoices(ctx, archiveScope{projectID: projectID, year: year, testMode: live}, after, f.limit+1)
+	list, err := s.archivedInvoices(ctx, archiveScope{projectID: projectID, year: year, testMode: liveOnly()}, after, f.limit+1)
 	if err != nil {
 		return err
 	}
@@ -330,7 +335,9 @@ func (s *Service) verifyOne(ctx context.Context, rep *VerifyReport, a archivedIn
 			problem(kind, archive.Problem{Key: o.st.Key, VersionID: o.st.VersionID, Kind: "unreadable", Detail: err.Error()})
 			continue
 		}
-		data, found := arc.Check(ctx, o.st)
+		octx, cancel := context.WithTimeout(ctx, objectTimeout)
+		data, found := arc.Check(octx, o.st)
+		cancel()
 		if !a.testMode && !arc.Locked() {
 			found = append(found, archive.Problem{Key: o.st.Key, VersionID: o.st.VersionID, Kind: "retention",
 				Detail: "a live document lies in bucket " + o.bucket + ", which has no retention"})
@@ -409,7 +416,7 @@ const (
 // progress is called after each invoice.
 func (s *Service) ExportArchive(ctx context.Context, w io.Writer, projectID string, year int, progress func(done, total int)) (err error) {
 	defer apperr.Wrap(&err, "export archive %d", year)
-	sc := archiveScope{projectID: projectID, year: year, testMode: live}
+	sc := archiveScope{projectID: projectID, year: year, testMode: liveOnly()}
 	total, err := s.boundScope(ctx, &sc)
 	if err != nil {
 		return err
@@ -456,7 +463,10 @@ func (s *Service) ExportArchive(ctx context.Context, w io.Writer, projectID stri
 				if err != nil {
 					return err
 				}
-				if err := arc.CopyVerified(ctx, fw, o.st); err != nil {
+				octx, cancel := context.WithTimeout(ctx, objectTimeout)
+				err = arc.CopyVerified(octx, fw, o.st)
+				cancel()
+				if err != nil {
 					return err
 				}
 			}

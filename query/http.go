@@ -108,7 +108,9 @@ func (s *Service) Routes() []httpx.Route {
 				"retain-until as recorded in the database when they were archived. Per invoice a manifest lists its documents " +
 				"and the SHA-256 of the previous manifest of the same number range (previousManifestSha256; null for the first), " +
 				"so each number range is a hash chain that shows any gap, removal or change. Test documents have no tax effect " +
-				"and are not listed. Keyset pagination in archiving order, like GET /v1/invoices; a cursor is bound to the project " +
+				"and are not listed. Keyset pagination in archiving order, like GET /v1/invoices; while documents of the year are " +
+				"still being archived, one may appear behind a cursor already passed, so a complete walk is one over a year whose " +
+				"documents are all archived (or a second walk). A cursor is bound to the project " +
 				"and the year (an altered or foreign cursor is 422 with field cursor). A missing or malformed year is 422 with field year.",
 			Input:     ListArchiveInput{},
 			Responses: []httpx.Response{{Status: 200, Body: ArchivePage{}}},

@@ -401,6 +401,11 @@ func TestResetTestDataKeepsLiveData(t *testing.T) {
 	if err := s3.RemoveObject(ctx, testBucket, victim, minio.RemoveObjectOptions{VersionID: victimVersion}); err != nil {
 		t.Fatal(err)
 	}
+	// The read side serves only what matches the record: the removed PDF is
+	// an error, never another version or a fresh rendering.
+	if r := c.Do("GET", "/v1/invoices/"+m.test[1]+"/pdf", m.key, nil); r.Status != http.StatusInternalServerError {
+		t.Errorf("GET of the removed PDF: %d, want 500", r.Status)
+	}
 	out, err := runCmd(t, "archive", "verify", "--project", m.pid, "--quiet")
 	if err == nil || !strings.Contains(out, `"problem":"missing"`) || !strings.Contains(out, m.test[1]) || !strings.Contains(out, `"checked":12,"ok":11`) {
 		t.Errorf("verify with a removed test PDF: %v\n%s", err, out)
@@ -461,9 +466,10 @@ func TestResetTestDataKeepsLiveData(t *testing.T) {
 	if err != nil || !strings.HasPrefix(res2, `{"checked":6,"ok":6,"problems":[]}`) {
 		t.Errorf("verify after the reset: %s %v", res2, err)
 	}
-	// The TEST range starts again at 1.
+	// The TEST range starts again at 1; the discarded order's number and
+	// Idempotency-Key are free again (a new order, not a replay).
 	setTestMode(t, m.pid, true)
-	no := "TN-" + m.suffix
+	no := m.testOrders[0]
 	paidByCredit(t, c, m.key, no)
 	if n := archivedNumber(t, c, m.key, no); n != m.test[0] {
 		t.Errorf("first test invoice after the reset: %s, want %s again", n, m.test[0])

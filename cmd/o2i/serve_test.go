@@ -84,6 +84,23 @@ func TestAPIRoleOnlyReadsTheArchive(t *testing.T) {
 	}
 }
 
+// TestTestBucketMustDifferFromTheArchive: test documents have no retention,
+// so they never share the live archive's bucket.
+func TestTestBucketMustDifferFromTheArchive(t *testing.T) {
+	t.Parallel()
+	env := func(name string) string {
+		if name == "O2I_S3_TEST_BUCKET" {
+			return testenv.Env("O2I_S3_BUCKET")
+		}
+		return testenv.Env(name)
+	}
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"migrate"}, env, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "O2I_S3_TEST_BUCKET must differ") {
+		t.Errorf("same bucket for test and live documents: %v", err)
+	}
+}
+
 func TestUnknownRoleIsRejected(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
