@@ -252,30 +252,8 @@ ORDER BY o.paid_at, o.order_no`, projectID, from, to)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []accounting.Payment
-	for rows.Next() {
-		var p accounting.Payment
-		var number *string
-		var raw []byte
-		var cents int64
-		if err := rows.Scan(&p.OrderNo, &p.Date, &cents, &number, &raw); err != nil {
-			return nil, err
-		}
-		p.Date = p.Date.UTC()
-		p.Cents = money.Cents(cents)
-		if number != nil {
-			p.Reference = *number
-		}
-		if raw != nil {
-			var inv billing.Invoice
-			if err := json.Unmarshal(raw, &inv); err == nil {
-				p.Debtor = "key:" + accounting.DebtorKey(inv) // resolved by assignDebtors
-			}
-		}
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanPayments(rows, 1)
+	if err != nil {
 		return nil, err
 	}
 	refunds, err := loadRefunds(ctx, tx, projectID, from, to)
@@ -303,6 +281,13 @@ ORDER BY pay.received_at, o.order_no`, projectID, from, to)
 	if err != nil {
 		return nil, err
 	}
+	return scanPayments(rows, -1)
+}
+
+// scanPayments reads rows of (order number, date, cents, first live
+// document's number and value) as payments of sign times the cents, each
+// naming its customer's debtor key (resolved by assignDebtors).
+func scanPayments(rows pgx.Rows, sign money.Cents) ([]accounting.Payment, error) {
 	defer rows.Close()
 	var out []accounting.Payment
 	for rows.Next() {
@@ -314,7 +299,7 @@ ORDER BY pay.received_at, o.order_no`, projectID, from, to)
 			return nil, err
 		}
 		p.Date = p.Date.UTC()
-		p.Cents = -money.Cents(cents)
+		p.Cents = sign * money.Cents(cents)
 		if number != nil {
 			p.Reference = *number
 		}
