@@ -402,7 +402,11 @@ func ensureStripeMock(cfg *config, deadline time.Time) error {
 			return fmt.Errorf("go install stripe-mock: %v: %s", err, strings.TrimSpace(string(out)))
 		}
 	}
-	proc, err := startDetached(bin, []string{"-http-addr", stripeMockAddr(cfg)}, os.Environ(), logPath, pidPath)
+	// stripe-mock also serves HTTPS, by default on 12112 of every address:
+	// on a port of the stack's own (next to the fake's) so that two stacks
+	// on one machine do not collide.
+	tlsAddr := "127.0.0.1:" + strconv.Itoa(cfg.stripeMockPort+2)
+	proc, err := startDetached(bin, []string{"-http-addr", stripeMockAddr(cfg), "-https-addr", tlsAddr}, os.Environ(), logPath, pidPath)
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
