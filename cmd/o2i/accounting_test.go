@@ -55,7 +55,11 @@ func TestAccountingExportsShowLiveDocumentsOnly(t *testing.T) {
 	}
 	invoiced := func(orderNo string) string {
 		t.Helper()
-		data := waitStatus(t, c, key, orderNo, func(d map[string]any) bool { return d["status"] == "invoiced" })
+		// The order's status and its documents arrive in two events: wait for both.
+		data := waitStatus(t, c, key, orderNo, func(d map[string]any) bool {
+			invs, _ := d["invoices"].([]any)
+			return d["status"] == "invoiced" && len(invs) > 0
+		})
 		return data["invoices"].([]any)[0].(map[string]any)["number"].(string)
 	}
 
