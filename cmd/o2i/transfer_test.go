@@ -305,3 +305,54 @@ func TestProviderTransferNeedsEmail(t *testing.T) {
 		t.Errorf("provider_transfer without email: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestProviderTransferCorrection: a correction that changes the amount of an
+// invoiced provider_transfer order cancels the invoice, replaces the payment
+// order (a new PaymentIntent for the new gross, the old one cancelled at the
+// provider) and issues the new invoice with the new reference; the old
+// payment intent's cancellation cancels nothing.
+func TestProviderTransferCorrection(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	suffix := uuid.NewString()[:8]
+	secret := "whsec_" + suffix
+	pid := transferProject(t, pool, false, "sk_test_"+suffix, secret)
+	key := testenv.Key(t, pool, pid)
+	c := client(t)
+	orderNo, email := "PTK-"+suffix, "kunde-"+suffix+"@example.com"
+	if r := c.Do("POST", "/v1/orders", key, transferOrder(orderNo, email, false), "Idempotency-Key", orderNo); r.Status != http.StatusCreated {
+		t.Fatalf("order: %d %s", r.Status, r.Body)
+	}
+	documents(t, c, key, orderNo, "invoiced", 1)
+	first := transferOf(t, pool, pid, orderNo)
+	changed := strings.Replace(string(transferOrder(orderNo, email, false)), `"quantity":1`, `"quantity":2`, 1)
+	if r := c.Do("POST", "/v1/orders", key, []byte(changed), "Idempotency-Key", orderNo+"-2"); r.Status != http.StatusOK {
+		t.Fatalf("correction: %d %s", r.Status, r.Body)
+	}
+	docs := documents(t, c, key, orderNo, "invoiced", 3)
+	if docs[1]["type"] != "cancellation" || docs[2]["type"] != "invoice" {
+		t.Errorf("documents %v", docs)
+	}
+	second := transferOf(t, pool, pid, orderNo)
+	if second.intent == first.intent || second.amount != 23800 || second.reference == first.reference {
+		t.Errorf("payment order after the correction %+v, before %+v", second, first)
+	}
+	pis := intentsAt(t, first.customer)
+	status := map[any]any{}
+	for _, pi := range pis {
+		status[pi["id"]] = pi["status"]
+	}
+	if len(pis) != 2 || status[first.intent] != "canceled" || status[second.intent] != "requires_action" {
+		t.Errorf("payment intents at the provider %v", pis)
+	}
+	xml := c.Do("GET", "/v1/invoices/"+docs[2]["id"].(string)+"/xml", key, nil)
+	if !strings.Contains(string(xml.Body), "<ram:PaymentReference>"+second.reference+"</ram:PaymentReference>") {
+		t.Errorf("new invoice lacks the new reference %s", second.reference)
+	}
+	if d := stripeEvent(t, pid, secret, "payment_intent.canceled", fmt.Sprintf(`{"id":%q,"object":"payment_intent","amount":11900,"currency":"eur"}`, first.intent)); d["applied"] != false {
+		t.Errorf("the replaced payment intent's cancellation: %v", d)
+	}
+	if s := orderStatus(t, c, key, orderNo)["status"]; s != "invoiced" {
+		t.Errorf("order %v after the old payment intent's cancellation", s)
+	}
+}
