@@ -356,3 +356,43 @@ func TestProviderTransferCorrection(t *testing.T) {
 		t.Errorf("order %v after the old payment intent's cancellation", s)
 	}
 }
+
+// TestProviderTransferLiveMail: in live mode the bank-transfer invoice is
+// mailed to the customer with the IBAN and the reference in the text.
+func TestProviderTransferLiveMail(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	suffix := uuid.NewString()[:8]
+	pid := transferProject(t, pool, true, "sk_test_"+suffix, "whsec_"+suffix)
+	key := testenv.Key(t, pool, pid)
+	c := client(t)
+	orderNo, to := "PTM-"+suffix, "kunde-"+suffix+"@example.com"
+	if r := c.Do("POST", "/v1/orders", key, transferOrder(orderNo, to, false), "Idempotency-Key", orderNo); r.Status != http.StatusCreated {
+		t.Fatalf("order: %d %s", r.Status, r.Body)
+	}
+	tr := transferOf(t, pool, pid, orderNo)
+	var mails []testenv.Mail
+	testenv.Eventually(t, 60*time.Second, "the invoice e-mail", func() bool { mails = testenv.Mails(t, to); return len(mails) > 0 })
+	if text := mails[0].Text; !strings.Contains(text, tr.iban) || !strings.Contains(text, tr.reference) || !strings.Contains(text, "119,00 EUR") {
+		t.Errorf("text without the payment instructions %s / %s:\n%s", tr.iban, tr.reference, text)
+	}
+}
+
+// TestProviderTransferWithoutKey: a project without a stored provider key
+// cannot create the payment order: the order is held like one with a key
+// lacking the rights.
+func TestProviderTransferWithoutKey(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	suffix := uuid.NewString()[:8]
+	pid := transferProject(t, pool, false, "", "whsec_"+suffix)
+	key := testenv.Key(t, pool, pid)
+	orderNo := "PTN-" + suffix
+	if r := client(t).Do("POST", "/v1/orders", key, transferOrder(orderNo, "kunde-"+suffix+"@example.com", false), "Idempotency-Key", orderNo); r.Status != http.StatusCreated {
+		t.Fatalf("order: %d %s", r.Status, r.Body)
+	}
+	taskState(t, pool, pid, "provider_rights_missing", orderNo, "open")
+	if n := numbersOf(t, pool, pid, orderNo); n != 0 {
+		t.Errorf("%d documents without a payment order", n)
+	}
+}
