@@ -105,8 +105,9 @@ func orderStatus(t *testing.T, c *apitest.Client, key, orderNo string) map[strin
 // with the provider's bank-transfer order: payment means 58, the virtual
 // IBAN (BT-84) and the provider's reference (BT-83) of a PaymentIntent for
 // exactly the gross, passing the official validator; the payment is open
-// until the transfer arrives for that payment intent, then paid. A transfer
-// of the wrong amount opens payment_amount_mismatch.
+// until the transfer arrives for that payment intent, then paid (and a
+// full refund of it cancels the order). A transfer of the wrong amount opens
+// payment_amount_mismatch.
 func TestProviderTransferServiceAndPayment(t *testing.T) {
 	t.Parallel()
 	pool := testenv.Pool(t)
@@ -155,6 +156,9 @@ func TestProviderTransferServiceAndPayment(t *testing.T) {
 	}
 	stripeEvent(t, pid, secret, "payment_intent.succeeded", fmt.Sprintf(`{"id":%q,"object":"payment_intent","amount":11900,"amount_received":11900,"currency":"eur"}`, tr.intent))
 	waitStatus(t, c, key, orderNo, func(d map[string]any) bool { return d["payment"] == "paid" })
+	// A refund of the transfer is matched by the payment intent too: refunded in full, the order is cancelled.
+	stripeEvent(t, pid, secret, "charge.refunded", fmt.Sprintf(`{"id":"ch_%s","object":"charge","payment_intent":%q,"amount":11900,"amount_refunded":11900,"refunded":true,"currency":"eur"}`, suffix, tr.intent))
+	documents(t, c, key, orderNo, "cancelled", 2)
 
 	wrong := "PTW-" + suffix
 	if r := c.Do("POST", "/v1/orders", key, transferOrder(wrong, "kunde2-"+suffix+"@example.com", false), "Idempotency-Key", wrong); r.Status != http.StatusCreated {
