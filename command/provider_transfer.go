@@ -235,3 +235,27 @@ func cancelTransferTx(ctx context.Context, tx pgx.Tx, projectID, paymentIntent s
 	applied, err := cancelTx(ctx, tx, projectID, &o, "payment order cancelled at the payment provider")
 	return o.orderNo, applied, err
 }
+
+// underpaidTransferTx handles payment_intent.partially_funded: the customer
+// transferred less than the payment order's amount, which opens a
+// payment_amount_mismatch task for the order (the invoice stands; Stripe
+// keeps the payment intent open for the rest). It returns the order
+// number, "" when the payment intent is no order's.
+func underpaidTransferTx(ctx context.Context, tx pgx.Tx, projectID, paymentIntent string, amount int64, remaining *int64) (string, error) {
+	id, err := transferOrderID(ctx, tx, projectID, paymentIntent)
+	if err != nil || id == "" {
+		return "", err
+	}
+	var orderNo string
+	var due int64
+	if err := tx.QueryRow(ctx, `SELECT order_no, amount_cents FROM provider_transfers WHERE order_id = $1`, id).Scan(&orderNo, &due); err != nil {
+		return "", err
+	}
+	details := map[string]any{"orderNo": orderNo, "paymentIntent": paymentIntent, "dueCents": due,
+		"details": "the bank transfer is short of the amount due; the rest is still open at the payment provider"}
+	if remaining != nil {
+		details["remainingCents"] = *remaining
+		details["paidCents"] = due - *remaining
+	}
+	return orderNo, openTask(ctx, tx, projectID, TaskPaymentAmountMismatch, orderNo, details)
+}

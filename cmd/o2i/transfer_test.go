@@ -168,6 +168,27 @@ func TestProviderTransferServiceAndPayment(t *testing.T) {
 	wtr := transferOf(t, pool, pid, wrong)
 	stripeEvent(t, pid, secret, "payment_intent.succeeded", fmt.Sprintf(`{"id":%q,"object":"payment_intent","amount":11900,"amount_received":11899,"currency":"eur"}`, wtr.intent))
 	taskState(t, pool, pid, "payment_amount_mismatch", wrong, "open")
+
+	// A transfer short of the amount: Stripe reports payment_intent.partially_funded.
+	short := "PTS-" + suffix
+	if r := c.Do("POST", "/v1/orders", key, transferOrder(short, "kunde4-"+suffix+"@example.com", false), "Idempotency-Key", short); r.Status != http.StatusCreated {
+		t.Fatalf("order: %d %s", r.Status, r.Body)
+	}
+	documents(t, c, key, short, "invoiced", 1)
+	str := transferOf(t, pool, pid, short)
+	if d := stripeEvent(t, pid, secret, "payment_intent.partially_funded", fmt.Sprintf(`{"id":%q,"object":"payment_intent","amount":11900,"amount_received":0,"currency":"eur",
+		"next_action":{"type":"display_bank_transfer_instructions","display_bank_transfer_instructions":{"amount_remaining":900}}}`, str.intent)); d["orderNo"] != short {
+		t.Errorf("partially_funded: %v", d)
+	}
+	taskState(t, pool, pid, "payment_amount_mismatch", short, "open")
+	var paid float64
+	if err := pool.QueryRow(context.Background(), `SELECT (details->>'paidCents')::float8 FROM tasks WHERE project_id = $1 AND subject = $2 AND kind = 'payment_amount_mismatch'`,
+		pid, short).Scan(&paid); err != nil || paid != 11000 {
+		t.Errorf("task paidCents %v (%v), want 11000", paid, err)
+	}
+	if p := orderStatus(t, c, key, short)["payment"]; p != "open" {
+		t.Errorf("payment %v after a short transfer, want open", p)
+	}
 }
 
 // TestProviderTransferGoodsAndCancellation: goods are invoiced at the
