@@ -1,7 +1,8 @@
 # o2i: order-to-invoice service.
 #
-# `make` lists the targets. The local stack (PostgreSQL, Redis, MinIO and a
-# Kafka-protocol broker) lives in .dev/ and is managed by cmd/devstack;
+# `make` lists the targets. The local stack (PostgreSQL, Redis, MinIO, a
+# Kafka-protocol broker, an SMTP sink and the payment provider fake with
+# stripe-mock) lives in .dev/ and is managed by cmd/devstack;
 # .dev/env holds its addresses as O2I_* variables.
 
 SHELL := /bin/bash
@@ -76,7 +77,7 @@ test: migrate tools referee-deps ## Stack + migrations, then go vet, go test and
 build: ## Build the service binary bin/o2i
 	$(GO) build -o $(O2I) ./cmd/o2i
 
-stack: devstack ## Bring up PostgreSQL, Redis, MinIO and Kafka under .dev/ (no server) and write .dev/env
+stack: devstack ## Bring up PostgreSQL, Redis, MinIO, Kafka, the SMTP sink and the Stripe fake under .dev/ (no server) and write .dev/env
 	$(DEVSTACK) up
 
 migrate: build stack ## Apply the database migrations to the local stack

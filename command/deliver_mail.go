@@ -199,10 +199,13 @@ var documentTitles = map[string]string{"invoice": "Rechnung", "voucher_sale": "B
 // invoice, as well; the project's invoice contact as Reply-To.
 func (m *Mailer) documentMessage(ctx context.Context, d dueDelivery) (mail.Message, error) {
 	var number, typ, format, currency string
-	var gross int64
+	var gross, due int64
 	var issue time.Time
-	err := m.svc.pool.QueryRow(ctx, `SELECT number, type, format, currency, total_gross_cents, issue_date FROM invoices
-		WHERE project_id = $1 AND id = $2`, d.projectID, *d.invoiceID).Scan(&number, &typ, &format, &currency, &gross, &issue)
+	var iban, reference *string
+	err := m.svc.pool.QueryRow(ctx, `SELECT i.number, i.type, i.format, i.currency, i.total_gross_cents, i.due_cents, i.issue_date, t.iban, t.reference
+		FROM invoices i LEFT JOIN provider_transfers t ON t.order_id = i.order_id AND t.cancelled_at IS NULL
+		WHERE i.project_id = $1 AND i.id = $2`, d.projectID, *d.invoiceID).
+		Scan(&number, &typ, &format, &currency, &gross, &due, &issue, &iban, &reference)
 	if err != nil {
 		return mail.Message{}, fmt.Errorf("invoice %s: %w", *d.invoiceID, err)
 	}
@@ -232,6 +235,11 @@ func (m *Mailer) documentMessage(ctx context.Context, d dueDelivery) (mail.Messa
 			"Die %s liegt als PDF-Datei bei%s.\n\nBei Fragen antworten Sie einfach auf diese E-Mail.\n\nMit freundlichen Grüßen\n%s\n",
 			title, number, issue.Format("02.01.2006"), d.orderNo, formatCents(gross), currency, title, xmlNote(format), seller),
 		Attachments: []mail.Attachment{{Name: number + ".pdf", ContentType: "application/pdf", Data: pdf}},
+	}
+	if typ == "invoice" && iban != nil && reference != nil && due > 0 {
+		// A bank transfer through the payment provider: where to pay, and the reference that matches the payment.
+		msg.Text = strings.Replace(msg.Text, "\n\nBei Fragen", fmt.Sprintf("\n\nBitte überweisen Sie %s %s auf das Konto %s mit dem "+
+			"Verwendungszweck %s (nur dieser Verwendungszweck ordnet Ihre Zahlung zu).\n\nBei Fragen", formatCents(due), currency, *iban, *reference), 1)
 	}
 	if d.replyTo != nil {
 		msg.ReplyTo = *d.replyTo

@@ -62,7 +62,7 @@ type PaymentResult struct {
 // StripeEvent is the part of a Stripe event the service reads.
 type StripeEvent struct {
 	ID      string `json:"id" required:"true"`
-	Type    string `json:"type" required:"true" description:"payment_intent.succeeded, payment_intent.canceled and charge.refunded are applied; other types are recorded"`
+	Type    string `json:"type" required:"true" description:"payment_intent.succeeded, payment_intent.canceled, payment_intent.partially_funded and charge.refunded are applied; other types are recorded"`
 	Created int64  `json:"created,omitempty"`
 	Data    struct {
 		Object struct {
@@ -74,6 +74,11 @@ type StripeEvent struct {
 			Refunded       bool   `json:"refunded,omitempty" description:"charge.refunded: the charge is refunded in full"`
 			PaymentIntent  string `json:"payment_intent,omitempty" description:"charge.refunded: the payment intent of the charge, matched with an order's paymentRef"`
 			Currency       string `json:"currency,omitempty"`
+			NextAction     *struct {
+				DisplayBankTransferInstructions *struct {
+					AmountRemaining int64 `json:"amount_remaining"`
+				} `json:"display_bank_transfer_instructions,omitempty"`
+			} `json:"next_action,omitempty" description:"payment_intent.partially_funded: what remains to be transferred"`
 		} `json:"object" required:"true"`
 	} `json:"data" required:"true"`
 }
@@ -93,7 +98,7 @@ const webhookDescription = "The payment provider's webhook (Stripe). Public: aut
 	"invoice follows when the order is due); without such an order the payment waits, with a review task, until the " +
 	"order arrives; for a provider_transfer order the payment intent is its bank-transfer payment order. " +
 	"payment_intent.canceled of a provider_transfer order's payment order before payment cancels the order (its invoice gets " +
-	"a cancellation). charge.refunded (matched by the charge's payment_intent) with the whole charge refunded at once cancels " +
+	"a cancellation); its payment_intent.partially_funded (a transfer short of the amount) opens payment_amount_mismatch. charge.refunded (matched by the charge's payment_intent) with the whole charge refunded at once cancels " +
 	"the order (its documents get cancellations); a partial refund gets a credit note (type code 381, Rechnungskorrektur) " +
 	"for the newly refunded gross, split over the invoice's VAT rates by their gross (largest remainder)."
 
@@ -192,6 +197,18 @@ WHERE p.project_id = $1 AND p.provider = 'stripe' AND p.provider_event_id = $2`,
 			}
 			res.OrderNo, res.Applied = &orderNo, applied
 			return nil
+		}
+		if ev.Type == "payment_intent.partially_funded" && obj.ID != "" {
+			// A transfer that does not cover the payment order: to clarification.
+			var remaining *int64
+			if na := obj.NextAction; na != nil && na.DisplayBankTransferInstructions != nil {
+				remaining = &na.DisplayBankTransferInstructions.AmountRemaining
+			}
+			orderNo, err := underpaidTransferTx(ctx, tx, projectID, obj.ID, obj.Amount, remaining)
+			if orderNo != "" {
+				res.OrderNo, res.Applied = &orderNo, true
+			}
+			return err
 		}
 		if ev.Type == "payment_intent.canceled" && obj.ID != "" {
 			orderNo, applied, err := cancelTransferTx(ctx, tx, projectID, obj.ID)

@@ -65,18 +65,15 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 			}
 		}
 	}()
-	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM provider_transfers WHERE order_id = $1)`, orderID).Scan(&exists); err != nil || exists {
-		return err
-	}
 	var raw []byte
 	var orderNo, status string
-	if err := s.pool.QueryRow(ctx, `SELECT order_no, status, content FROM orders WHERE project_id = $1 AND id = $2`, projectID, orderID).
-		Scan(&orderNo, &status, &raw); err != nil {
+	var paid bool
+	if err := s.pool.QueryRow(ctx, `SELECT order_no, status, paid_at IS NOT NULL, content FROM orders WHERE project_id = $1 AND id = $2`,
+		projectID, orderID).Scan(&orderNo, &status, &paid, &raw); err != nil {
 		return err
 	}
-	if status != "created" {
-		return nil // invoiced or cancelled: nothing to pay any more
+	if status != "created" || paid {
+		return nil // invoiced, cancelled or paid: no payment order to create
 	}
 	var content event.OrderContent
 	if err := json.Unmarshal(raw, &content); err != nil {
@@ -90,6 +87,22 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 	if err != nil {
 		return err
 	}
+	// A payment order for this amount exists already; one for another
+	// amount (a correction changed the order) is replaced.
+	var prevIntent string
+	var prevAmount int64
+	generation := 1
+	err = s.pool.QueryRow(ctx, `SELECT payment_intent_id, amount_cents, generation FROM provider_transfers WHERE order_id = $1`, orderID).
+		Scan(&prevIntent, &prevAmount, &generation)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		generation = 0
+	case err != nil:
+		return err
+	case prevAmount == amount:
+		return nil
+	}
+	generation++
 	if bt == nil {
 		return errors.New("no payment provider client configured")
 	}
@@ -102,7 +115,7 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 		name = content.BillingAddress.Name
 	}
 	in, err := bt.Create(ctx, p.Settings.StripeAPIKey, banktransfer.Request{OrderID: orderID, OrderNo: orderNo, Email: content.Email,
-		Name: name, AmountCents: amount, Currency: currency})
+		Name: name, AmountCents: amount, Currency: currency, Generation: generation})
 	var rights *banktransfer.RightsError
 	if errors.As(err, &rights) {
 		h := &HeldError{TaskProviderRightsMissing, rights.Error() + ": give the API key write rights for customers and payment intents; the invoice follows automatically"}
@@ -122,10 +135,22 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 		return err
 	}
 	_, err = s.pool.Exec(ctx, `INSERT INTO provider_transfers (order_id, project_id, order_no, customer_id, payment_intent_id, amount_cents,
-			currency, iban, bic, account_holder, reference) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-		ON CONFLICT (order_id) DO NOTHING`, orderID, projectID, orderNo, in.CustomerID, in.PaymentIntentID, in.AmountCents, currency,
-		in.IBAN, nullable(in.BIC), nullable(in.AccountHolder), in.Reference)
-	return err
+			currency, iban, bic, account_holder, reference, generation) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		ON CONFLICT (order_id) DO UPDATE SET customer_id = EXCLUDED.customer_id, payment_intent_id = EXCLUDED.payment_intent_id,
+			amount_cents = EXCLUDED.amount_cents, currency = EXCLUDED.currency, iban = EXCLUDED.iban, bic = EXCLUDED.bic,
+			account_holder = EXCLUDED.account_holder, reference = EXCLUDED.reference, generation = EXCLUDED.generation, cancelled_at = NULL
+		WHERE provider_transfers.generation < EXCLUDED.generation`, orderID, projectID, orderNo, in.CustomerID, in.PaymentIntentID,
+		in.AmountCents, currency, in.IBAN, nullable(in.BIC), nullable(in.AccountHolder), in.Reference, generation)
+	if err != nil || prevIntent == "" || prevIntent == in.PaymentIntentID {
+		return err
+	}
+	// The replaced payment order is cancelled at the provider; its
+	// payment_intent.canceled then matches no order any more. A failure
+	// leaves it open there (a payment to it waits as payment_without_order).
+	if cerr := bt.Cancel(ctx, p.Settings.StripeAPIKey, prevIntent); cerr != nil {
+		slog.Warn("invoicer: cancelling the replaced payment order", "orderNo", orderNo, "paymentIntent", prevIntent, "err", cerr)
+	}
+	return nil
 }
 
 // amountPayable is what the order's documents will ask for: the sum of
@@ -209,4 +234,28 @@ func cancelTransferTx(ctx context.Context, tx pgx.Tx, projectID, paymentIntent s
 	}
 	applied, err := cancelTx(ctx, tx, projectID, &o, "payment order cancelled at the payment provider")
 	return o.orderNo, applied, err
+}
+
+// underpaidTransferTx handles payment_intent.partially_funded: the customer
+// transferred less than the payment order's amount, which opens a
+// payment_amount_mismatch task for the order (the invoice stands; Stripe
+// keeps the payment intent open for the rest). It returns the order
+// number, "" when the payment intent is no order's.
+func underpaidTransferTx(ctx context.Context, tx pgx.Tx, projectID, paymentIntent string, amount int64, remaining *int64) (string, error) {
+	id, err := transferOrderID(ctx, tx, projectID, paymentIntent)
+	if err != nil || id == "" {
+		return "", err
+	}
+	var orderNo string
+	var due int64
+	if err := tx.QueryRow(ctx, `SELECT order_no, amount_cents FROM provider_transfers WHERE order_id = $1`, id).Scan(&orderNo, &due); err != nil {
+		return "", err
+	}
+	details := map[string]any{"orderNo": orderNo, "paymentIntent": paymentIntent, "dueCents": due,
+		"details": "the bank transfer is short of the amount due; the rest is still open at the payment provider"}
+	if remaining != nil {
+		details["remainingCents"] = *remaining
+		details["paidCents"] = due - *remaining
+	}
+	return orderNo, openTask(ctx, tx, projectID, TaskPaymentAmountMismatch, orderNo, details)
 }

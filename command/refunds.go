@@ -40,7 +40,13 @@ const TaskRefundWithoutOrder = "refund_without_order"
 func refundOrder(ctx context.Context, tx pgx.Tx, projectID, paymentID, ref string, refunded, charged int64, full bool) (string, bool, error) {
 	o, err := lockOrder(ctx, tx, projectID, "payment_ref", ref)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
+		// A bank transfer through the provider: the payment intent is the
+		// order's payment order (provider_transfer.go).
+		id, terr := transferOrderID(ctx, tx, projectID, ref)
+		if terr != nil || id == "" {
+			return "", false, terr
+		}
+		o, err = lockOrder(ctx, tx, projectID, "id", id)
 	}
 	if err != nil {
 		return "", false, err

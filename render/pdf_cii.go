@@ -42,6 +42,7 @@ type ciiDoc struct {
 			TypeCode    string `xml:"TypeCode"`
 			Information string `xml:"Information"`
 			IBAN        string `xml:"PayeePartyCreditorFinancialAccount>IBANID"`
+			AccountName string `xml:"PayeePartyCreditorFinancialAccount>AccountName"`
 			BIC         string `xml:"PayeeSpecifiedCreditorFinancialInstitution>BICID"`
 		} `xml:"SpecifiedTradeSettlementPaymentMeans"`
 		Taxes []struct {
@@ -277,6 +278,9 @@ func readView(data []byte) (*view, error) {
 		v.Payment = append(v.Payment, labelled{"Zahlungsart", paymentMeans(m.TypeCode, m.Information)})
 		if m.IBAN != "" {
 			v.Payment = append(v.Payment, labelled{"IBAN", m.IBAN})
+		}
+		if m.AccountName != "" {
+			v.Payment = append(v.Payment, labelled{"Kontoinhaber", m.AccountName})
 		}
 		if m.BIC != "" {
 			v.Payment = append(v.Payment, labelled{"BIC", m.BIC})

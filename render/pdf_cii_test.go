@@ -72,3 +72,32 @@ func TestReadViewTitles(t *testing.T) {
 		}
 	}
 }
+
+// TestReadViewBankTransfer: a provider bank transfer's account (IBAN, holder)
+// and reference reach the PDF's payment block.
+func TestReadViewBankTransfer(t *testing.T) {
+	t.Parallel()
+	samples, err := Samples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := samples[0].Documents[0].Invoice
+	inv.Payment.Code, inv.Payment.IBAN, inv.Payment.AccountName, inv.Payment.Reference = "58", "DE36100100100000000001", "Stripe Payments Europe Limited", "AK40SLQJDCVQ"
+	xml, err := CII(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := readView(xml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, l := range v.Payment {
+		got[l.Label] = l.Value
+	}
+	for label, want := range map[string]string{"IBAN": "DE36100100100000000001", "Kontoinhaber": "Stripe Payments Europe Limited", "Verwendungszweck": "AK40SLQJDCVQ"} {
+		if got[label] != want {
+			t.Errorf("%s = %q, want %q (payment block %v)", label, got[label], want, v.Payment)
+		}
+	}
+}

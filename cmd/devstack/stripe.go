@@ -261,6 +261,25 @@ func (f *stripeFake) handle(r *http.Request, body []byte) (int, []byte) {
 		out, _ := json.Marshal(obj)
 		return 200, out
 	}
+	if id, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/v1/payment_intents/"), "/cancel"); ok && r.Method == http.MethodPost &&
+		strings.HasPrefix(r.URL.Path, "/v1/payment_intents/") {
+		status, mocked := f.forward(r, body)
+		if status != 200 {
+			return status, mocked
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, pi := range f.intents {
+			if pi.ID == id {
+				pi.Status = "canceled"
+				out, _ := json.Marshal(map[string]any{"id": pi.ID, "object": "payment_intent", "amount": pi.Amount, "customer": pi.Customer,
+					"status": pi.Status, "cancellation_reason": "abandoned"})
+				return 200, out
+			}
+		}
+		out, _ := json.Marshal(map[string]any{"error": map[string]any{"type": "invalid_request_error", "message": "No such payment_intent: '" + id + "'"}})
+		return 404, out
+	}
 	return f.forward(r, body)
 }
 
@@ -313,7 +332,7 @@ func (f *stripeFake) control(w http.ResponseWriter, r *http.Request) {
 		out := []map[string]any{}
 		for _, pi := range f.intents {
 			if pi.Customer == r.Form.Get("customer") || r.Form.Get("customer") == "" {
-				out = append(out, map[string]any{"id": pi.ID, "customer": pi.Customer, "amount": pi.Amount, "reference": pi.Reference})
+				out = append(out, map[string]any{"id": pi.ID, "customer": pi.Customer, "amount": pi.Amount, "reference": pi.Reference, "status": pi.Status})
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")

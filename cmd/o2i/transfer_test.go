@@ -105,8 +105,9 @@ func orderStatus(t *testing.T, c *apitest.Client, key, orderNo string) map[strin
 // with the provider's bank-transfer order: payment means 58, the virtual
 // IBAN (BT-84) and the provider's reference (BT-83) of a PaymentIntent for
 // exactly the gross, passing the official validator; the payment is open
-// until the transfer arrives for that payment intent, then paid. A transfer
-// of the wrong amount opens payment_amount_mismatch.
+// until the transfer arrives for that payment intent, then paid (and a
+// full refund of it cancels the order). A transfer of the wrong amount opens
+// payment_amount_mismatch.
 func TestProviderTransferServiceAndPayment(t *testing.T) {
 	t.Parallel()
 	pool := testenv.Pool(t)
@@ -155,6 +156,9 @@ func TestProviderTransferServiceAndPayment(t *testing.T) {
 	}
 	stripeEvent(t, pid, secret, "payment_intent.succeeded", fmt.Sprintf(`{"id":%q,"object":"payment_intent","amount":11900,"amount_received":11900,"currency":"eur"}`, tr.intent))
 	waitStatus(t, c, key, orderNo, func(d map[string]any) bool { return d["payment"] == "paid" })
+	// A refund of the transfer is matched by the payment intent too: refunded in full, the order is cancelled.
+	stripeEvent(t, pid, secret, "charge.refunded", fmt.Sprintf(`{"id":"ch_%s","object":"charge","payment_intent":%q,"amount":11900,"amount_refunded":11900,"refunded":true,"currency":"eur"}`, suffix, tr.intent))
+	documents(t, c, key, orderNo, "cancelled", 2)
 
 	wrong := "PTW-" + suffix
 	if r := c.Do("POST", "/v1/orders", key, transferOrder(wrong, "kunde2-"+suffix+"@example.com", false), "Idempotency-Key", wrong); r.Status != http.StatusCreated {
@@ -164,6 +168,27 @@ func TestProviderTransferServiceAndPayment(t *testing.T) {
 	wtr := transferOf(t, pool, pid, wrong)
 	stripeEvent(t, pid, secret, "payment_intent.succeeded", fmt.Sprintf(`{"id":%q,"object":"payment_intent","amount":11900,"amount_received":11899,"currency":"eur"}`, wtr.intent))
 	taskState(t, pool, pid, "payment_amount_mismatch", wrong, "open")
+
+	// A transfer short of the amount: Stripe reports payment_intent.partially_funded.
+	short := "PTS-" + suffix
+	if r := c.Do("POST", "/v1/orders", key, transferOrder(short, "kunde4-"+suffix+"@example.com", false), "Idempotency-Key", short); r.Status != http.StatusCreated {
+		t.Fatalf("order: %d %s", r.Status, r.Body)
+	}
+	documents(t, c, key, short, "invoiced", 1)
+	str := transferOf(t, pool, pid, short)
+	if d := stripeEvent(t, pid, secret, "payment_intent.partially_funded", fmt.Sprintf(`{"id":%q,"object":"payment_intent","amount":11900,"amount_received":0,"currency":"eur",
+		"next_action":{"type":"display_bank_transfer_instructions","display_bank_transfer_instructions":{"amount_remaining":900}}}`, str.intent)); d["orderNo"] != short {
+		t.Errorf("partially_funded: %v", d)
+	}
+	taskState(t, pool, pid, "payment_amount_mismatch", short, "open")
+	var paid float64
+	if err := pool.QueryRow(context.Background(), `SELECT (details->>'paidCents')::float8 FROM tasks WHERE project_id = $1 AND subject = $2 AND kind = 'payment_amount_mismatch'`,
+		pid, short).Scan(&paid); err != nil || paid != 11000 {
+		t.Errorf("task paidCents %v (%v), want 11000", paid, err)
+	}
+	if p := orderStatus(t, c, key, short)["payment"]; p != "open" {
+		t.Errorf("payment %v after a short transfer, want open", p)
+	}
 }
 
 // TestProviderTransferGoodsAndCancellation: goods are invoiced at the
@@ -303,5 +328,96 @@ func TestProviderTransferNeedsEmail(t *testing.T) {
 	r := client(t).Do("POST", "/v1/orders", key, []byte(body), "Idempotency-Key", uuid.NewString())
 	if r.Status != http.StatusUnprocessableEntity || !strings.Contains(string(r.Body), `"field":"email"`) {
 		t.Errorf("provider_transfer without email: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestProviderTransferCorrection: a correction that changes the amount of an
+// invoiced provider_transfer order cancels the invoice, replaces the payment
+// order (a new PaymentIntent for the new gross, the old one cancelled at the
+// provider) and issues the new invoice with the new reference; the old
+// payment intent's cancellation cancels nothing.
+func TestProviderTransferCorrection(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	suffix := uuid.NewString()[:8]
+	secret := "whsec_" + suffix
+	pid := transferProject(t, pool, false, "sk_test_"+suffix, secret)
+	key := testenv.Key(t, pool, pid)
+	c := client(t)
+	orderNo, email := "PTK-"+suffix, "kunde-"+suffix+"@example.com"
+	if r := c.Do("POST", "/v1/orders", key, transferOrder(orderNo, email, false), "Idempotency-Key", orderNo); r.Status != http.StatusCreated {
+		t.Fatalf("order: %d %s", r.Status, r.Body)
+	}
+	documents(t, c, key, orderNo, "invoiced", 1)
+	first := transferOf(t, pool, pid, orderNo)
+	changed := strings.Replace(string(transferOrder(orderNo, email, false)), `"quantity":1`, `"quantity":2`, 1)
+	if r := c.Do("POST", "/v1/orders", key, []byte(changed), "Idempotency-Key", orderNo+"-2"); r.Status != http.StatusOK {
+		t.Fatalf("correction: %d %s", r.Status, r.Body)
+	}
+	docs := documents(t, c, key, orderNo, "invoiced", 3)
+	if docs[1]["type"] != "cancellation" || docs[2]["type"] != "invoice" {
+		t.Errorf("documents %v", docs)
+	}
+	second := transferOf(t, pool, pid, orderNo)
+	if second.intent == first.intent || second.amount != 23800 || second.reference == first.reference {
+		t.Errorf("payment order after the correction %+v, before %+v", second, first)
+	}
+	pis := intentsAt(t, first.customer)
+	status := map[any]any{}
+	for _, pi := range pis {
+		status[pi["id"]] = pi["status"]
+	}
+	if len(pis) != 2 || status[first.intent] != "canceled" || status[second.intent] != "requires_action" {
+		t.Errorf("payment intents at the provider %v", pis)
+	}
+	xml := c.Do("GET", "/v1/invoices/"+docs[2]["id"].(string)+"/xml", key, nil)
+	if !strings.Contains(string(xml.Body), "<ram:PaymentReference>"+second.reference+"</ram:PaymentReference>") {
+		t.Errorf("new invoice lacks the new reference %s", second.reference)
+	}
+	if d := stripeEvent(t, pid, secret, "payment_intent.canceled", fmt.Sprintf(`{"id":%q,"object":"payment_intent","amount":11900,"currency":"eur"}`, first.intent)); d["applied"] != false {
+		t.Errorf("the replaced payment intent's cancellation: %v", d)
+	}
+	if s := orderStatus(t, c, key, orderNo)["status"]; s != "invoiced" {
+		t.Errorf("order %v after the old payment intent's cancellation", s)
+	}
+}
+
+// TestProviderTransferLiveMail: in live mode the bank-transfer invoice is
+// mailed to the customer with the IBAN and the reference in the text.
+func TestProviderTransferLiveMail(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	suffix := uuid.NewString()[:8]
+	pid := transferProject(t, pool, true, "sk_test_"+suffix, "whsec_"+suffix)
+	key := testenv.Key(t, pool, pid)
+	c := client(t)
+	orderNo, to := "PTM-"+suffix, "kunde-"+suffix+"@example.com"
+	if r := c.Do("POST", "/v1/orders", key, transferOrder(orderNo, to, false), "Idempotency-Key", orderNo); r.Status != http.StatusCreated {
+		t.Fatalf("order: %d %s", r.Status, r.Body)
+	}
+	tr := transferOf(t, pool, pid, orderNo)
+	var mails []testenv.Mail
+	testenv.Eventually(t, 60*time.Second, "the invoice e-mail", func() bool { mails = testenv.Mails(t, to); return len(mails) > 0 })
+	if text := mails[0].Text; !strings.Contains(text, tr.iban) || !strings.Contains(text, tr.reference) || !strings.Contains(text, "119,00 EUR") {
+		t.Errorf("text without the payment instructions %s / %s:\n%s", tr.iban, tr.reference, text)
+	}
+}
+
+// TestProviderTransferWithoutKey: a project without a stored provider key
+// cannot create the payment order: the order is held like one with a key
+// lacking the rights.
+func TestProviderTransferWithoutKey(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	suffix := uuid.NewString()[:8]
+	pid := transferProject(t, pool, false, "", "whsec_"+suffix)
+	key := testenv.Key(t, pool, pid)
+	orderNo := "PTN-" + suffix
+	if r := client(t).Do("POST", "/v1/orders", key, transferOrder(orderNo, "kunde-"+suffix+"@example.com", false), "Idempotency-Key", orderNo); r.Status != http.StatusCreated {
+		t.Fatalf("order: %d %s", r.Status, r.Body)
+	}
+	taskState(t, pool, pid, "provider_rights_missing", orderNo, "open")
+	if n := numbersOf(t, pool, pid, orderNo); n != 0 {
+		t.Errorf("%d documents without a payment order", n)
 	}
 }

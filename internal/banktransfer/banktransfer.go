@@ -20,7 +20,8 @@ import (
 
 // Request is one order's payment order.
 type Request struct {
-	OrderID     string // makes the Idempotency-Keys: o2i-<orderID>-customer, o2i-<orderID>-payment-intent
+	OrderID     string // makes the Idempotency-Keys: o2i-<orderID>-customer, o2i-<orderID>-payment-intent[-<Generation>]
+	Generation  int    // the order's n-th payment order (a correction changed the amount); 0 or 1: the first
 	OrderNo     string // metadata at the provider
 	Email       string // the customer is found or created by it
 	Name        string
@@ -111,7 +112,11 @@ func (c *Client) Create(ctx context.Context, key string, r Request) (Instruction
 		Confirm: stripe.Bool(true),
 	}
 	p.AddMetadata("orderNo", r.OrderNo)
-	p.SetIdempotencyKey("o2i-" + r.OrderID + "-payment-intent")
+	idem := "o2i-" + r.OrderID + "-payment-intent"
+	if r.Generation > 1 {
+		idem += fmt.Sprintf("-%d", r.Generation)
+	}
+	p.SetIdempotencyKey(idem)
 	pi, err := sc.V1PaymentIntents.Create(ctx, p)
 	if err != nil {
 		return Instructions{}, classify("payment intent", err)
@@ -134,6 +139,19 @@ func (c *Client) Create(ctx context.Context, key string, r Request) (Instruction
 		return Instructions{}, fmt.Errorf("payment provider: payment intent %s is for %d cents, not %d", pi.ID, out.AmountCents, r.AmountCents)
 	}
 	return out, nil
+}
+
+// Cancel cancels a payment intent that is no longer wanted (a correction
+// replaced it); cancelling one cancelled before is harmless.
+func (c *Client) Cancel(ctx context.Context, key, paymentIntent string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	p := &stripe.PaymentIntentCancelParams{CancellationReason: stripe.String("abandoned")}
+	p.SetIdempotencyKey("o2i-cancel-" + paymentIntent)
+	if _, err := c.api(key).V1PaymentIntents.Cancel(ctx, paymentIntent, p); err != nil {
+		return classify("cancel payment intent", err)
+	}
+	return nil
 }
 
 // customer returns the id of the customer with r's e-mail, created once.
