@@ -326,6 +326,15 @@ func TestConsumesFromKafka(t *testing.T) {
 		}
 		return n == 20
 	})
+	// Redis is refreshed right after the read model's transaction commits.
+	testenv.Eventually(t, 10*time.Second, "K-7 refreshed in Redis", func() bool {
+		var rev int64
+		if err := f.pool.QueryRow(context.Background(), `SELECT rev FROM `+f.tables.Orders+` WHERE project_id = $1 AND order_no = 'K-7'`, f.project).Scan(&rev); err != nil {
+			t.Fatal(err)
+		}
+		rrev, _, err := readmodel.Get(context.Background(), f.rdb, f.project, "K-7")
+		return err == nil && rrev == rev
+	})
 	f.status("K-7")
 }
 
