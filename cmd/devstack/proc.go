@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -310,4 +311,38 @@ func aptGet(logPath string, limit time.Duration, args ...string) error {
 		return err
 	}
 	return nil
+}
+
+// serveForeground runs a server of the stack in the foreground on
+// 127.0.0.1:port until SIGTERM, SIGINT or SIGHUP (`devstack up` starts it in
+// the background): it writes its pid to pidFile (when set, removed on exit),
+// serves on the listener, and closes the server on a signal.
+func serveForeground(name string, port int, pidFile, what string, serve func(net.Listener) error, close func() error) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	if pidFile != "" {
+		if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	errc := make(chan error, 1)
+	go func() { errc <- serve(ln) }()
+	fmt.Fprintf(os.Stderr, "%s: listening on %s, %s\n", name, ln.Addr(), what)
+	select {
+	case s := <-sigs:
+		fmt.Fprintf(os.Stderr, "%s: %s, shutting down\n", name, s)
+	case err = <-errc:
+	}
+	_ = close()
+	if pidFile != "" {
+		if pid, ok := readPid(pidFile); ok && pid == os.Getpid() {
+			_ = os.Remove(pidFile)
+		}
+	}
+	return err
 }

@@ -6,13 +6,11 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/emersion/go-sasl"
@@ -42,33 +40,7 @@ func runSMTP(args []string) error {
 		return err
 	}
 	srv := newSMTPSink(*dir)
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)))
-	if err != nil {
-		return err
-	}
-	if *pidFile != "" {
-		if err := os.WriteFile(*pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-			ln.Close()
-			return err
-		}
-	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	fmt.Fprintf(os.Stderr, "smtp: sink listening on %s, writing to %s\n", ln.Addr(), *dir)
-	select {
-	case s := <-sigs:
-		fmt.Fprintf(os.Stderr, "smtp: %s, shutting down\n", s)
-	case err = <-errc:
-	}
-	_ = srv.Close()
-	if *pidFile != "" {
-		if pid, ok := readPid(*pidFile); ok && pid == os.Getpid() {
-			_ = os.Remove(*pidFile)
-		}
-	}
-	return err
+	return serveForeground("smtp", *port, *pidFile, "sink writing to "+*dir, srv.Serve, srv.Close)
 }
 
 // newSMTPSink returns the sink's server writing into dir.

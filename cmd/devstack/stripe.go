@@ -12,12 +12,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -52,34 +50,8 @@ func runStripeFake(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)))
-	if err != nil {
-		return err
-	}
-	if *pidFile != "" {
-		if err := os.WriteFile(*pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-			ln.Close()
-			return err
-		}
-	}
 	srv := &http.Server{Handler: newStripeFake(*mock), ReadHeaderTimeout: 10 * time.Second}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	fmt.Fprintf(os.Stderr, "stripe: fake listening on %s in front of %s\n", ln.Addr(), *mock)
-	select {
-	case s := <-sigs:
-		fmt.Fprintf(os.Stderr, "stripe: %s, shutting down\n", s)
-	case err = <-errc:
-	}
-	_ = srv.Close()
-	if *pidFile != "" {
-		if pid, ok := readPid(*pidFile); ok && pid == os.Getpid() {
-			_ = os.Remove(*pidFile)
-		}
-	}
-	return err
+	return serveForeground("stripe", *port, *pidFile, "fake in front of "+*mock, srv.Serve, srv.Close)
 }
 
 type storedReply struct {
