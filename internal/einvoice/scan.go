@@ -216,6 +216,9 @@ func (s *scanner) space() bool {
 	return s.i > start
 }
 
+// name reads a qualified name (Namespaces in XML: a prefix, one colon and a
+// local part, or a local part alone); nil when there is none or it has an
+// empty part or a second colon.
 func (s *scanner) name() []byte {
 	start := s.i
 	for s.i < len(s.b) {
@@ -227,10 +230,11 @@ func (s *scanner) name() []byte {
 		}
 		break
 	}
-	if s.i == start {
+	n := s.b[start:s.i]
+	if len(n) == 0 || n[0] == ':' || n[len(n)-1] == ':' || bytes.Count(n, []byte(":")) > 1 {
 		return nil
 	}
-	return s.b[start:s.i]
+	return n
 }
 
 // badChar returns the offset of the first character of b that XML 1.0 does

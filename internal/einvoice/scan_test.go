@@ -28,6 +28,9 @@ func TestScannerWellFormedness(t *testing.T) {
 		{"control character", root + "<rsm:ExchangedDocument><ram:ID>\x01</ram:ID></rsm:ExchangedDocument></rsm:CrossIndustryInvoice>", "not allowed"},
 		{"control character in CDATA", root + "<rsm:ExchangedDocument><ram:ID><![CDATA[\x00]]></ram:ID></rsm:ExchangedDocument></rsm:CrossIndustryInvoice>", "not allowed"},
 		{"U+FFFE in an attribute", "<rsm:CrossIndustryInvoice a=\"\uFFFE\"></rsm:CrossIndustryInvoice>", "not allowed"},
+		{"two colons in a name", root + `<rsm:SupplyChainTradeTransaction><ram::/></rsm:SupplyChainTradeTransaction></rsm:CrossIndustryInvoice>`, "malformed start tag"},
+		{"empty local part", root + `<rsm:SupplyChainTradeTransaction><ram:/></rsm:SupplyChainTradeTransaction></rsm:CrossIndustryInvoice>`, "malformed start tag"},
+		{"two colons in an attribute name", root + `<rsm:ExchangedDocument a:b:c="1"></rsm:ExchangedDocument></rsm:CrossIndustryInvoice>`, "malformed attribute"},
 		{"]]> after a reference", root + `<rsm:ExchangedDocument><ram:ID>&amp;]]></ram:ID></rsm:ExchangedDocument></rsm:CrossIndustryInvoice>`, "']]>'"},
 		{"U+FFFF as a reference", root + `<rsm:ExchangedDocument><ram:ID>&#xFFFF;</ram:ID></rsm:ExchangedDocument></rsm:CrossIndustryInvoice>`, "entity"},
 	}
