@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -91,12 +92,22 @@ func (s *scanner) next() (kind tokKind, name, text []byte, err error) {
 		switch {
 		case bytes.HasPrefix(rest, []byte("<?")):
 			s.i += 2
-			if s.name() == nil {
+			target := s.name()
+			if target == nil {
 				return 0, nil, nil, s.errf("processing instruction without a target")
 			}
 			j := bytes.Index(s.b[s.i:], []byte("?>"))
 			if j < 0 {
 				return 0, nil, nil, s.errf("unterminated processing instruction")
+			}
+			if string(target) == "xml" {
+				decl := s.b[s.i : s.i+j]
+				if v := pseudoAttr(decl, "version"); v != "" && v != "1.0" {
+					return 0, nil, nil, s.errf("XML version %q: only 1.0 is accepted", v)
+				}
+				if e := pseudoAttr(decl, "encoding"); e != "" && !strings.EqualFold(e, "utf-8") {
+					return 0, nil, nil, s.errf("encoding %q declared: only UTF-8 is accepted", e)
+				}
 			}
 			s.i += j + 2
 		case bytes.HasPrefix(rest, []byte("<!--")):
@@ -214,6 +225,28 @@ func (s *scanner) space() bool {
 		break
 	}
 	return s.i > start
+}
+
+// pseudoAttr returns the value of param="..." (or '...') in an XML
+// declaration, read as encoding/xml reads it, or "".
+func pseudoAttr(decl []byte, param string) string {
+	p := []byte(param + "=")
+	for i := 0; i < len(decl); {
+		k := bytes.Index(decl[i:], p)
+		if k < 0 || i+k+len(p) >= len(decl) {
+			return ""
+		}
+		start := i + k + len(p)
+		if q := decl[start]; q == '"' || q == '\'' {
+			end := bytes.IndexByte(decl[start+1:], q)
+			if end < 0 {
+				return ""
+			}
+			return string(decl[start+1 : start+1+end])
+		}
+		i = start + 1
+	}
+	return ""
 }
 
 // name reads a qualified name (Namespaces in XML: a prefix, one colon and a
