@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/o2i-service/o2i/internal/accounting"
 	"github.com/o2i-service/o2i/query"
 )
@@ -100,22 +98,9 @@ func exportCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io
 		return err
 	}
 	defer pool.Close()
-	var bar *progressbar.ProgressBar
-	if !*quiet {
-		bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("booking documents"),
-			progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond))
-	}
-	progress := func(done, total int) {
-		if bar != nil {
-			bar.ChangeMax(total)
-			_ = bar.Set(done)
-		}
-	}
+	progress, finish := progressBar(stderr, *quiet, "booking documents")
 	body, err := query.New(pool, nil).DATEVExport(ctx, *id, from, to, time.Now(), progress)
-	if bar != nil {
-		_ = bar.Finish()
-		fmt.Fprintln(stderr)
-	}
+	finish()
 	if err != nil {
 		return err
 	}
@@ -177,10 +162,8 @@ func reportCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io
 		return err
 	}
 	defer pool.Close()
-	var bar *progressbar.ProgressBar
-	if !*quiet {
-		bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("summing "+kind+" "+p.Label))
-	}
+	progress, finish := progressBar(stderr, *quiet, "summing "+kind+" "+p.Label)
+	progress(0, -1) // a spinner: the report has no steps to count
 	svc := query.New(pool, nil)
 	var body []byte
 	if kind == "oss" {
@@ -188,10 +171,7 @@ func reportCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io
 	} else {
 		body, err = svc.ECSLReport(ctx, *id, p)
 	}
-	if bar != nil {
-		_ = bar.Finish()
-		fmt.Fprintln(stderr)
-	}
+	finish()
 	if err != nil {
 		return err
 	}
