@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/o2i-service/o2i/internal/einvoice"
-	"github.com/o2i-service/o2i/internal/einvoice/referee"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
 
@@ -65,22 +64,7 @@ func TestInvoicePreviewAndSamplesPassTheOfficialRules(t *testing.T) {
 			t.Errorf("%s: %v", f, fs)
 		}
 	}
-	validator, err := referee.Path()
-	if err != nil {
-		t.Fatalf("the official validator is required: %v", err)
-	}
-	report, err := referee.Run(validator, []string{"--strict"}, "auto", files...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for file, r := range report.Results {
-		if !r.Clean() {
-			t.Errorf("%s: %s %v", file, r.Counts, r.Findings)
-		}
-	}
-	if len(report.Results) != len(files) {
-		t.Errorf("validator judged %d of %d files", len(report.Results), len(files))
-	}
+	judgeFiles(t, files...)
 	if pdfs != len(files)/2 {
 		t.Errorf("%d PDFs among %d files, want one per XML", pdfs, len(files))
 	}

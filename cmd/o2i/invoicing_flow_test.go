@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/o2i-service/o2i/internal/einvoice"
-	"github.com/o2i-service/o2i/internal/einvoice/referee"
 	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
@@ -72,17 +71,7 @@ func TestDueOrdersAreInvoicedAndVisible(t *testing.T) {
 	if err := os.WriteFile(file, pdf.Body, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	validator, err := referee.Path()
-	if err != nil {
-		t.Fatalf("the official validator is required: %v", err)
-	}
-	report, err := referee.Run(validator, []string{"--strict"}, "en16931", file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, ok := report.Results[file]; !ok || !r.Clean() {
-		t.Errorf("archived PDF by the official rules: %+v", report.Results)
-	}
+	judgeFiles(t, file)
 	for _, ref := range []string{inv["id"].(string), inv["number"].(string), credit, "pay-" + credit} {
 		r := c.Do("GET", "/v1/invoices/"+ref, key, nil)
 		var body struct{ Data map[string]any }

@@ -70,6 +70,14 @@ func refereeFiles(t *testing.T, c *apitest.Client, key string, docs []map[string
 			files = append(files, f)
 		}
 	}
+	judgeFiles(t, files...)
+}
+
+// judgeFiles has the official validator judge the files in one run
+// (--strict, mode auto: no errors, no warnings) and fails the test for each
+// file that is not clean or was not judged.
+func judgeFiles(t *testing.T, files ...string) {
+	t.Helper()
 	validator, err := referee.Path()
 	if err != nil {
 		t.Fatalf("the official validator is required: %v", err)

@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/o2i-service/o2i/internal/apitest"
-	"github.com/o2i-service/o2i/internal/einvoice/referee"
 	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
@@ -140,17 +139,7 @@ func TestProviderTransferServiceAndPayment(t *testing.T) {
 	if err := os.WriteFile(file, xml.Body, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	validator, err := referee.Path()
-	if err != nil {
-		t.Fatalf("the official validator is required: %v", err)
-	}
-	report, err := referee.Run(validator, []string{"--strict"}, "en16931", file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, ok := report.Results[file]; !ok || !r.Clean() {
-		t.Errorf("invoice by the official rules: %+v", report.Results)
-	}
+	judgeFiles(t, file)
 	if p := orderStatus(t, c, key, orderNo)["payment"]; p != "open" {
 		t.Errorf("payment %v, want open", p)
 	}
