@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +28,9 @@ import (
 
 // InvoicerGroup is the Kafka consumer group of the invoicer role.
 const InvoicerGroup = "o2i-invoicer"
+
+// DefaultInvoicerWorkers is the invoicer's Workers unless configured.
+const DefaultInvoicerWorkers = 16
 
 // decideEvent asks the lifecycle rules about an order event: what it waits
 // for, or whether its invoice is due. The project's invoice-first gateways
@@ -78,7 +80,10 @@ type Invoicer struct {
 	group   string
 	now     func() time.Time
 
-	// Workers is how many events of a batch are handled at once.
+	// Workers is how many events of a batch are handled at once. An
+	// invoice mostly waits (its transactions, three object writes), so
+	// more workers than cores keep the cores busy: on 2 cores the drain
+	// rate went from 68/s with 4 workers to 133/s with 16 (README).
 	Workers int
 	// Attempts is how often a failing event is tried before it becomes a
 	// dead letter; Backoff is the first wait between tries (doubling).
@@ -108,7 +113,7 @@ type cachedGateways struct {
 // archives what it issues in a.
 func NewInvoicer(s *Service, a *archive.Archive, brokers []string) *Invoicer {
 	return &Invoicer{svc: s, archive: a, brokers: brokers, topic: event.TopicOrders, group: InvoicerGroup, now: time.Now,
-		Workers: 2 * runtime.GOMAXPROCS(0), Attempts: 5, Backoff: 200 * time.Millisecond, AttemptTimeout: time.Minute, ReconcileEvery: 15 * time.Second,
+		Workers: DefaultInvoicerWorkers, Attempts: 5, Backoff: 200 * time.Millisecond, AttemptTimeout: time.Minute, ReconcileEvery: 15 * time.Second,
 		gateways: map[string]cachedGateways{}}
 }
 
@@ -131,46 +136,17 @@ func (iv *Invoicer) invoiceFirstGateways(ctx context.Context, projectID string) 
 	return p.Settings.InvoiceFirstGateways, nil
 }
 
-// Run consumes until ctx ends, and retries due dead letters beside it. A
-// batch that could not be handled (not even as dead letters: the database
-// is gone) is not committed and comes again.
+// Run consumes until ctx ends (consume.Group: a batch that could not be
+// handled, not even as dead letters because the database is gone, is not
+// committed and comes again), with the reconciler and the mailer beside it.
 func (iv *Invoicer) Run(ctx context.Context) error {
 	go iv.reconcile(ctx)
 	if iv.Mail != nil {
 		go func() { _ = iv.Mail.Run(ctx) }()
 	}
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := iv.consume(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		slog.Error("invoicer: restarting", "err", err, "in", backoff)
-		sleep(ctx, backoff)
-		backoff = min(backoff*2, 10*time.Second)
-	}
+	consume.Group{Name: "invoicer", Brokers: iv.brokers, GroupID: iv.group, Topics: []string{iv.topic}, MaxBatch: 500}.
+		Run(ctx, iv.handleBatch)
 	return nil
-}
-
-func (iv *Invoicer) consume(ctx context.Context) error {
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: iv.brokers, GroupID: iv.group, GroupTopics: []string{iv.topic},
-		MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 100 * time.Millisecond, StartOffset: kafka.FirstOffset,
-		CommitInterval: 100 * time.Millisecond,                            // handled batches are committed in the background; a crash replays them, and issuing is idempotent
-		SessionTimeout: 10 * time.Second, HeartbeatInterval: time.Second}) // a crashed member's partitions move on after 10 s
-	defer r.Close()
-	for {
-		// Hand the batch to the committer once every event of it is handled.
-		batch, err := consume.FetchBatch(ctx, r, 500)
-		if err != nil {
-			return err
-		}
-		if err := iv.handleBatch(ctx, batch); err != nil {
-			return err
-		}
-		if err := r.CommitMessages(ctx, batch...); err != nil {
-			return err
-		}
-	}
 }
 
 // handleBatch handles a batch's events on Workers goroutines, the events of

@@ -35,10 +35,9 @@ const lockKey = 0x6f32692d70726f6a // "o2i-proj"
 // Bounds of the projector's external calls. A PostgreSQL statement that
 // overruns closes its connection; the batch is then delivered again.
 const (
-	txTimeout     = 30 * time.Second // one read-model transaction (it may wait for a rebuild's table swap)
-	dbTimeout     = 10 * time.Second // one statement outside it
-	redisTimeout  = 5 * time.Second  // one Redis pipeline
-	commitTimeout = 10 * time.Second // handing offsets to the reader
+	txTimeout    = 30 * time.Second // one read-model transaction (it may wait for a rebuild's table swap)
+	dbTimeout    = 10 * time.Second // one statement outside it
+	redisTimeout = 5 * time.Second  // one Redis pipeline
 )
 
 // Redis repair: how often the loop looks for marked orders when it was not
@@ -112,66 +111,16 @@ func New(pool *pgxpool.Pool, rdb *redis.Client, brokers []string, reg prometheus
 	return p
 }
 
-// Run consumes until ctx ends. A failed batch is not committed: the reader
-// is recreated and the batch is delivered again (never skipped). Beside it
-// runs the loop that repairs the Redis records of marked orders.
+// Run consumes until ctx ends (consume.Group: a failed batch is not
+// committed and comes again, never skipped). Beside it runs the loop that
+// repairs the Redis records of marked orders.
 func (p *Projector) Run(ctx context.Context) error {
 	repaired := make(chan struct{})
 	go func() { defer close(repaired); p.repairLoop(ctx) }()
 	defer func() { <-repaired }()
-	backoff := 100 * time.Millisecond
-	for {
-		err := p.consume(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		slog.Error("projector: restarting", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 10*time.Second)
-	}
-}
-
-func (p *Projector) consume(ctx context.Context) error {
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:     p.brokers,
-		GroupID:     p.group,
-		GroupTopics: p.topics,
-		MinBytes:    1,
-		MaxBytes:    10 << 20,
-		MaxWait:     100 * time.Millisecond,
-		StartOffset: kafka.FirstOffset,
-		// Offsets are handed to the reader only after the read models are
-		// written; it commits them in the background every CommitInterval,
-		// so a crash replays at most that much, which apply ignores.
-		CommitInterval: 100 * time.Millisecond,
-		QueueCapacity:  MaxBatch * 2,
-		// A crashed member's partitions move to the others after 10 s
-		// (the default 30 s would stall its orders' status that long).
-		SessionTimeout:    10 * time.Second,
-		HeartbeatInterval: time.Second,
-	})
-	defer r.Close()
-	for {
-		// Waiting for events is not bounded: the reader's fetch requests are
-		// (MaxWait, its dial and read timeouts).
-		msgs, err := consume.FetchBatch(ctx, r, MaxBatch)
-		if err != nil {
-			return fmt.Errorf("fetch: %w", err)
-		}
-		if err := p.Apply(ctx, msgs); err != nil {
-			return err
-		}
-		cctx, cancel := context.WithTimeout(ctx, commitTimeout)
-		err = r.CommitMessages(cctx, msgs...)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("commit: %w", err)
-		}
-	}
+	consume.Group{Name: "projector", Brokers: p.brokers, GroupID: p.group, Topics: p.topics, MaxBatch: MaxBatch}.
+		Run(ctx, func(ctx context.Context, batch []kafka.Message) error { return p.Apply(ctx, batch) })
+	return nil
 }
 
 // WithSource returns a copy of p that reads topics as consumer group group

@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,8 +58,8 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	if cfg.backlog < 2 || cfg.rate < 1 || cfg.steady < time.Second || cfg.projects < 1 {
 		return nil, fmt.Errorf("-invoice-orders must be at least 2, -invoice-rate, -invoice-projects at least 1, -invoice-for at least 1s")
 	}
-	workers := 2 * runtime.GOMAXPROCS(0) // the invoicer's Workers on this machine (command.NewInvoicer)
-	b.stopServer()                       // a former stage's service runs an invoicer
+	workers := command.DefaultInvoicerWorkers // the invoicer's Workers (O2I_INVOICER_WORKERS unset)
+	b.stopServer()                            // a former stage's service runs an invoicer
 	if err := waitNoInvoicer(ctx, 3*time.Minute); err != nil {
 		return nil, err
 	}
@@ -116,7 +115,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 		b.worker = nil
 		return nil, fmt.Errorf("start the invoicer: %w", err)
 	}
-	busy0 := machineBusy()
+	busy0, procs0 := machineBusy(), processTimes()
 	var profiled sync.WaitGroup
 	deadline := started.Add(3 * time.Minute)
 	others := 0 // the most other members of the invoicer group seen during the drain
@@ -151,6 +150,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	// busy the machine was (every process of the stack shares its cores).
 	busy := machineBusy() - busy0
 	cpu := processCPU(b.worker.Process.Pid)
+	shares := cpuSpent(procs0, processTimes(), b.stackProcess)
 	var first, last time.Time
 	if err := b.pool.QueryRow(ctx, `SELECT min(archived_at), max(archived_at) FROM invoices WHERE project_id = ANY($1) AND status = 'archived'`,
 		drainProjects).Scan(&first, &last); err != nil {
@@ -160,9 +160,9 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	total := last.Sub(started)
 	busyShare := busy.Seconds() / time.Since(started).Seconds() / float64(runtime.NumCPU())
 	log.Printf("invoices: drain: %.0f archived invoices/s (first to last, %s), all archived %s after the invoicer started (first after %s); "+
-		"invoicer process CPU %.1f ms per invoice, machine %.0f %% busy",
+		"invoicer process CPU %.1f ms per invoice, machine %.0f %% busy; CPU ms per invoice: %s",
 		rate, last.Sub(first).Round(time.Millisecond), total.Round(time.Millisecond), first.Sub(started).Round(time.Millisecond),
-		float64(cpu.Microseconds())/1000/float64(cfg.backlog), 100*busyShare)
+		float64(cpu.Microseconds())/1000/float64(cfg.backlog), 100*busyShare, perItem(shares, cfg.backlog))
 	profiled.Wait()
 	b.stopServer()
 	shared := ""
@@ -265,8 +265,8 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 				"(own process, %d workers) issues them (compute, CII XML, EN 16931 validation), renders their PDF/A-3 and archives both (test mode)",
 				cfg.backlog, projects(cfg.projects), workers),
 			Measured: fmt.Sprintf("%.0f archived invoices/s (first to last archived) = %.0f %% of the archive's ceiling, all %d archived %.1f s after the invoicer started; "+
-				"meanwhile the machine was %.0f %% busy, the invoicer process used %.1f ms CPU per invoice%s",
-				rate, 100*rate/puts, cfg.backlog, total.Seconds(), 100*busyShare, float64(cpu.Microseconds())/1000/float64(cfg.backlog), shared),
+				"meanwhile the machine was %.0f %% busy; CPU ms per invoice by process: %s%s",
+				rate, 100*rate/puts, cfg.backlog, total.Seconds(), 100*busyShare, perItem(shares, cfg.backlog), shared),
 			Ceiling: fmt.Sprintf("archive alone, archive.Put of the same PDF (%s) and XML (%s) with COMPLIANCE retention, %d workers: %.0f invoices/s (%.0f objects/s); "+
 				"render.PDF of the same XML alone: %.0f PDFs/s on one core, %.0f on %d cores",
 				kb(len(pdf)), kb(len(xml)), workers, puts, 2*puts, pdfOne, pdfAll, runtime.GOMAXPROCS(0)),
@@ -281,6 +281,30 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 			Target:  "p99 < 2 s (our target; the issue names none)",
 		},
 	}, nil
+}
+
+// stackProcess names the part of the stack a process belongs to, for the
+// CPU figures of a run.
+func (b *bench) stackProcess(pid int, comm string) string {
+	switch {
+	case b.worker != nil && pid == b.worker.Process.Pid:
+		return "invoicer"
+	case b.server != nil && pid == b.server.Process.Pid:
+		return "service (API, relay, projector)"
+	case pid == os.Getpid():
+		return "load generator"
+	}
+	switch comm {
+	case "postgres":
+		return "PostgreSQL"
+	case "minio":
+		return "MinIO"
+	case "devstack":
+		return "broker (kfake) and fakes"
+	case "redis-server":
+		return "Redis"
+	}
+	return "other"
 }
 
 // human renders a latency in ms below a second, else in s.
@@ -409,49 +433,6 @@ func projects(n int) string {
 		return "one project"
 	}
 	return fmt.Sprintf("%d projects", n)
-}
-
-// clockTick is the unit of the CPU times in /proc (USER_HZ).
-const clockTick = 10 * time.Millisecond
-
-// processCPU is the CPU time (user and system) a process has used so far,
-// from /proc; zero where there is none.
-func processCPU(pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command name, which is in parentheses: utime
-	// and stime are the 12th and 13th of them.
-	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+s) * clockTick
-}
-
-// machineBusy is the CPU time all cores have spent neither idle nor
-// waiting for I/O so far, from /proc/stat; zero where there is none.
-func machineBusy() time.Duration {
-	raw, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	line, _, _ := strings.Cut(string(raw), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0
-	}
-	var busy int64
-	for i, v := range f[1:9] { // user nice system idle iowait irq softirq steal
-		n, _ := strconv.ParseInt(v, 10, 64)
-		if i != 3 && i != 4 {
-			busy += n
-		}
-	}
-	return time.Duration(busy) * clockTick
 }
 
 // waitArchived polls every 100 ms until the project has n archived invoices.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/o2i-service/o2i/command"
 	"github.com/o2i-service/o2i/internal/mail"
 )
 
@@ -26,6 +27,7 @@ type Config struct {
 	S3TestBucket    string
 	ShutdownTimeout time.Duration
 	MaxInFlight     int
+	InvoicerWorkers int
 	LogLevel        string
 	DebugAddr       string
 	MetricsAddr     string
@@ -54,6 +56,7 @@ var envVars = []envVar{
 	{"O2I_HTTP_ADDR", "127.0.0.1:8080", "address the API listens on", false},
 	{"O2I_DATABASE_URL", "postgres://o2i:o2i@127.0.0.1:55432/o2i?sslmode=disable", "PostgreSQL connection URL", true},
 	{"O2I_DB_MAX_CONNS", "32", "PostgreSQL pool size per process", false},
+	{"O2I_INVOICER_WORKERS", strconv.Itoa(command.DefaultInvoicerWorkers), "events the invoicer role handles at once (each order's events in order); its work mostly waits for PostgreSQL and the object store, so more than the cores; keep it below O2I_DB_MAX_CONNS", false},
 	{"O2I_REDIS_URL", "redis://127.0.0.1:56379/0", "Redis URL (read models, rate limits)", true},
 	{"O2I_KAFKA_BROKERS", "127.0.0.1:59092", "comma-separated Kafka bootstrap brokers", false},
 	{"O2I_S3_ENDPOINT", "127.0.0.1:59000", "S3/MinIO endpoint host:port (archive)", false},
@@ -119,6 +122,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.MaxInFlight, err = strconv.Atoi(v("O2I_MAX_IN_FLIGHT")); err != nil || c.MaxInFlight <= 0 {
 		return c, fmt.Errorf("O2I_MAX_IN_FLIGHT must be a positive integer, got %q", v("O2I_MAX_IN_FLIGHT"))
+	}
+	if c.InvoicerWorkers, err = strconv.Atoi(v("O2I_INVOICER_WORKERS")); err != nil || c.InvoicerWorkers <= 0 {
+		return c, fmt.Errorf("O2I_INVOICER_WORKERS must be a positive integer, got %q", v("O2I_INVOICER_WORKERS"))
 	}
 	c.LogLevel = v("O2I_LOG_LEVEL")
 	c.DebugAddr = v("O2I_DEBUG_ADDR")

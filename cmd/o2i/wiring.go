@@ -71,6 +71,7 @@ func (w *wiring) worker(role string) func(context.Context) error {
 		return command.NewRelay(w.d.pool, w.d.cfg.KafkaBrokers, w.reg).Run
 	case "invoicer":
 		iv := command.NewInvoicer(w.commands, w.archive, w.d.cfg.KafkaBrokers)
+		iv.Workers = w.d.cfg.InvoicerWorkers
 		if sender, err := mail.NewSender(w.d.cfg.SMTPURL, w.d.cfg.MailFrom); err == nil { // checked by loadConfig
 			iv.Mail = command.NewMailer(w.commands, w.archive, sender)
 		}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTick is the unit of the CPU times in /proc (USER_HZ).
+const clockTick = 10 * time.Millisecond
+
+// processCPU is the CPU time (user and system) a process has used so far,
+// from /proc; zero where there is none.
+func processCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses: utime
+	// and stime are the 12th and 13th of them.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * clockTick
+}
+
+// machineBusy is the CPU time all cores have spent neither idle nor
+// waiting for I/O so far, from /proc/stat; zero where there is none.
+func machineBusy() time.Duration {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var busy int64
+	for i, v := range f[1:9] { // user nice system idle iowait irq softirq steal
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i != 3 && i != 4 {
+			busy += n
+		}
+	}
+	return time.Duration(busy) * clockTick
+}
+
+// processTimes is every process's command name and CPU time so far, by
+// pid, from /proc; empty where there is none.
+func processTimes() map[int]processTime {
+	out := map[int]processTime{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue // the process ended meanwhile
+		}
+		open, close := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw[:max(open, 0)])))
+		if open < 0 || close < open || err != nil {
+			continue
+		}
+		f := strings.Fields(string(raw[close+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		out[pid] = processTime{comm: string(raw[open+1 : close]), cpu: time.Duration(u+s) * clockTick}
+	}
+	return out
+}
+
+type processTime struct {
+	comm string
+	cpu  time.Duration
+}
+
+// cpuShare is the CPU time one group of processes spent.
+type cpuShare struct {
+	name string
+	cpu  time.Duration
+}
+
+// cpuSpent is the CPU time spent between two processTimes snapshots, summed
+// by group (named by group from pid and command; "" leaves a process out),
+// largest first. A process started in between counts whole; one that ended
+// in between is lost, so the second snapshot is taken before the processes
+// under test stop.
+func cpuSpent(before, after map[int]processTime, group func(pid int, comm string) string) []cpuShare {
+	sums := map[string]time.Duration{}
+	for pid, a := range after {
+		name := group(pid, a.comm)
+		if name == "" {
+			continue
+		}
+		d := a.cpu
+		if b, ok := before[pid]; ok && b.comm == a.comm {
+			d -= b.cpu
+		}
+		sums[name] += d
+	}
+	out := make([]cpuShare, 0, len(sums))
+	for name, d := range sums {
+		if d > 0 {
+			out = append(out, cpuShare{name, d})
+		}
+	}
+	slices.SortFunc(out, func(a, b cpuShare) int { return int(b.cpu - a.cpu) })
+	return out
+}
+
+// perItem renders shares as CPU milliseconds per item, n items.
+func perItem(shares []cpuShare, n int) string {
+	parts := make([]string, len(shares))
+	for i, s := range shares {
+		parts[i] = fmt.Sprintf("%s %.1f", s.name, float64(s.cpu.Microseconds())/1000/float64(n))
+	}
+	return strings.Join(parts, ", ")
+}
