@@ -358,3 +358,90 @@ func TestConcurrentArchivingKeepsOneChain(t *testing.T) {
 		t.Errorf("verify: %+v", rep)
 	}
 }
+
+// TestArchiveIssuedMatchesTheRecord: a document archived from what the
+// issuing call wrote (ArchiveIssued, no read back) gets the same archived
+// event and manifest as one read back from the database (ArchiveInvoice),
+// also when the issue time has a time of day, and the chain verifies.
+func TestArchiveIssuedMatchesTheRecord(t *testing.T) {
+	a, _, _ := unlockedArchive(t, true)
+	v := newInvoicing(t, true, nil)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 22, 15, 4, 5, 123456789, time.UTC)
+	issue := func(no string) command.Issued {
+		out, err := v.svc.IssueInvoices(ctx, v.project, v.place(simpleOrder(no, "")), command.IssueDates{IssueDate: at})
+		if err != nil || len(out) != 1 {
+			t.Fatalf("IssueInvoices: %v %v", out, err)
+		}
+		return out[0]
+	}
+	fresh, read := issue("AI-FRESH"), issue("AI-READ")
+	if err := v.svc.ArchiveIssued(ctx, a, v.project, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.svc.ArchiveInvoice(ctx, a, v.project, read.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Archiving again is harmless on both paths.
+	if err := v.svc.ArchiveIssued(ctx, a, v.project, fresh); err != nil {
+		t.Fatal(err)
+	}
+
+	type archived struct {
+		Data map[string]any `json:"data"`
+	}
+	eventOf := func(id string) map[string]any {
+		var payload []byte
+		if err := v.pool.QueryRow(ctx, `SELECT payload FROM outbox WHERE project_id = $1 AND event_type = 'invoice.archived' AND msg_key <> ''
+			AND convert_from(payload, 'UTF8') LIKE '%' || $2 || '%'`, v.project, id).Scan(&payload); err != nil {
+			t.Fatalf("invoice.archived of %s: %v", id, err)
+		}
+		var e archived
+		if err := json.Unmarshal(payload, &e); err != nil {
+			t.Fatal(err)
+		}
+		return e.Data
+	}
+	ef, er := eventOf(fresh.ID), eventOf(read.ID)
+	var keysF, keysR []string
+	for k := range ef {
+		keysF = append(keysF, k)
+	}
+	for k := range er {
+		keysR = append(keysR, k)
+	}
+	slices.Sort(keysF)
+	slices.Sort(keysR)
+	if !slices.Equal(keysF, keysR) {
+		t.Errorf("event fields differ: fresh %v, read back %v", keysF, keysR)
+	}
+	for _, e := range []map[string]any{ef, er} {
+		var createdAt time.Time
+		var issueDate time.Time
+		if err := v.pool.QueryRow(ctx, `SELECT created_at, issue_date FROM invoices WHERE id = $1`, e["id"]).Scan(&createdAt, &issueDate); err != nil {
+			t.Fatal(err)
+		}
+		if e["issueDate"] != "2026-11-22" || e["status"] != "archived" || e["version"] != float64(2) || e["currency"] != "EUR" {
+			t.Errorf("archived event %v", e)
+		}
+		if got, err := time.Parse(time.RFC3339Nano, fmt.Sprint(e["createdAt"])); err != nil || !got.Equal(createdAt) {
+			t.Errorf("createdAt %v in the event, %v recorded", e["createdAt"], createdAt)
+		}
+		for _, k := range []string{"orderId", "orderNo", "number", "type", "format", "totalNetCents", "totalTaxCents", "totalGrossCents", "testMode"} {
+			if ef[k] == nil || (k != "orderId" && k != "orderNo" && k != "number" && ef[k] != er[k]) {
+				t.Errorf("%s: fresh %v, read back %v", k, ef[k], er[k])
+			}
+		}
+	}
+	var dates []string
+	rows, err := v.pool.Query(ctx, `SELECT convert_from(body, 'UTF8')::jsonb->>'issueDate' FROM archive_manifests WHERE project_id = $1 ORDER BY chain_seq`, v.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dates, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || !slices.Equal(dates, []string{"2026-11-22", "2026-11-22"}) {
+		t.Errorf("manifest issue dates %v, %v", dates, err)
+	}
+	if rep := verify(t, v, a); rep.Checked != 6 || len(rep.Problems) > 0 { // three objects each
+		t.Errorf("verify: %+v", rep)
+	}
+}

@@ -28,34 +28,74 @@ import (
 // a retry after a failure finds what was anchored and goes on from there.
 func (s *Service) ArchiveInvoice(ctx context.Context, a *archive.Archive, projectID, invoiceID string) (err error) {
 	defer apperr.Wrap(&err, "archive invoice %s", invoiceID)
-	var inv event.Invoice
-	var xml []byte
-	var issue time.Time
+	d, err := s.readArchivable(ctx, projectID, invoiceID)
+	if err != nil || d == nil {
+		return err
+	}
+	return s.archiveDocument(ctx, a, d)
+}
+
+// ArchiveIssued is ArchiveInvoice for a document of an issuing call: one
+// it recorded itself is archived from what it wrote, without reading it
+// back.
+func (s *Service) ArchiveIssued(ctx context.Context, a *archive.Archive, projectID string, d Issued) (err error) {
+	if d.recorded == nil {
+		return s.ArchiveInvoice(ctx, a, projectID, d.ID)
+	}
+	defer apperr.Wrap(&err, "archive invoice %s", d.ID)
+	return s.archiveDocument(ctx, a, d.recorded)
+}
+
+// archivable is a recorded document as archiving needs it.
+type archivable struct {
+	inv      event.Invoice
+	xml      []byte
+	rangeKey string
+	issue    time.Time // the issue date, midnight UTC
+	manifest []byte    // the manifest an earlier attempt anchored, or nil
+}
+
+// readArchivable reads a document that is still to be archived, with the
+// manifest an earlier attempt anchored; nil when there is nothing to do
+// (archived already, or failed: never archived).
+func (s *Service) readArchivable(ctx context.Context, projectID, invoiceID string) (*archivable, error) {
+	var d archivable
 	var paymentRef *string
-	var rangeKey string
-	err = s.pool.QueryRow(ctx, `SELECT id::text, project_id::text, order_id::text, order_no, payment_ref, number, status, version, type,
-			format, issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, test_mode, created_at, xml, range_key
-		FROM invoices WHERE project_id = $1 AND id = $2`, projectID, invoiceID).
+	inv := &d.inv
+	err := s.pool.QueryRow(ctx, `SELECT i.id::text, i.project_id::text, i.order_id::text, i.order_no, i.payment_ref, i.number, i.status, i.version,
+			i.type, i.format, i.issue_date, i.currency, i.total_net_cents, i.total_tax_cents, i.total_gross_cents, i.test_mode, i.created_at,
+			i.xml, i.range_key, m.body
+		FROM invoices i LEFT JOIN archive_manifests m ON m.invoice_id = i.id
+		WHERE i.project_id = $1 AND i.id = $2`, projectID, invoiceID).
 		Scan(&inv.ID, &inv.ProjectID, &inv.OrderID, &inv.OrderNo, &paymentRef, &inv.Number, &inv.Status, &inv.Version, &inv.Type,
-			&inv.Format, &issue, &inv.Currency, &inv.TotalNetCents, &inv.TotalTaxCents, &inv.TotalGrossCents, &inv.TestMode,
-			&inv.CreatedAt, &xml, &rangeKey)
+			&inv.Format, &d.issue, &inv.Currency, &inv.TotalNetCents, &inv.TotalTaxCents, &inv.TotalGrossCents, &inv.TestMode,
+			&inv.CreatedAt, &d.xml, &d.rangeKey, &d.manifest)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return apperr.New(apperr.NotFound, "invoice_not_found", "no invoice %s", invoiceID)
+		return nil, apperr.New(apperr.NotFound, "invoice_not_found", "no invoice %s", invoiceID)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if inv.Status != "created" {
-		return nil // archived already, or failed (never archived)
+		return nil, nil // archived already, or failed (never archived)
 	}
+	if paymentRef != nil {
+		inv.PaymentRef = *paymentRef
+	}
+	inv.IssueDate = d.issue.Format(time.DateOnly)
+	return &d, nil
+}
+
+// archiveDocument stores d's PDF and XML, chains and stores its manifest,
+// and marks it archived (ArchiveInvoice).
+func (s *Service) archiveDocument(ctx context.Context, a *archive.Archive, d *archivable) error {
+	inv := d.inv
+	projectID, invoiceID := inv.ProjectID, inv.ID
 	arc := a.For(inv.TestMode)
-	body, err := s.anchoredManifest(ctx, invoiceID)
-	if err != nil {
-		return err
-	}
+	until := archive.RetainUntil(d.issue, archive.RetentionYears)
+	body := d.manifest
 	if body == nil {
-		until := archive.RetainUntil(issue, archive.RetentionYears)
-		pdf, err := render.PDF(xml)
+		pdf, err := render.PDF(d.xml)
 		if err != nil {
 			return fmt.Errorf("render PDF: %w", err)
 		}
@@ -70,45 +110,49 @@ func (s *Service) ArchiveInvoice(ctx context.Context, a *archive.Archive, projec
 			return err
 		}
 		err = bounded(ctx, func(ctx context.Context) (err error) {
-			xmlSt, err = arc.Put(ctx, archive.InvoiceXMLKey(projectID, invoiceID), xml, "application/xml", until)
+			xmlSt, err = arc.Put(ctx, archive.InvoiceXMLKey(projectID, invoiceID), d.xml, "application/xml", until)
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		m := archive.Manifest{ProjectID: projectID, NumberRange: rangeKey, InvoiceID: invoiceID, Number: inv.Number,
-			IssueDate: issue.Format(time.DateOnly), Type: inv.Type, TestMode: inv.TestMode,
+		m := archive.Manifest{ProjectID: projectID, NumberRange: d.rangeKey, InvoiceID: invoiceID, Number: inv.Number,
+			IssueDate: inv.IssueDate, Type: inv.Type, TestMode: inv.TestMode,
 			Objects: []archive.ManifestObject{archive.Object("xml", xmlSt), archive.Object("pdf", pdfSt)}}
-		if body, err = s.chainManifest(ctx, arc, m, issue, map[string]archive.Stored{"xml": xmlSt, "pdf": pdfSt}); err != nil {
+		if body, err = s.chainManifest(ctx, arc, m, d.issue, map[string]archive.Stored{"xml": xmlSt, "pdf": pdfSt}); err != nil {
 			return err
 		}
 	}
 	// The manifest's bytes are fixed in the database before the object is
 	// written, so a retry writes the same bytes (which counts as success).
 	var mSt archive.Stored
-	err = bounded(ctx, func(ctx context.Context) (err error) {
-		mSt, err = arc.Put(ctx, archive.ManifestKey(projectID, invoiceID), body, "application/json", archive.RetainUntil(issue, archive.RetentionYears))
+	err := bounded(ctx, func(ctx context.Context) (err error) {
+		mSt, err = arc.Put(ctx, archive.ManifestKey(projectID, invoiceID), body, "application/json", until)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if paymentRef != nil {
-		inv.PaymentRef = *paymentRef
-	}
-	inv.IssueDate = issue.Format(time.DateOnly)
 	now := time.Now().UTC()
 	return store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := recordManifest(ctx, tx, projectID, invoiceID, arc.Bucket(), mSt, now); err != nil {
+		// One round trip for the anchor, the manifest's mark and the status.
+		b := &pgx.Batch{}
+		queueArchiveObject(b, projectID, invoiceID, "manifest", arc.Bucket(), mSt)
+		b.Queue(`UPDATE archive_manifests SET stored_at = $2 WHERE invoice_id = $1 AND stored_at IS NULL`, invoiceID, now)
+		b.Queue(`UPDATE invoices SET status = 'archived', archived_at = $3, version = version + 1
+			WHERE project_id = $1 AND id = $2 AND status = 'created' RETURNING version`, projectID, invoiceID, now)
+		br := tx.SendBatch(ctx, b)
+		_, err1 := br.Exec()
+		_, err2 := br.Exec()
+		err3 := br.QueryRow().Scan(&inv.Version)
+		if err := errors.Join(err1, err2, br.Close()); err != nil {
 			return err
 		}
-		err := tx.QueryRow(ctx, `UPDATE invoices SET status = 'archived', archived_at = $3, version = version + 1
-			WHERE project_id = $1 AND id = $2 AND status = 'created' RETURNING version`, projectID, invoiceID, now).Scan(&inv.Version)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if errors.Is(err3, pgx.ErrNoRows) {
 			return nil // archived meanwhile
 		}
-		if err != nil {
-			return err
+		if err3 != nil {
+			return err3
 		}
 		inv.Status, inv.ArchivedAt = "archived", &now
 		// The document goes to the order's e-mail (blocked in test mode).
@@ -133,33 +177,28 @@ func bounded(ctx context.Context, f func(context.Context) error) error {
 	return f(ctx)
 }
 
-// anchoredManifest returns the manifest recorded for the invoice by an
-// earlier attempt, or nil.
-func (s *Service) anchoredManifest(ctx context.Context, invoiceID string) ([]byte, error) {
-	var body []byte
-	err := s.pool.QueryRow(ctx, `SELECT body FROM archive_manifests WHERE invoice_id = $1`, invoiceID).Scan(&body)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	return body, err
-}
-
 // chainManifest anchors the invoice's documents and appends m to its number
 // range's chain, in one transaction: the range's chain is serialised by an
 // advisory lock, m gets the next position and the SHA-256 of the manifest
-// before it. It returns the manifest's bytes.
+// before it. It returns the manifest's bytes. Two round trips while the
+// range is locked: the lock with the chain's end, then the inserts.
 func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m archive.Manifest, issue time.Time, objs map[string]archive.Stored) ([]byte, error) {
 	var body []byte
 	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`,
-			m.ProjectID, m.NumberRange); err != nil {
-			return err
-		}
 		var prev string
 		var last int64
-		err := tx.QueryRow(ctx, `SELECT chain_seq, sha256 FROM archive_manifests WHERE project_id = $1 AND range_key = $2
-			ORDER BY chain_seq DESC LIMIT 1`, m.ProjectID, m.NumberRange).Scan(&last, &prev)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		lock := &pgx.Batch{}
+		lock.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`, m.ProjectID, m.NumberRange)
+		lock.Queue(`SELECT chain_seq, sha256 FROM archive_manifests WHERE project_id = $1 AND range_key = $2
+			ORDER BY chain_seq DESC LIMIT 1`, m.ProjectID, m.NumberRange)
+		br := tx.SendBatch(ctx, lock)
+		_, err := br.Exec()
+		if err == nil {
+			if err = br.QueryRow().Scan(&last, &prev); errors.Is(err, pgx.ErrNoRows) {
+				err = nil // the range's first manifest
+			}
+		}
+		if err := errors.Join(err, br.Close()); err != nil {
 			return err
 		}
 		m.ChainSeq, m.PreviousManifestSHA256 = last+1, prev
@@ -171,20 +210,28 @@ func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m arc
 		if prev != "" {
 			prevPtr = &prev
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO archive_manifests (invoice_id, project_id, range_key, chain_seq, number, issue_date, year, type,
+		// A concurrent attempt that chained the invoice first anchored the
+		// same objects (the first PDF stands, the XML is the same bytes).
+		insert := &pgx.Batch{}
+		insert.Queue(`INSERT INTO archive_manifests (invoice_id, project_id, range_key, chain_seq, number, issue_date, year, type,
 				test_mode, body, sha256, prev_sha256)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (invoice_id) DO NOTHING`,
 			m.InvoiceID, m.ProjectID, m.NumberRange, m.ChainSeq, m.Number, issue, issue.Year(), m.Type, m.TestMode, b, sum, prevPtr)
-		if err != nil {
+		for _, kind := range []string{"xml", "pdf"} {
+			queueArchiveObject(insert, m.ProjectID, m.InvoiceID, kind, arc.Bucket(), objs[kind])
+		}
+		br = tx.SendBatch(ctx, insert)
+		tag, err := br.Exec()
+		for range 2 {
+			if _, e := br.Exec(); err == nil {
+				err = e
+			}
+		}
+		if err := errors.Join(err, br.Close()); err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 { // a concurrent attempt chained it
 			return tx.QueryRow(ctx, `SELECT body FROM archive_manifests WHERE invoice_id = $1`, m.InvoiceID).Scan(&body)
-		}
-		for _, kind := range []string{"xml", "pdf"} {
-			if err := insertArchiveObject(ctx, tx, m.ProjectID, m.InvoiceID, kind, arc.Bucket(), objs[kind]); err != nil {
-				return err
-			}
 		}
 		body = b
 		return nil
@@ -192,24 +239,35 @@ func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m arc
 	return body, err
 }
 
+// anchoredManifest returns the manifest recorded for the invoice by an
+// earlier attempt, or nil.
+func (s *Service) anchoredManifest(ctx context.Context, invoiceID string) ([]byte, error) {
+	var body []byte
+	err := s.pool.QueryRow(ctx, `SELECT body FROM archive_manifests WHERE invoice_id = $1`, invoiceID).Scan(&body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return body, err
+}
+
 // recordManifest anchors the written manifest object and marks the
 // manifest stored.
 func recordManifest(ctx context.Context, tx pgx.Tx, projectID, invoiceID, bucket string, st archive.Stored, now time.Time) error {
-	if err := insertArchiveObject(ctx, tx, projectID, invoiceID, "manifest", bucket, st); err != nil {
-		return err
-	}
-	_, err := tx.Exec(ctx, `UPDATE archive_manifests SET stored_at = $2 WHERE invoice_id = $1 AND stored_at IS NULL`, invoiceID, now)
-	return err
+	b := &pgx.Batch{}
+	queueArchiveObject(b, projectID, invoiceID, "manifest", bucket, st)
+	b.Queue(`UPDATE archive_manifests SET stored_at = $2 WHERE invoice_id = $1 AND stored_at IS NULL`, invoiceID, now)
+	return tx.SendBatch(ctx, b).Close()
 }
 
-func insertArchiveObject(ctx context.Context, tx pgx.Tx, projectID, invoiceID, kind, bucket string, st archive.Stored) error {
+// queueArchiveObject queues the anchor of one archived object (kept if the
+// invoice has one of that kind already).
+func queueArchiveObject(b *pgx.Batch, projectID, invoiceID, kind, bucket string, st archive.Stored) {
 	var until *time.Time
 	if !st.RetainUntil.IsZero() {
 		u := st.RetainUntil.UTC()
 		until = &u
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until)
+	b.Queue(`INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (invoice_id, kind) DO NOTHING`,
 		invoiceID, kind, projectID, bucket, st.Key, st.VersionID, st.SHA256, st.Size, until)
-	return err
 }

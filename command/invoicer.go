@@ -330,7 +330,7 @@ func (iv *Invoicer) archiveAll(ctx context.Context, projectID string, issued []I
 		if d.Status == "failed" {
 			continue // never archived; a review task lists the rules
 		}
-		if err := iv.svc.ArchiveInvoice(ctx, iv.archive, projectID, d.ID); err != nil {
+		if err := iv.svc.ArchiveIssued(ctx, iv.archive, projectID, d); err != nil {
 			return err
 		}
 	}

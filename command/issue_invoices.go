@@ -35,6 +35,10 @@ type Issued struct {
 	Number      string
 	Status      string // created or failed
 	FailedRules []string
+
+	// recorded is what was written, when the document was recorded by this
+	// call (not found recorded before): archiving it needs no read back.
+	recorded *archivable
 }
 
 // Hold kinds: the order waits as a review task, no invoice number is taken.
@@ -313,6 +317,10 @@ func recordDocumentTx(ctx context.Context, tx pgx.Tx, projectID, orderID, orderN
 		TotalTaxCents: int64(inv.Totals.TaxCents), TotalGrossCents: int64(inv.Totals.GrandCents), TestMode: inv.Test,
 		CreatedAt: now, FailedRules: doc.FailedRules}
 	ev, err := event.New(event.InvoiceCreated, projectID, "invoice", doc.ID, orderNo, 1, now, data)
+	// As the database gives it back: the issue date without time, times in µs.
+	data.CreatedAt = now.Truncate(time.Microsecond)
+	doc.recorded = &archivable{inv: data, xml: xml, rangeKey: rangeKey,
+		issue: time.Date(inv.IssueDate.Year(), inv.IssueDate.Month(), inv.IssueDate.Day(), 0, 0, 0, 0, time.UTC)}
 	return doc, ev, err
 }
 

@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"compress/zlib"
 	"crypto/md5"
 	_ "embed"
 	"encoding/hex"
@@ -17,6 +16,8 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/klauspost/compress/zlib"
 )
 
 // PDF/A-3b with the Factur-X / ZUGFeRD structure. toPDFA3 copies the

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -303,6 +304,11 @@ func (b *bench) stackProcess(pid int, comm string) string {
 		return "broker (kfake) and fakes"
 	case "redis-server":
 		return "Redis"
+	}
+	for _, k := range []string{"kworker", "ksoftirqd", "jbd2", "kdamond", "rcu_", "kswapd", "migration"} {
+		if strings.HasPrefix(comm, k) {
+			return "kernel threads"
+		}
 	}
 	return "other"
 }

@@ -132,7 +132,7 @@ var stageOrder = []string{"engine", "reads", "list", "writes", "invoices"}
 
 // stageOf names the stage of a row already in the table by its first column.
 func stageOf(what string) string {
-	for _, p := range [][2]string{{"invoice engine:", "engine"}, {"GET /v1/orders/", "reads"}, {"GET /v1/invoices", "list"},
+	for _, p := range [][2]string{{"invoice engine:", "engine"}, {"PDF/A-3 of", "engine"}, {"GET /v1/orders/", "reads"}, {"GET /v1/invoices", "list"},
 		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"invoice pipeline", "invoices"}} {
 		if strings.HasPrefix(what, p[0]) {
 			return p[1]
