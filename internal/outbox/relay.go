@@ -40,8 +40,11 @@ const leaderLock int64 = 0x6f32692d72656c79 // "o2i-rely"
 // commits late is never skipped; it only holds the relay back while it runs
 // (keep write transactions short). Two changes of one order are serialised
 // by the order's row lock, so the later change's transaction commits after
-// the earlier one and its rows are read later: the order's events leave in
-// commit order.
+// the earlier one. Its id can still be the smaller one (it wrote something
+// before it waited for the lock), so the outbox's insert trigger raises a
+// row's tx_id to the largest of its key's rows still there (migration
+// 00060): the later change's rows sort after the earlier one's, and the
+// order's events leave in commit order.
 //
 // Size: the broker refuses a record batch larger than its limit
 // (MaxMessageBytes), and kafka-go fails the whole batch. The writer's

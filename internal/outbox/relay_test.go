@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -49,7 +50,32 @@ func newFixture(t *testing.T, topic string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Exec(context.Background(), `DROP TABLE `+f.table) })
+	keyOrderTrigger(t, pool, f.table)
 	return f
+}
+
+// keyOrderTrigger gives a test's outbox table the outbox's trigger that keeps
+// a key's rows in commit order: the production function, reading table.
+func keyOrderTrigger(t *testing.T, pool *pgxpool.Pool, table string) {
+	t.Helper()
+	ctx := context.Background()
+	var def string
+	if err := pool.QueryRow(ctx, `SELECT pg_get_functiondef('outbox_key_order'::regproc)`).Scan(&def); err != nil {
+		t.Fatal(err)
+	}
+	fn := table + "_key_order"
+	def = regexp.MustCompile(`FUNCTION \S*outbox_key_order\(\)`).ReplaceAllString(def, "FUNCTION "+fn+"()")
+	if !strings.Contains(def, "FROM outbox WHERE") {
+		t.Fatalf("the outbox trigger function reads no outbox rows:\n%s", def)
+	}
+	def = strings.Replace(def, "FROM outbox WHERE", "FROM "+table+" WHERE", 1)
+	if _, err := pool.Exec(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TRIGGER key_order BEFORE INSERT ON `+table+` FOR EACH ROW EXECUTE FUNCTION `+fn+`()`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Exec(context.Background(), `DROP FUNCTION IF EXISTS `+fn+`() CASCADE`) })
 }
 
 // testTopic creates a fresh topic on the local broker.
@@ -330,6 +356,61 @@ func TestRelayPublishesInOrder(t *testing.T) {
 		if g.ev.ProjectID != f.project || g.ev.Type != event.OrderUpdated {
 			t.Fatalf("event %+v", g.ev)
 		}
+	}
+}
+
+// TestRelayKeepsAKeyInCommitOrder: a transaction that took its id before
+// another one (it wrote first) but waited for it and commits after it still
+// has its event of the same key published after the other one's.
+func TestRelayKeepsAKeyInCommitOrder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testTopic(t))
+	ctx := context.Background()
+	event1 := func(version int64) event.Event {
+		ev, err := event.New(event.OrderUpdated, f.project, "order", "", "ORD-X", version, time.Now(), seq{"ORD-X", version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Topic = f.topic
+		return ev
+	}
+	// The later change's transaction takes its id first.
+	later, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer later.Rollback(ctx)
+	var laterID, earlierID string
+	if err := later.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&laterID); err != nil {
+		t.Fatal(err)
+	}
+	first, second := event1(1), event1(2)
+	if err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&earlierID); err != nil {
+			return err
+		}
+		return enqueueInto(ctx, tx, insertSQL(f.table), first)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := enqueueInto(ctx, later, insertSQL(f.table), second); err != nil {
+		t.Fatal(err)
+	}
+	if err := later.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var ordered bool
+	if err := f.pool.QueryRow(ctx, `SELECT $1::text::xid8 < $2::text::xid8`, laterID, earlierID).Scan(&ordered); err != nil || !ordered {
+		t.Fatalf("the later transaction's id %s is not below the earlier one's %s (%v)", laterID, earlierID, err)
+	}
+	startRelay(t, f.relay(testenv.KafkaBrokers()))
+	gs := newTail(t, testenv.KafkaBrokers(), f.topic, true).collect(t, f.project, []string{first.ID, second.ID}, 30*time.Second)
+	if len(gs) != 2 || gs[0].ev.ID != first.ID || gs[1].ev.ID != second.ID {
+		var got []int64
+		for _, g := range gs {
+			got = append(got, g.ev.AggregateVersion)
+		}
+		t.Fatalf("published versions %v, want [1 2]", got)
 	}
 }
 
