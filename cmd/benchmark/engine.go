@@ -24,7 +24,7 @@ var benchLine = regexp.MustCompile(`(Benchmark\w+)(?:-\d+)?\s+\d+\s+([0-9.]+) ns
 // benchRun is one run of a Go benchmark.
 type benchRun struct {
 	ns, pdfBytes, bytes float64
-	allocs            int
+	allocs              int
 }
 
 // medians returns each benchmark's run with the median time.
