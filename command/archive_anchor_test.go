@@ -39,6 +39,12 @@ func unlockedArchive(t *testing.T, versioned bool) (*archive.Archive, *minio.Cli
 			t.Fatal(err)
 		}
 	}
+	t.Cleanup(func() { // no lock: the bucket and every version go
+		for o := range c.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true, WithVersions: true}) {
+			_ = c.RemoveObject(ctx, bucket, o.Key, minio.RemoveObjectOptions{VersionID: o.VersionID})
+		}
+		_ = c.RemoveBucket(ctx, bucket)
+	})
 	return archive.NewTest(c, bucket), c, bucket
 }
 
