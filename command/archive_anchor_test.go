@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -409,16 +410,7 @@ func TestArchiveIssuedMatchesTheRecord(t *testing.T) {
 		return e.Data
 	}
 	ef, er := eventOf(fresh.ID), eventOf(read.ID)
-	var keysF, keysR []string
-	for k := range ef {
-		keysF = append(keysF, k)
-	}
-	for k := range er {
-		keysR = append(keysR, k)
-	}
-	slices.Sort(keysF)
-	slices.Sort(keysR)
-	if !slices.Equal(keysF, keysR) {
+	if keysF, keysR := slices.Sorted(maps.Keys(ef)), slices.Sorted(maps.Keys(er)); !slices.Equal(keysF, keysR) {
 		t.Errorf("event fields differ: fresh %v, read back %v", keysF, keysR)
 	}
 	for _, e := range []map[string]any{ef, er} {
