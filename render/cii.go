@@ -3,17 +3,19 @@
 // Factur-X profile EN 16931 and of XRechnung 3.0 (CII), and the PDF/A-3 that
 // shows it.
 //
-// The PDF is rendered from the XML, not from the invoice value: PDF parses
-// the XML that CII wrote, lays it out with maroto and embeds the very same
-// bytes, so the PDF shows exactly what the legally binding XML says and any
+// The PDF is rendered from the XML, not from the invoice value: PDF reads
+// the XML that CII wrote (with internal/einvoice's CII reader, the parse its
+// validation uses), lays it out with maroto and embeds the very same bytes,
+// so the PDF shows exactly what the legally binding XML says and any
 // archived XML can get its PDF later.
 //
 // render is pure: no network, database or clock. It never recomputes an
 // amount: every number in the XML is a field of the invoice value, and every
 // number in the PDF is a decimal string of the XML. It imports
 // internal/billing and internal/money (and, for Preview and Samples,
-// nothing else), and for the PDF maroto and its PDF library gofpdf (layout);
-// the PDF/A-3 file and its font subsets are written here.
+// nothing else), and for the PDF internal/einvoice (reading the XML; it
+// never imports render), maroto and its PDF library gofpdf (layout); the
+// PDF/A-3 file and its font subsets are written here.
 //
 // The XML is written by a small streaming writer in the element order of the
 // CII D16B schema (and of the stricter Factur-X EN 16931 schema, a subset in

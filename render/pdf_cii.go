@@ -1,129 +1,20 @@
 package render
 
 import (
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/internal/einvoice"
 )
 
 // The PDF is rendered from the CII XML, never from the invoice value: what
 // the reader sees is exactly what the legally binding XML says, and an
-// archived XML can get its PDF at any time. This file reads the elements CII
-// writes (and nothing else) into a view whose strings are ready to print.
-
-// ciiDoc mirrors the elements written by CII. encoding/xml matches them by
-// local name; the root element is checked with its namespace.
-type ciiDoc struct {
-	XMLName   xml.Name  `xml:"urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100 CrossIndustryInvoice"`
-	Guideline string    `xml:"ExchangedDocumentContext>GuidelineSpecifiedDocumentContextParameter>ID"`
-	Number    string    `xml:"ExchangedDocument>ID"`
-	TypeCode  string    `xml:"ExchangedDocument>TypeCode"`
-	IssueDate ciiDate   `xml:"ExchangedDocument>IssueDateTime>DateTimeString"`
-	Notes     []string  `xml:"ExchangedDocument>IncludedNote>Content"`
-	Lines     []ciiLine `xml:"SupplyChainTradeTransaction>IncludedSupplyChainTradeLineItem"`
-	Agreement struct {
-		BuyerReference string   `xml:"BuyerReference"`
-		Seller         ciiParty `xml:"SellerTradeParty"`
-		Buyer          ciiParty `xml:"BuyerTradeParty"`
-		OrderNo        string   `xml:"SellerOrderReferencedDocument>IssuerAssignedID"`
-	} `xml:"SupplyChainTradeTransaction>ApplicableHeaderTradeAgreement"`
-	Delivery struct {
-		ShipTo     *ciiParty `xml:"ShipToTradeParty"`
-		SupplyDate ciiDate   `xml:"ActualDeliverySupplyChainEvent>OccurrenceDateTime>DateTimeString"`
-	} `xml:"SupplyChainTradeTransaction>ApplicableHeaderTradeDelivery"`
-	Settlement struct {
-		PaymentReference string `xml:"PaymentReference"`
-		Currency         string `xml:"InvoiceCurrencyCode"`
-		Means            []struct {
-			TypeCode    string `xml:"TypeCode"`
-			Information string `xml:"Information"`
-			IBAN        string `xml:"PayeePartyCreditorFinancialAccount>IBANID"`
-			AccountName string `xml:"PayeePartyCreditorFinancialAccount>AccountName"`
-			BIC         string `xml:"PayeeSpecifiedCreditorFinancialInstitution>BICID"`
-		} `xml:"SpecifiedTradeSettlementPaymentMeans"`
-		Taxes []struct {
-			Tax             string `xml:"CalculatedAmount"`
-			ExemptionReason string `xml:"ExemptionReason"`
-			Base            string `xml:"BasisAmount"`
-			Category        string `xml:"CategoryCode"`
-			ExemptionCode   string `xml:"ExemptionReasonCode"`
-			Rate            string `xml:"RateApplicablePercent"`
-		} `xml:"ApplicableTradeTax"`
-		Period *struct {
-			Start ciiDate `xml:"StartDateTime>DateTimeString"`
-			End   ciiDate `xml:"EndDateTime>DateTimeString"`
-		} `xml:"BillingSpecifiedPeriod"`
-		Terms  []string `xml:"SpecifiedTradePaymentTerms>Description"`
-		Totals struct {
-			LineNet   string `xml:"LineTotalAmount"`
-			Charges   string `xml:"ChargeTotalAmount"`
-			Allowance string `xml:"AllowanceTotalAmount"`
-			TaxBasis  string `xml:"TaxBasisTotalAmount"`
-			Tax       string `xml:"TaxTotalAmount"`
-			Rounding  string `xml:"RoundingAmount"`
-			Grand     string `xml:"GrandTotalAmount"`
-			Prepaid   string `xml:"TotalPrepaidAmount"`
-			Due       string `xml:"DuePayableAmount"`
-		} `xml:"SpecifiedTradeSettlementHeaderMonetarySummation"`
-		Preceding []struct {
-			Number    string  `xml:"IssuerAssignedID"`
-			IssueDate ciiDate `xml:"FormattedIssueDateTime>DateTimeString"`
-		} `xml:"InvoiceReferencedDocument"`
-	} `xml:"SupplyChainTradeTransaction>ApplicableHeaderTradeSettlement"`
-}
-
-type ciiDate struct {
-	Format string `xml:"format,attr"`
-	Value  string `xml:",chardata"`
-}
-
-type ciiLine struct {
-	ID       string `xml:"AssociatedDocumentLineDocument>LineID"`
-	SKU      string `xml:"SpecifiedTradeProduct>SellerAssignedID"`
-	Name     string `xml:"SpecifiedTradeProduct>Name"`
-	Price    string `xml:"SpecifiedLineTradeAgreement>NetPriceProductTradePrice>ChargeAmount"`
-	Quantity struct {
-		Unit  string `xml:"unitCode,attr"`
-		Value string `xml:",chardata"`
-	} `xml:"SpecifiedLineTradeDelivery>BilledQuantity"`
-	Category         string `xml:"SpecifiedLineTradeSettlement>ApplicableTradeTax>CategoryCode"`
-	Rate             string `xml:"SpecifiedLineTradeSettlement>ApplicableTradeTax>RateApplicablePercent"`
-	AllowanceCharges []struct {
-		Charge string `xml:"ChargeIndicator>Indicator"`
-		Amount string `xml:"ActualAmount"`
-		Reason string `xml:"Reason"`
-	} `xml:"SpecifiedLineTradeSettlement>SpecifiedTradeAllowanceCharge"`
-	Net string `xml:"SpecifiedLineTradeSettlement>SpecifiedTradeSettlementLineMonetarySummation>LineTotalAmount"`
-}
-
-type ciiParty struct {
-	ID      string `xml:"ID"`
-	Name    string `xml:"Name"`
-	LegalID string `xml:"SpecifiedLegalOrganization>ID"`
-	Contact struct {
-		Name  string `xml:"PersonName"`
-		Phone string `xml:"TelephoneUniversalCommunication>CompleteNumber"`
-		Email string `xml:"EmailURIUniversalCommunication>URIID"`
-	} `xml:"DefinedTradeContact"`
-	Address struct {
-		PostalCode string `xml:"PostcodeCode"`
-		Line1      string `xml:"LineOne"`
-		Line2      string `xml:"LineTwo"`
-		City       string `xml:"CityName"`
-		Country    string `xml:"CountryID"`
-	} `xml:"PostalTradeAddress"`
-	Electronic ciiScheme   `xml:"URIUniversalCommunication>URIID"`
-	TaxIDs     []ciiScheme `xml:"SpecifiedTaxRegistration>ID"`
-}
-
-type ciiScheme struct {
-	Scheme string `xml:"schemeID,attr"`
-	Value  string `xml:",chardata"`
-}
+// archived XML can get its PDF at any time. The XML is read by einvoice, with
+// the parse its validation uses; this file turns the elements CII writes
+// (and nothing else) into a view whose strings are ready to print.
 
 // view is the invoice as printed: every string formatted, every amount
 // taken verbatim from the XML (German decimal notation, never via float).
@@ -188,8 +79,10 @@ func readView(data []byte) (*view, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: empty input", errNotCII)
 	}
-	var d ciiDoc
-	if err := xml.Unmarshal(data, &d); err != nil {
+	// Structure findings are einvoice's to report; the view needs only the
+	// values, checked below.
+	d, _, err := einvoice.ReadCII(data)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNotCII, err)
 	}
 	r := &reader{}
@@ -225,24 +118,24 @@ func readView(data []byte) (*view, error) {
 		v.Test = v.Test || n == billing.TestNote
 		v.Notes = append(v.Notes, n)
 	}
-	v.Currency = r.required("BT-5 currency", d.Settlement.Currency)
-	v.OrderNo = d.Agreement.OrderNo
-	v.BuyerRef = d.Agreement.BuyerReference
-	v.Seller = r.party("seller", &d.Agreement.Seller, true)
-	v.Buyer = r.party("buyer", &d.Agreement.Buyer, true)
-	if st := d.Delivery.ShipTo; st != nil {
+	v.Currency = r.required("BT-5 currency", d.Currency)
+	v.OrderNo = d.OrderReference
+	v.BuyerRef = d.BuyerReference
+	v.Seller = r.party("seller", &d.Seller, true)
+	v.Buyer = r.party("buyer", &d.Buyer, true)
+	if st := d.ShipTo; st != nil {
 		p := r.party("ship-to", st, false)
 		v.ShipTo = &p
 	}
-	if t := r.date("BT-72 date of supply", d.Delivery.SupplyDate, false); !t.IsZero() {
+	if t := r.date("BT-72 date of supply", d.DeliveryDate, false); !t.IsZero() {
 		v.Supply, v.SupplyLabel = germanDate(t), "Lieferdatum / Delivery date"
 	}
-	if p := d.Settlement.Period; p != nil {
+	if p := d.Period; p != nil {
 		v.Supply = germanDate(r.date("BT-73 period start", p.Start, true)) + " – " +
 			germanDate(r.date("BT-74 period end", p.End, true))
 		v.SupplyLabel = "Leistungszeitraum / Invoicing period"
 	}
-	for _, p := range d.Settlement.Preceding {
+	for _, p := range d.Preceding {
 		s := p.Number
 		if t := r.date("BT-26 preceding invoice date", p.IssueDate, false); !t.IsZero() {
 			s += " vom " + germanDate(t)
@@ -256,7 +149,7 @@ func readView(data []byte) (*view, error) {
 	for i := range d.Lines {
 		v.Lines = append(v.Lines, r.line(&d.Lines[i], v.Currency))
 	}
-	for _, t := range d.Settlement.Taxes {
+	for _, t := range d.VAT {
 		x := vat{
 			Category: t.Category + " – " + categoryName(t.Category),
 			Rate:     r.decimal("BT-119 VAT rate", t.Rate, 0) + " %",
@@ -272,9 +165,9 @@ func readView(data []byte) (*view, error) {
 	if len(v.VAT) == 0 {
 		r.fail("no VAT breakdown (BG-23)")
 	}
-	v.Totals = r.totals(&d, v.Currency)
+	v.Totals = r.totals(&d.Totals, v.Currency)
 
-	for _, m := range d.Settlement.Means {
+	for _, m := range d.PaymentMeans {
 		v.Payment = append(v.Payment, labelled{"Zahlungsart", paymentMeans(m.TypeCode, m.Information)})
 		if m.IBAN != "" {
 			v.Payment = append(v.Payment, labelled{"IBAN", m.IBAN})
@@ -286,10 +179,10 @@ func readView(data []byte) (*view, error) {
 			v.Payment = append(v.Payment, labelled{"BIC", m.BIC})
 		}
 	}
-	if ref := d.Settlement.PaymentReference; ref != "" {
+	if ref := d.PaymentReference; ref != "" {
 		v.Payment = append(v.Payment, labelled{"Verwendungszweck", ref})
 	}
-	for _, t := range d.Settlement.Terms {
+	for _, t := range d.PaymentTerms {
 		v.Payment = append(v.Payment, labelled{"Zahlungsbedingungen", t})
 	}
 	if r.err != nil {
@@ -316,7 +209,7 @@ func (r *reader) required(what, s string) string {
 }
 
 // date parses a format-102 date (YYYYMMDD) as midnight UTC.
-func (r *reader) date(what string, d ciiDate, required bool) time.Time {
+func (r *reader) date(what string, d einvoice.Date, required bool) time.Time {
 	if d.Value == "" && !required {
 		return time.Time{}
 	}
@@ -340,54 +233,44 @@ func (r *reader) money(what, s, currency string) string {
 	return r.decimal(what, s, 2) + " " + currencySymbol(currency)
 }
 
-func (r *reader) party(role string, p *ciiParty, named bool) party {
-	out := party{Name: p.Name, ID: p.ID, LegalID: p.LegalID}
+func (r *reader) party(role string, p *einvoice.Party, named bool) party {
+	out := party{Name: p.Name, ID: p.ID, LegalID: p.LegalID, VATID: p.VATID, TaxNumber: p.TaxNumber}
 	if named {
 		r.required(role+" name", p.Name)
 	}
-	a := &p.Address
-	for _, s := range []string{a.Line1, a.Line2} {
+	for _, s := range []string{p.LineOne, p.LineTwo} {
 		if s != "" {
 			out.Address = append(out.Address, s)
 		}
 	}
-	if city := strings.TrimSpace(a.PostalCode + " " + a.City); city != "" {
+	if city := strings.TrimSpace(p.Postcode + " " + p.City); city != "" {
 		out.Address = append(out.Address, city)
 	}
-	out.Address = append(out.Address, countryName(r.required(role+" country", a.Country)))
-	for _, t := range p.TaxIDs {
-		switch t.Scheme {
-		case "VA":
-			out.VATID = t.Value
-		case "FC":
-			out.TaxNumber = t.Value
-		}
-	}
-	c := &p.Contact
-	for _, s := range []string{c.Name, c.Phone, c.Email} {
+	out.Address = append(out.Address, countryName(r.required(role+" country", p.Country)))
+	for _, s := range []string{p.ContactName, p.Phone, p.Email} {
 		if s != "" {
 			out.Contact = append(out.Contact, s)
 		}
 	}
-	switch e := p.Electronic; e.Scheme {
+	switch e := p.ElectronicAddress; p.ElectronicScheme {
 	case "":
 	case "0204":
-		out.Electronic = "Leitweg-ID " + e.Value
+		out.Electronic = "Leitweg-ID " + e
 	case "EM":
-		out.Electronic = "E-Rechnung an " + e.Value
+		out.Electronic = "E-Rechnung an " + e
 	default:
-		out.Electronic = e.Scheme + " " + e.Value
+		out.Electronic = p.ElectronicScheme + " " + e
 	}
 	return out
 }
 
-func (r *reader) line(l *ciiLine, currency string) lineView {
+func (r *reader) line(l *einvoice.Line, currency string) lineView {
 	out := lineView{
 		ID:       r.required("BT-126 line id", l.ID),
 		Name:     r.required("BT-153 item name", l.Name),
-		SKU:      l.SKU,
-		Quantity: r.decimal("BT-129 quantity", l.Quantity.Value, 0),
-		Unit:     unitName(l.Quantity.Unit),
+		SKU:      l.SellerID,
+		Quantity: r.decimal("BT-129 quantity", l.Quantity, 0),
+		Unit:     unitName(l.UnitCode),
 		Price:    r.money("BT-146 net price", l.Price, currency),
 		Net:      r.money("BT-131 line net amount", l.Net, currency),
 		Tax:      r.required("BT-151 VAT category", l.Category),
@@ -402,10 +285,10 @@ func (r *reader) line(l *ciiLine, currency string) lineView {
 			out.Tax = rate + " " + l.Category
 		}
 	}
-	for _, ac := range l.AllowanceCharges {
+	for _, ac := range l.AllowancesOrCharges {
 		amount := r.money("line allowance/charge amount", ac.Amount, currency)
 		label := "Zuschlag"
-		if ac.Charge == "false" {
+		if ac.Indicator == "false" {
 			label, amount = "Nachlass", negate(amount)
 		}
 		if ac.Reason != "" {
@@ -416,17 +299,16 @@ func (r *reader) line(l *ciiLine, currency string) lineView {
 	return out
 }
 
-func (r *reader) totals(d *ciiDoc, currency string) []total {
-	t := &d.Settlement.Totals
+func (r *reader) totals(t *einvoice.Totals, currency string) []total {
 	rows := []struct {
 		label, en, amount string
 		required, strong  bool
 	}{
-		{"Summe der Positionen (netto)", "Sum of line net amounts", t.LineNet, true, false},
-		{"Zuschläge", "Charges", t.Charges, false, false},
-		{"Abzüglich Nachlässe", "Allowances", t.Allowance, false, false},
+		{"Summe der Positionen (netto)", "Sum of line net amounts", t.LineTotal, true, false},
+		{"Zuschläge", "Charges", t.ChargeTotal, false, false},
+		{"Abzüglich Nachlässe", "Allowances", t.AllowanceTotal, false, false},
 		{"Gesamtbetrag netto", "Total without VAT", t.TaxBasis, true, false},
-		{"Umsatzsteuer", "VAT", t.Tax, true, false},
+		{"Umsatzsteuer", "VAT", t.TaxTotal, true, false},
 		{"Gesamtbetrag brutto", "Total with VAT", t.Grand, true, true},
 		{"Abzüglich bereits gezahlt (Guthaben)", "Paid amount", t.Prepaid, false, false},
 		{"Rundungsbetrag", "Rounding amount", t.Rounding, false, false},

@@ -256,6 +256,8 @@ func TestPDFRejectsMalformedInput(t *testing.T) {
 		{"unknown type code", replace("<ram:TypeCode>380</ram:TypeCode>", "<ram:TypeCode>999</ram:TypeCode>")},
 		{"decimal comma", replace("<ram:GrandTotalAmount>", "<ram:GrandTotalAmount>1,")},
 		{"bad issue date", replace(`format="102">2026`, `format="102">X026`)},
+		{"issue date not in format 102", replace(`format="102">2026`, `format="610">2026`)},
+		{"invoicing period without dates", replace("<ram:SpecifiedTradePaymentTerms>", "<ram:BillingSpecifiedPeriod/><ram:SpecifiedTradePaymentTerms>")},
 		{"no lines", regexp.MustCompile(`(?s)<ram:IncludedSupplyChainTradeLineItem>.*</ram:IncludedSupplyChainTradeLineItem>`).
 			ReplaceAll([]byte(valid), nil)},
 		{"no due amount", regexp.MustCompile(`<ram:DuePayableAmount>[^<]*</ram:DuePayableAmount>`).ReplaceAll([]byte(valid), nil)},

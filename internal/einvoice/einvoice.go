@@ -2,7 +2,8 @@
 // code: a validator over a computed billing.Invoice (Check) and over CII XML
 // (CheckXML). The pipeline runs it on every invoice before archiving; a
 // finding at level Error marks the invoice failed and its rule ids go into
-// the review task.
+// the review task. Its CII parse is the only CII reader of the service:
+// ReadCII gives render the document the PDF shows.
 //
 // Covered: the rules our data can break — presence rules (BR-01 ... BR-16,
 // BR-21 ... BR-27, BR-41/42, BR-45 ... BR-49, BR-55, BR-57, BR-61 ... BR-63),

@@ -1,19 +1,23 @@
-package einvoice
+package einvoice_test
 
 import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"slices"
 	"testing"
 
 	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/internal/einvoice"
 	"github.com/o2i-service/o2i/render"
 )
 
 // FuzzCheckXML: the CII reader and the rules never panic on any bytes. A
 // document the scanner finds not well-formed gets exactly one XSD finding;
-// one it reads is well-formed for encoding/xml too; every finding names a
-// rule and a severity.
+// one it reads is well-formed for encoding/xml too; CheckXML's findings
+// begin with the structure findings of ReadCII (one parse for both); every
+// finding names a rule and a severity. It is an external test because its
+// seeds come from render, which imports einvoice.
 func FuzzCheckXML(f *testing.F) {
 	for _, sc := range billing.Scenarios() {
 		invs, err := sc.Documents()
@@ -39,8 +43,11 @@ func FuzzCheckXML(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d, fs := parseCII(data)
-		if d == nil && (len(fs) != 1 || fs[0].Rule != RuleXSD || fs[0].Severity != Error) {
+		d, fs, err := einvoice.ReadCII(data)
+		if (d == nil) != (err != nil) {
+			t.Fatalf("ReadCII: document %v with error %v", d != nil, err)
+		}
+		if d == nil && (len(fs) != 1 || fs[0].Rule != einvoice.RuleXSD || fs[0].Severity != einvoice.Error) {
 			t.Fatalf("an unread document must have one XSD finding, got %v", fs)
 		}
 		if d != nil {
@@ -48,8 +55,12 @@ func FuzzCheckXML(f *testing.F) {
 				t.Fatalf("read as well-formed, but encoding/xml says: %v", err)
 			}
 		}
-		for _, f := range CheckXML(data) {
-			if f.Rule == "" || (f.Severity != Error && f.Severity != Warning) {
+		all := einvoice.CheckXML(data)
+		if len(all) < len(fs) || !slices.Equal(all[:len(fs)], fs) {
+			t.Fatalf("CheckXML does not begin with ReadCII's findings:\n%v\n%v", all, fs)
+		}
+		for _, f := range all {
+			if f.Rule == "" || (f.Severity != einvoice.Error && f.Severity != einvoice.Warning) {
 				t.Fatalf("finding without rule or severity: %+v", f)
 			}
 		}

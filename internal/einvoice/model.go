@@ -24,13 +24,18 @@ type doc struct {
 	process, guideline val      // BT-23, BT-24
 	number, typeCode   val      // BT-1, BT-3
 	issueDate          val      // BT-2 (YYYYMMDD)
+	issueFormat        string   // format attribute of BT-2 (102: YYYYMMDD)
 	notes              []string // BT-22
 	buyerRef           val      // BT-10
+	orderRef           val      // BT-14, the seller's order number
 	seller, buyer      party
 	shipTo             *party // BG-15
 	deliveryDate       val    // BT-72
+	deliveryFormat     string // format attribute of BT-72
 	period             *period
+	hasPeriod          bool   // BillingSpecifiedPeriod is present, with or without dates
 	currency           val    // BT-5
+	paymentRef         val    // BT-83
 	taxCurrency        val    // currencyID of BT-110
 	taxTotalCur        string // parsing: currencyID of the open TaxTotalAmount
 	means              []means
@@ -48,26 +53,36 @@ type party struct {
 	contactName, contactDept val
 	phone, email             val
 	hasAddress               bool
-	postcode, line1, city    val
+	postcode, line1, line2   val
+	city                     val
 	country                  val
 	eaddr, eaddrScheme       val
 	vatID, taxNo             val
 	pendingTaxScheme         string // parsing: schemeID of the open SpecifiedTaxRegistration/ID
 }
 
-type period struct{ start, end val }
+type period struct {
+	start, end             val
+	startFormat, endFormat string // format attributes
+}
 
 type means struct {
-	code, iban val
-	account    bool // a payee account (BG-17) is present
+	code, info        val  // BT-81, BT-82
+	iban, accountName val  // BT-84, BT-85
+	bic               val  // BT-86
+	account           bool // a payee account (BG-17) is present
 }
 
 type terms struct{ desc, due val }
 
-type reference struct{ id, date val }
+type reference struct {
+	id, date   val
+	dateFormat string // format attribute of date
+}
 
 type allowance struct {
 	charge         bool
+	indicator      string // ChargeIndicator as written
 	amount         val
 	reason, code   val
 	category, rate val
@@ -87,6 +102,7 @@ type totals struct {
 
 type line struct {
 	id, name               val
+	sellerID               val // BT-155, the seller's item number
 	price, basisQty        val
 	qty, unitCode          val
 	category, rate         val

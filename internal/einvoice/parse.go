@@ -236,6 +236,8 @@ func (d *doc) start(path string, attrs []rawAttr) {
 		}
 	case pSet + "ApplicableTradeTax":
 		d.vat = append(d.vat, vatBreakdown{})
+	case pSet + "BillingSpecifiedPeriod":
+		d.hasPeriod = true
 	case pSet + "SpecifiedTradePaymentTerms":
 		d.terms = append(d.terms, terms{})
 	case pSet + "SpecifiedTradeAllowanceCharge":
@@ -266,6 +268,8 @@ func (d *doc) start(path string, attrs []rawAttr) {
 				if path == pSum+"TaxTotalAmount" {
 					d.taxTotalCur = string(a.value)
 				}
+			case "format":
+				d.dateFormat(path, string(a.value))
 			case "unitCode":
 				if l := d.lastLine(); l != nil && path == pLine+"/SpecifiedLineTradeDelivery/BilledQuantity" {
 					l.unitCode = some(string(a.value))
@@ -285,6 +289,34 @@ func (d *doc) pendingScheme(path, scheme string) {
 		d.seller.pendingTaxScheme = scheme
 	case pAgr + "BuyerTradeParty/SpecifiedTaxRegistration/ID":
 		d.buyer.pendingTaxScheme = scheme
+	case pDel + "ShipToTradeParty/URIUniversalCommunication/URIID":
+		if d.shipTo != nil {
+			d.shipTo.eaddrScheme = some(scheme)
+		}
+	case pDel + "ShipToTradeParty/SpecifiedTaxRegistration/ID":
+		if d.shipTo != nil {
+			d.shipTo.pendingTaxScheme = scheme
+		}
+	}
+}
+
+// dateFormat remembers the format attribute of a date the model holds. The
+// date's text always follows its start tag, so opening the period here adds
+// nothing the text would not.
+func (d *doc) dateFormat(path, format string) {
+	switch path {
+	case pDoc + "IssueDateTime/DateTimeString":
+		d.issueFormat = format
+	case pDel + "ActualDeliverySupplyChainEvent/OccurrenceDateTime/DateTimeString":
+		d.deliveryFormat = format
+	case pSet + "BillingSpecifiedPeriod/StartDateTime/DateTimeString":
+		d.ensurePeriod().startFormat = format
+	case pSet + "BillingSpecifiedPeriod/EndDateTime/DateTimeString":
+		d.ensurePeriod().endFormat = format
+	case pSet + "InvoiceReferencedDocument/FormattedIssueDateTime/DateTimeString":
+		if r := last(d.preceding); r != nil {
+			r.dateFormat = format
+		}
 	}
 }
 
@@ -338,17 +370,33 @@ func (d *doc) text(path, raw string) {
 		d.notes = append(d.notes, v.s)
 	case pAgr + "BuyerReference":
 		d.buyerRef = v
+	case pAgr + "SellerOrderReferencedDocument/IssuerAssignedID":
+		d.orderRef = v
 	case pDel + "ActualDeliverySupplyChainEvent/OccurrenceDateTime/DateTimeString":
 		d.deliveryDate = v
 	case pSet + "InvoiceCurrencyCode":
 		d.currency = v
+	case pSet + "PaymentReference":
+		d.paymentRef = v
 	case pSet + "SpecifiedTradeSettlementPaymentMeans/TypeCode":
 		if m := last(d.means); m != nil {
 			m.code = v
 		}
+	case pSet + "SpecifiedTradeSettlementPaymentMeans/Information":
+		if m := last(d.means); m != nil {
+			m.info = v
+		}
 	case pSet + "SpecifiedTradeSettlementPaymentMeans/PayeePartyCreditorFinancialAccount/IBANID":
 		if m := last(d.means); m != nil {
 			m.iban = v
+		}
+	case pSet + "SpecifiedTradeSettlementPaymentMeans/PayeePartyCreditorFinancialAccount/AccountName":
+		if m := last(d.means); m != nil {
+			m.accountName = v
+		}
+	case pSet + "SpecifiedTradeSettlementPaymentMeans/PayeeSpecifiedCreditorFinancialInstitution/BICID":
+		if m := last(d.means); m != nil {
+			m.bic = v
 		}
 	case pSet + "BillingSpecifiedPeriod/StartDateTime/DateTimeString":
 		d.ensurePeriod().start = v
@@ -447,6 +495,8 @@ func (p *party) set(rel string, v val) {
 		p.postcode = v
 	case "PostalTradeAddress/LineOne":
 		p.line1 = v
+	case "PostalTradeAddress/LineTwo":
+		p.line2 = v
 	case "PostalTradeAddress/CityName":
 		p.city = v
 	case "PostalTradeAddress/CountryID":
@@ -468,6 +518,8 @@ func (l *line) set(rel string, v val) {
 	switch rel {
 	case "AssociatedDocumentLineDocument/LineID":
 		l.id = v
+	case "SpecifiedTradeProduct/SellerAssignedID":
+		l.sellerID = v
 	case "SpecifiedTradeProduct/Name":
 		l.name = v
 	case "SpecifiedLineTradeAgreement/NetPriceProductTradePrice/ChargeAmount":
@@ -499,7 +551,7 @@ func (l *line) set(rel string, v val) {
 func (a *allowance) set(rel string, v val) {
 	switch rel {
 	case "ChargeIndicator/Indicator":
-		a.charge = v.s == "true"
+		a.charge, a.indicator = v.s == "true", v.s
 	case "ActualAmount":
 		a.amount = v
 	case "Reason":

@@ -66,8 +66,8 @@ var rules = []rule{
 		stdOnly: true, allow: []string{m + "internal/money", "github.com/google/uuid", "github.com/segmentio/encoding"},
 		forbid: []string{m + "internal/billing", m + "internal/store"}},
 	{pkgs: []string{"render"},
-		doc:     "render is pure: no network, database or clock. ... It imports internal/billing and internal/money ..., and for the PDF maroto and its PDF library gofpdf (layout) and klauspost/compress (zlib, faster than the standard library's)",
-		stdOnly: true, allow: []string{m + "internal/billing", m + "internal/money", "github.com/johnfercher/maroto", "github.com/phpdave11/gofpdf", "github.com/klauspost/compress"},
+		doc:     "render is pure: no network, database or clock. ... It imports internal/billing and internal/money ..., and for the PDF internal/einvoice (reading the XML; it never imports render), maroto and its PDF library gofpdf (layout) and klauspost/compress (zlib, faster than the standard library's)",
+		stdOnly: true, allow: []string{m + "internal/billing", m + "internal/money", m + "internal/einvoice", "github.com/johnfercher/maroto", "github.com/phpdave11/gofpdf", "github.com/klauspost/compress"},
 		forbid: ioPackages, noClock: true},
 	{pkgs: []string{"archive"}, doc: "It imports minio-go only.", stdOnly: true, allow: []string{"github.com/minio/minio-go"}},
 	{pkgs: []string{"internal/consume"}, doc: "It imports only kafka-go.", stdOnly: true, allow: []string{"github.com/segmentio/kafka-go"}},
@@ -308,14 +308,15 @@ func TestImportRulesCatchViolations(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	files := map[string]string{
-		"internal/money/m.go":   "package money\nimport _ \"net/http\"\n",
-		"internal/event/e.go":   "package event\nimport _ \"" + m + "internal/billing\"\n",
-		"internal/billing/b.go": "package billing\nimport \"os\"\nvar _ = os.Args\n",
-		"internal/store/s.go":   "package store\nimport _ \"" + m + "internal/event\"\n",
-		"render/r.go":           "package render\nimport clock \"time\"\nvar _ = clock.Now()\n",
-		"query/q.go":            "package query\nimport _ \"" + m + "command\"\n",
-		"command/c.go":          "package command\nimport _ \"" + m + "internal/testenv\"\n",
-		"command/c_test.go":     "package command\nimport _ \"" + m + "query\"\n", // tests may
+		"internal/money/m.go":    "package money\nimport _ \"net/http\"\n",
+		"internal/event/e.go":    "package event\nimport _ \"" + m + "internal/billing\"\n",
+		"internal/billing/b.go":  "package billing\nimport \"os\"\nvar _ = os.Args\n",
+		"internal/store/s.go":    "package store\nimport _ \"" + m + "internal/event\"\n",
+		"render/r.go":            "package render\nimport clock \"time\"\nvar _ = clock.Now()\n",
+		"internal/einvoice/e.go": "package einvoice\nimport _ \"" + m + "render\"\n", // render imports einvoice, never the reverse
+		"query/q.go":             "package query\nimport _ \"" + m + "command\"\n",
+		"command/c.go":           "package command\nimport _ \"" + m + "internal/testenv\"\n",
+		"command/c_test.go":      "package command\nimport _ \"" + m + "query\"\n", // tests may
 	}
 	for name, src := range files {
 		path := filepath.Join(root, filepath.FromSlash(name))
@@ -337,6 +338,7 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		"internal/billing imports os (forbidden",
 		"internal/store imports " + m + "internal/event",
 		"render reads the clock (render/r.go:3: time.Now)",
+		"internal/einvoice imports " + m + "render",
 		"query imports " + m + "command",
 		"command imports " + m + "internal/testenv",
 	} {
