@@ -22,7 +22,9 @@ import (
 
 const cancelDescription = `Cancels the order: it is never invoiced, and every document it already has (invoice, gift-card document) ` +
 	`gets a cancellation (Stornorechnung, type code 381, referencing the original's number and date), issued and archived asynchronously ` +
-	`like any invoice and listed in the order's invoices[]. Cancelling a cancelled order again is 200 with the same data. ` +
+	`like any invoice and listed in the order's invoices[]. An invoice that credit notes of partial refunds corrected already ` +
+	`is cancelled by one more credit note (type credit_note) over what they left, or by none when they credited it all. ` +
+	`Cancelling a cancelled order again is 200 with the same data. ` +
 	`Unknown orderNo is 404 order_not_found.
 
 ` + idempotencyDescription

@@ -59,7 +59,12 @@ func (s *Service) CancelSuperseded(ctx context.Context, projectID, orderID strin
 // referencing the original's number and date) for every document of the
 // order that is neither failed, a cancellation, nor cancelled already. Each
 // takes the next number of the range of its original's mode (test or live)
-// for the year of issueDate.
+// for the year of issueDate. When the order is cancelled (not corrected), an
+// invoice that credit notes of partial refunds corrected already is
+// cancelled by one more credit note over what they left
+// (billing.CancelRemainder), or by nothing when they credited it all: a full
+// cancellation would credit the refunded part twice. A corrected order keeps
+// its refunds credited, so its invoice is cancelled in full.
 func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow, paymentRef string,
 	seller billing.Seller, issueDate, now time.Time) ([]Issued, []event.Event, error) {
 	rows, err := tx.Query(ctx, `SELECT id::text, number, document FROM invoices i
@@ -81,6 +86,12 @@ func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID st
 	if err != nil {
 		return nil, nil, err
 	}
+	credited := map[string][]billing.Invoice{} // credit notes by the number of the invoice they correct
+	if o.status == "cancelled" && len(docs) > 0 {
+		if credited, err = creditNotesTx(ctx, tx, o.id); err != nil {
+			return nil, nil, err
+		}
+	}
 	var out []Issued
 	var evs []event.Event
 	for _, a := range docs {
@@ -90,6 +101,16 @@ func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID st
 		var orig billing.Invoice
 		if err := json.Unmarshal(a.document, &orig); err != nil {
 			return nil, nil, fmt.Errorf("invoice %s document: %w", a.number, err)
+		}
+		notes := credited[orig.Number]
+		if len(notes) > 0 {
+			// Credited in full already: nothing is issued and no number
+			// taken (the original's number here only names the range).
+			if _, left, err := billing.CancelRemainder(orig, notes, orig.Number, issueDate); err != nil {
+				return nil, nil, err
+			} else if !left {
+				continue
+			}
 		}
 		mode := seller
 		mode.TestMode = orig.Test
@@ -101,7 +122,12 @@ func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID st
 		if err != nil {
 			return nil, nil, err
 		}
-		c, err := billing.Cancel(orig, numbers[0], issueDate, billing.DefaultCancellation)
+		var c billing.Invoice
+		if len(notes) > 0 {
+			c, _, err = billing.CancelRemainder(orig, notes, numbers[0], issueDate)
+		} else {
+			c, err = billing.Cancel(orig, numbers[0], issueDate, billing.DefaultCancellation)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -113,4 +139,41 @@ func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID st
 		evs = append(evs, ev)
 	}
 	return out, evs, nil
+}
+
+// creditNotesTx returns the credit notes of partial refunds of the order
+// (not failed), by the number of the invoice each corrects.
+func creditNotesTx(ctx context.Context, tx pgx.Tx, orderID string) (map[string][]billing.Invoice, error) {
+	rows, err := tx.Query(ctx, `SELECT number, document FROM invoices
+		WHERE order_id = $1 AND type = 'credit_note' AND status <> 'failed'
+		ORDER BY created_at, seq`, orderID)
+	if err != nil {
+		return nil, err
+	}
+	type note struct {
+		number   string
+		document []byte
+	}
+	notes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (note, error) {
+		var n note
+		err := r.Scan(&n.number, &n.document)
+		return n, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]billing.Invoice{}
+	for _, n := range notes {
+		if n.document == nil {
+			return nil, fmt.Errorf("credit note %s: %w", n.number, errNotCancellable)
+		}
+		var inv billing.Invoice
+		if err := json.Unmarshal(n.document, &inv); err != nil {
+			return nil, fmt.Errorf("credit note %s document: %w", n.number, err)
+		}
+		if inv.Preceding != nil {
+			out[inv.Preceding.Number] = append(out[inv.Preceding.Number], inv)
+		}
+	}
+	return out, nil
 }

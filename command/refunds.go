@@ -28,6 +28,10 @@ import (
 //     once the order has one;
 //   - a report that refunds nothing new (a repeat, or out of order) changes
 //     nothing.
+//
+// An order cancelled after partial refunds does not cancel its invoice in
+// full: what the credit notes left is credited by one more
+// (cancelDocumentsTx, billing.CancelRemainder).
 
 // TaskRefundWithoutOrder: a refund arrived for a paymentRef no order has.
 const TaskRefundWithoutOrder = "refund_without_order"

@@ -22,7 +22,7 @@ type Invoice struct {
 	URL             string  `json:"url" required:"true"`
 	OrderNo         string  `json:"orderNo" required:"true"`
 	PaymentRef      *string `json:"paymentRef" required:"true"`
-	Type            string  `json:"type" required:"true" enum:"invoice,voucher_sale,cancellation,credit_note" description:"invoice; voucher_sale (gift cards, not subject to VAT, a separate document of the order); cancellation (Stornorechnung); credit_note (Rechnungskorrektur of a partial refund)"`
+	Type            string  `json:"type" required:"true" enum:"invoice,voucher_sale,cancellation,credit_note" description:"invoice; voucher_sale (gift cards, not subject to VAT, a separate document of the order); cancellation (Stornorechnung); credit_note (Rechnungskorrektur of a partial refund, or the cancellation of what partial refunds left of an invoice when its order is cancelled)"`
 	Format          string  `json:"format" required:"true" enum:"zugferd,xrechnung"`
 	IssueDate       string  `json:"issueDate" required:"true" format:"date"`
 	Currency        string  `json:"currency" required:"true"`

@@ -168,3 +168,121 @@ func TestOpenItems(t *testing.T) {
 		t.Errorf("exact payment: paid %v, %d mismatch tasks (%v)", paid, mismatches, err)
 	}
 }
+
+// TestCancelAfterPartialRefund: an order cancelled after a partial refund
+// does not credit the refunded part twice. 100.00 (59.50 at 19 %, 40.50 at
+// 7 %) paid, 30.00 refunded (a credit note), then cancelled: the invoice is
+// cancelled by one more credit note over the 70.00 left, per rate, linked
+// as its cancellation, and the documents sum to zero. A corrected order
+// with a partial refund still gets a full cancellation and a new invoice.
+// Every document passes the official rules.
+func TestCancelAfterPartialRefund(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testenv.Pool(t)
+	pid := testenv.Project(t, pool, true)
+	const secret = "whsec_cancel_refund_test"
+	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) { s.StripeWebhookSecret = secret }}); err != nil {
+		t.Fatal(err)
+	}
+	key := testenv.Key(t, pool, pid)
+	c := client(t)
+	suffix := uuid.NewString()[:8]
+	cancelled, corrected := "REF-C-"+suffix, "REF-K-"+suffix
+	order := func(no, name, idem string) int {
+		return c.Do("POST", "/v1/orders", key, []byte(fmt.Sprintf(`{"orderNo":%q,"paymentRef":"pi_%s","paymentGateway":"stripe",
+			"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+			"service_period":{"start_date":"2026-11-01","end_date":"2026-11-30"},
+			"items":[{"name":%q,"quantity":1,"unitNetCents":5000,"taxRate":19},{"name":"Skript","quantity":1,"unitNetCents":3785,"taxRate":7}]}`,
+			no, no, name)), "Idempotency-Key", idem).Status
+	}
+	for _, no := range []string{cancelled, corrected} {
+		if s := order(no, "Kurs", no); s != http.StatusCreated {
+			t.Fatalf("order %s: %d", no, s)
+		}
+		stripeEvent(t, pid, secret, "payment_intent.succeeded", fmt.Sprintf(`{"id":"pi_%s","object":"payment_intent","amount":10000,"amount_received":10000,"currency":"eur"}`, no))
+		documents(t, c, key, no, "invoiced", 1)
+		if d := stripeEvent(t, pid, secret, "charge.refunded", fmt.Sprintf(
+			`{"id":"ch_%s","object":"charge","payment_intent":"pi_%s","amount":10000,"amount_refunded":3000,"refunded":false,"currency":"eur"}`,
+			no, no)); d["applied"] != true {
+			t.Fatalf("partial refund of %s: %v", no, d)
+		}
+		documents(t, c, key, no, "invoiced", 2)
+	}
+	type doc struct {
+		meta map[string]any
+		xml  string // without white space
+	}
+	fetch := func(docs []map[string]any) []doc {
+		var out []doc
+		for _, d := range docs {
+			id := d["id"].(string)
+			x := c.Do("GET", "/v1/invoices/"+id+"/xml", key, nil)
+			if x.Status != 200 {
+				t.Fatalf("XML of %s: %d", d["number"], x.Status)
+			}
+			out = append(out, doc{c.Do("GET", "/v1/invoices/"+id, key, nil).JSON(t)["data"].(map[string]any), strings.Join(strings.Fields(string(x.Body)), "")})
+		}
+		return out
+	}
+
+	// Cancelled: invoice 100.00, credit note 30.00, remainder 70.00.
+	if r := c.Do("POST", "/v1/orders/"+cancelled+"/cancel", key, nil, "Idempotency-Key", cancelled+"-c"); r.Status != 200 {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
+	}
+	docs := documents(t, c, key, cancelled, "cancelled", 3)
+	if got := typesOf(docs); got != "invoice,credit_note,credit_note" {
+		t.Fatalf("documents after the cancellation: %s", got)
+	}
+	all := fetch(docs)
+	var gross int64
+	for i, d := range all {
+		g := int64(d.meta["totalGrossCents"].(float64))
+		if i > 0 {
+			g = -g
+		}
+		gross += g
+	}
+	if gross != 0 {
+		t.Errorf("the documents sum to %d cents gross, want 0", gross)
+	}
+	rem, invNo, noteNo := all[2], docs[0]["number"].(string), docs[1]["number"].(string)
+	// 30.00 back was 17.85 + 12.16 (12.15 at 7 % is no rate step); left are
+	// 41.65 (35.00 + 6.65) and 28.34 (26.49 + 1.85), 69.99 and a cent of rounding.
+	for _, want := range []string{
+		"<ram:TypeCode>381</ram:TypeCode>",
+		"<ram:InvoiceReferencedDocument><ram:IssuerAssignedID>" + invNo + "</ram:IssuerAssignedID>",
+		"<ram:DuePayableAmount>70.00</ram:DuePayableAmount>",
+		"<ram:GrandTotalAmount>69.99</ram:GrandTotalAmount>",
+		"<ram:CalculatedAmount>6.65</ram:CalculatedAmount><ram:TypeCode>VAT</ram:TypeCode><ram:BasisAmount>35.00</ram:BasisAmount>",
+		"<ram:CalculatedAmount>1.85</ram:CalculatedAmount><ram:TypeCode>VAT</ram:TypeCode><ram:BasisAmount>26.49</ram:BasisAmount>",
+		"StornierungderRechnung" + invNo, "nachderRechnungskorrektur" + noteNo + "verbleibendeBetragvon70.00EUR",
+	} {
+		if !strings.Contains(rem.xml, want) {
+			t.Errorf("remainder credit note lacks %s:\n%s", want, rem.xml)
+		}
+	}
+	if strings.Contains(rem.xml, "Gutschrift") {
+		t.Errorf("remainder credit note titled Gutschrift:\n%s", rem.xml)
+	}
+	// Linked as the invoice's cancellation.
+	var cancels string
+	if err := pool.QueryRow(ctx, `SELECT coalesce(cancels::text, '') FROM invoices WHERE id = $1`, docs[2]["id"]).Scan(&cancels); err != nil || cancels != docs[0]["id"] {
+		t.Errorf("remainder cancels %q (%v), want the invoice %s", cancels, err, docs[0]["id"])
+	}
+
+	// Corrected: the invoice is cancelled in full and a new one issued.
+	if s := order(corrected, "Kurs (Aufbau)", corrected+"-2"); s != http.StatusOK {
+		t.Fatalf("correction: %d", s)
+	}
+	kdocs := documents(t, c, key, corrected, "invoiced", 4)
+	if got := typesOf(kdocs); got != "invoice,credit_note,cancellation,invoice" {
+		t.Fatalf("documents after the correction: %s", got)
+	}
+	k := fetch(kdocs)
+	if k[2].meta["totalGrossCents"] != float64(10000) || !strings.Contains(k[2].xml, "<ram:DuePayableAmount>100.00</ram:DuePayableAmount>") ||
+		!strings.Contains(k[2].xml, "Stornorechnung") {
+		t.Errorf("cancellation of the corrected order: %v\n%s", k[2].meta, k[2].xml)
+	}
+	refereeFiles(t, c, key, append(docs, kdocs[2:]...))
+}

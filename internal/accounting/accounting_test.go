@@ -419,3 +419,55 @@ func TestCancelledDocumentsNetToZero(t *testing.T) {
 		})
 	}
 }
+
+// TestRefundedThenCancelledDocumentsNetToZero: a document, the credit note of
+// a partial refund and the credit note that cancels what it left (an order
+// cancelled after a partial refund) are booked like any credit notes, and
+// together leave every account at zero and no line on the OSS return or
+// the EC sales list of a period holding all three.
+func TestRefundedThenCancelledDocumentsNetToZero(t *testing.T) {
+	t.Parallel()
+	docs, _ := fixture(t)
+	set := accounting.Settings{Chart: accounting.SKR03, Accounts: accounting.Standard(accounting.SKR03), Debtors: accounting.DebtorsCollective}
+	cancelDates := map[string]time.Time{"RE-2025-000010": d(2026, 1, 20), "RE-2026-000004": d(2026, 3, 30), "RE-2026-000007": d(2026, 3, 30)}
+	for _, doc := range docs {
+		when, ok := cancelDates[doc.Invoice.Number]
+		if !ok {
+			continue
+		}
+		t.Run(doc.Invoice.Number, func(t *testing.T) {
+			paid := doc.Invoice.Totals.GrandCents + doc.Invoice.Totals.RoundingCents
+			note, err := billing.Refund(doc.Invoice, "RK-"+doc.Invoice.Number, when.AddDate(0, 0, -5), paid/3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rest, ok, err := billing.CancelRemainder(doc.Invoice, []billing.Invoice{note}, "ST-"+doc.Invoice.Number, when)
+			if err != nil || !ok {
+				t.Fatalf("remainder: %v %v", ok, err)
+			}
+			all := []accounting.Document{doc, {Invoice: note}, {Invoice: rest}}
+			bs, err := accounting.Bookings(set, all, nil, d(2020, 1, 1), d(2030, 12, 31))
+			if err != nil {
+				t.Fatal(err)
+			}
+			balance := map[string]money.Cents{}
+			for _, b := range bs {
+				balance[b.Debit] += b.Cents
+				balance[b.Credit] -= b.Cents
+			}
+			for acct, v := range balance {
+				if v != 0 {
+					t.Errorf("account %s ends at %s, want 0 (bookings %+v)", acct, v, bs)
+				}
+			}
+			whole := accounting.Period{From: d(2020, 1, 1), To: d(2030, 12, 31)}
+			invs := []billing.Invoice{doc.Invoice, note, rest}
+			if rows := accounting.OSS(invs, whole); len(rows) != 0 {
+				t.Errorf("OSS rows %v, want none", rows)
+			}
+			if rows := accounting.ECSL(invs, whole); len(rows) != 0 {
+				t.Errorf("ECSL rows %v, want none", rows)
+			}
+		})
+	}
+}

@@ -39,6 +39,142 @@ func Refund(orig Invoice, number string, issueDate time.Time, gross money.Cents)
 	if strings.HasPrefix(number, "TEST-") != orig.Test {
 		return Invoice{}, fmt.Errorf("billing: credit note number %q is not from the range of %s", number, orig.Number)
 	}
+	parts, err := money.Allocate(gross, grossByRate(orig))
+	if err != nil {
+		return Invoice{}, fmt.Errorf("billing: split refund of %s: %w", orig.Number, err)
+	}
+	c, err := creditNote(orig, number, issueDate, parts, "Erstattung zur Rechnung %s (USt %s %%)")
+	if err != nil {
+		return Invoice{}, err
+	}
+	c.Payment.Terms = "Der Betrag wird über den ursprünglichen Zahlungsweg erstattet."
+	if orig.Test {
+		c.Notes = append(c.Notes, TestNote)
+	}
+	c.Notes = append(c.Notes, fmt.Sprintf("Rechnungskorrektur zur Rechnung %s vom %s: Teilerstattung von %s %s brutto, "+
+		"aufgeteilt nach den Steuersätzen der Rechnung.", orig.Number, orig.IssueDate.Format("02.01.2006"), gross, orig.Currency))
+	if err := Invariants(&c); err != nil {
+		return Invoice{}, fmt.Errorf("billing: refund of %s: %w", orig.Number, err)
+	}
+	return c, nil
+}
+
+// Cancellation of what earlier credit notes left (order cancelled after a
+// partial refund)
+//
+// When an order whose invoice already has credit notes is cancelled, a full
+// cancellation would credit the refunded part twice. Instead the invoice is
+// cancelled by one more credit note over exactly what is left: for each
+// entry of the original's VAT breakdown its gross (base + VAT) less the
+// gross the credit notes took back at the same category and rate, plus the
+// original's rounding amount less theirs, so the invoice and all its credit
+// notes sum to zero. Store credit that paid the original stays paid amount
+// (BT-113), as in a cancellation.
+
+// CancelRemainder returns the credit note that cancels what of orig its
+// earlier credit notes (credited) have not taken back yet, with its own
+// number and issue date, and false when nothing is left to credit.
+func CancelRemainder(orig Invoice, credited []Invoice, number string, issueDate time.Time) (Invoice, bool, error) {
+	if orig.Kind != KindInvoice && orig.Kind != KindVoucherSale {
+		return Invoice{}, false, fmt.Errorf("billing: %s is a %s, not an invoice", orig.Number, orig.Kind)
+	}
+	if strings.HasPrefix(number, "TEST-") != orig.Test {
+		return Invoice{}, false, fmt.Errorf("billing: credit note number %q is not from the range of %s", number, orig.Number)
+	}
+	index := make(map[groupKey]int, len(orig.VAT))
+	for i, v := range orig.VAT {
+		index[groupKey{v.Category, v.Rate.String()}] = i
+	}
+	left := grossByRate(orig)
+	rounding := orig.Totals.RoundingCents
+	var numbers []string
+	for _, n := range credited {
+		if n.Kind != KindCreditNote || n.Preceding == nil || n.Preceding.Number != orig.Number {
+			return Invoice{}, false, fmt.Errorf("billing: %s is no credit note of %s", n.Number, orig.Number)
+		}
+		for _, v := range n.VAT {
+			i, ok := index[groupKey{v.Category, v.Rate.String()}]
+			if !ok {
+				return Invoice{}, false, fmt.Errorf("billing: credit note %s credits VAT %s %s %%, which %s does not have",
+					n.Number, v.Category, v.Rate, orig.Number)
+			}
+			left[i] -= v.BaseCents + v.TaxCents
+		}
+		rounding -= n.Totals.RoundingCents
+		numbers = append(numbers, n.Number)
+	}
+	var total money.Cents
+	short := false
+	for _, l := range left {
+		total += l
+		short = short || l < 0
+	}
+	if total <= 0 || total+rounding <= 0 {
+		return Invoice{}, false, nil // all credited (a cent of rounding at most)
+	}
+	if short {
+		// A rate the credit notes took a cent more of than it had (each
+		// note splits its own amount): what is left is split over the
+		// rates with something left, in proportion.
+		weights := make([]money.Cents, len(left))
+		for i, l := range left {
+			weights[i] = max(l, 0)
+		}
+		var err error
+		if left, err = money.Allocate(total, weights); err != nil {
+			return Invoice{}, false, fmt.Errorf("billing: split the remainder of %s: %w", orig.Number, err)
+		}
+	}
+	c, err := creditNote(orig, number, issueDate, left, "Stornierung des verbleibenden Betrags der Rechnung %s (USt %s %%)")
+	if err != nil {
+		return Invoice{}, false, err
+	}
+	t := &c.Totals
+	t.RoundingCents += rounding
+	t.PrepaidCents = min(max(orig.Totals.PrepaidCents, 0), max(t.GrandCents+t.RoundingCents, 0))
+	t.DueCents = t.GrandCents - t.PrepaidCents + t.RoundingCents
+	if t.DueCents == 0 {
+		c.Payment.Terms = "Keine Zahlung: der Betrag wird als Guthaben zurückgebucht."
+	} else {
+		c.Payment.Terms = "Der Betrag wird über den ursprünglichen Zahlungsweg erstattet."
+	}
+	if orig.Test {
+		c.Notes = append(c.Notes, TestNote)
+	}
+	after := "der Rechnungskorrektur"
+	if len(numbers) > 1 {
+		after = "den Rechnungskorrekturen"
+	}
+	c.Notes = append(c.Notes, fmt.Sprintf("Stornierung der Rechnung %s vom %s: der nach %s %s verbleibende "+
+		"Betrag von %s %s brutto wird gutgeschrieben.", orig.Number, orig.IssueDate.Format("02.01.2006"),
+		after, strings.Join(numbers, ", "), t.GrandCents+t.RoundingCents, orig.Currency))
+	if err := Invariants(&c); err != nil {
+		return Invoice{}, false, fmt.Errorf("billing: cancel the remainder of %s: %w", orig.Number, err)
+	}
+	return c, true, nil
+}
+
+// grossByRate is the gross (base + VAT) of each entry of orig's VAT
+// breakdown, in its order.
+func grossByRate(orig Invoice) []money.Cents {
+	out := make([]money.Cents, len(orig.VAT))
+	for i, v := range orig.VAT {
+		out[i] = v.BaseCents + v.TaxCents
+	}
+	return out
+}
+
+// creditNote returns the credit note (381, positive amounts) against orig
+// with one line per entry of orig's VAT breakdown whose part of parts (in
+// cents gross, in the breakdown's order) is not zero: its net is the amount
+// with net + round(net x rate) = part, the nearest when no net reaches the
+// part exactly, and the difference goes to the rounding amount BT-114, so
+// the amount due is the sum of parts. lineName formats the line's name from
+// orig's number and the rate. Notes and payment terms are the caller's.
+func creditNote(orig Invoice, number string, issueDate time.Time, parts []money.Cents, lineName string) (Invoice, error) {
+	if len(parts) != len(orig.VAT) {
+		return Invoice{}, fmt.Errorf("billing: %d parts for the %d VAT rates of %s", len(parts), len(orig.VAT), orig.Number)
+	}
 	c := Invoice{
 		Number: number, Kind: KindCreditNote, TypeCode: TypeCreditNote, Format: orig.Format, Test: orig.Test,
 		IssueDate: dateOf(issueDate), Currency: orig.Currency, OrderNo: orig.OrderNo, BuyerReference: orig.BuyerReference,
@@ -50,14 +186,6 @@ func Refund(orig Invoice, number string, issueDate time.Time, gross money.Cents)
 		st := *orig.ShipTo
 		c.ShipTo = &st
 	}
-	weights := make([]money.Cents, len(orig.VAT))
-	for i, v := range orig.VAT {
-		weights[i] = v.BaseCents + v.TaxCents
-	}
-	parts, err := money.Allocate(gross, weights)
-	if err != nil {
-		return Invoice{}, fmt.Errorf("billing: split refund of %s: %w", orig.Number, err)
-	}
 	kind := LineService
 	if orig.Goods {
 		kind = LineGoods
@@ -66,6 +194,9 @@ func Refund(orig Invoice, number string, issueDate time.Time, gross money.Cents)
 	for i, v := range orig.VAT {
 		if parts[i] == 0 {
 			continue
+		}
+		if parts[i] < 0 {
+			return Invoice{}, fmt.Errorf("billing: credit note of %s: negative part %s at %s %%", orig.Number, parts[i], v.Rate)
 		}
 		net, residual, err := netForGross(parts[i], 0, v.Rate)
 		if err != nil {
@@ -77,7 +208,7 @@ func Refund(orig Invoice, number string, issueDate time.Time, gross money.Cents)
 		}
 		c.Lines = append(c.Lines, Line{
 			ID: fmt.Sprint(len(c.Lines) + 1), Kind: kind, Quantity: money.Int(1), UnitCode: unitPiece,
-			Name:         fmt.Sprintf("Erstattung zur Rechnung %s (USt %s %%)", orig.Number, v.Rate),
+			Name:         fmt.Sprintf(lineName, orig.Number, v.Rate),
 			UnitNetPrice: money.CentsDecimal(net), NetCents: net, Category: v.Category, Rate: v.Rate,
 		})
 		c.VAT = append(c.VAT, VATBreakdown{Category: v.Category, Rate: v.Rate, BaseCents: net, TaxCents: tax,
@@ -92,14 +223,5 @@ func Refund(orig Invoice, number string, issueDate time.Time, gross money.Cents)
 	c.Totals = t
 	c.Payment = orig.Payment
 	c.Payment.DueDate = time.Time{}
-	c.Payment.Terms = "Der Betrag wird über den ursprünglichen Zahlungsweg erstattet."
-	if orig.Test {
-		c.Notes = append(c.Notes, TestNote)
-	}
-	c.Notes = append(c.Notes, fmt.Sprintf("Rechnungskorrektur zur Rechnung %s vom %s: Teilerstattung von %s %s brutto, "+
-		"aufgeteilt nach den Steuersätzen der Rechnung.", orig.Number, orig.IssueDate.Format("02.01.2006"), gross, orig.Currency))
-	if err := Invariants(&c); err != nil {
-		return Invoice{}, fmt.Errorf("billing: refund of %s: %w", orig.Number, err)
-	}
 	return c, nil
 }

@@ -19,7 +19,7 @@ type InvoiceRef struct {
 	Number string `json:"number" required:"true"`
 	Status string `json:"status" required:"true" enum:"created,archived,failed" description:"archive status of the document"`
 	URL    string `json:"url" required:"true" description:"path of the invoice metadata resource, /v1/invoices/<invoice uuid>"`
-	Type   string `json:"type" required:"true" enum:"invoice,voucher_sale,cancellation,credit_note" description:"invoice; voucher_sale (gift cards, a separate document); cancellation (Stornorechnung of an earlier document of the order); credit_note (Rechnungskorrektur of a partial refund)"`
+	Type   string `json:"type" required:"true" enum:"invoice,voucher_sale,cancellation,credit_note" description:"invoice; voucher_sale (gift cards, a separate document); cancellation (Stornorechnung of an earlier document of the order); credit_note (Rechnungskorrektur of a partial refund, or the cancellation of what partial refunds left of an invoice when its order is cancelled)"`
 }
 
 // OrderStatus is the data of GET /v1/orders/{orderNo}.
