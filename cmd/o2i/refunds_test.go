@@ -174,8 +174,9 @@ func TestOpenItems(t *testing.T) {
 // 7 %) paid, 30.00 refunded (a credit note), then cancelled: the invoice is
 // cancelled by one more credit note over the 70.00 left, per rate, linked
 // as its cancellation, and the documents sum to zero. A corrected order
-// with a partial refund still gets a full cancellation and a new invoice.
-// Every document passes the official rules.
+// with a partial refund still gets a full cancellation and a new invoice;
+// an invoice its credit notes credited in full gets nothing more. Every
+// document passes the official rules.
 func TestCancelAfterPartialRefund(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -188,7 +189,7 @@ func TestCancelAfterPartialRefund(t *testing.T) {
 	key := testenv.Key(t, pool, pid)
 	c := client(t)
 	suffix := uuid.NewString()[:8]
-	cancelled, corrected := "REF-C-"+suffix, "REF-K-"+suffix
+	cancelled, corrected, credited := "REF-C-"+suffix, "REF-K-"+suffix, "REF-A-"+suffix
 	order := func(no, name, idem string) int {
 		return c.Do("POST", "/v1/orders", key, []byte(fmt.Sprintf(`{"orderNo":%q,"paymentRef":"pi_%s","paymentGateway":"stripe",
 			"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
@@ -196,7 +197,7 @@ func TestCancelAfterPartialRefund(t *testing.T) {
 			"items":[{"name":%q,"quantity":1,"unitNetCents":5000,"taxRate":19},{"name":"Skript","quantity":1,"unitNetCents":3785,"taxRate":7}]}`,
 			no, no, name)), "Idempotency-Key", idem).Status
 	}
-	for _, no := range []string{cancelled, corrected} {
+	for _, no := range []string{cancelled, corrected, credited} {
 		if s := order(no, "Kurs", no); s != http.StatusCreated {
 			t.Fatalf("order %s: %d", no, s)
 		}
@@ -284,5 +285,24 @@ func TestCancelAfterPartialRefund(t *testing.T) {
 		!strings.Contains(k[2].xml, "Stornorechnung") {
 		t.Errorf("cancellation of the corrected order: %v\n%s", k[2].meta, k[2].xml)
 	}
-	refereeFiles(t, c, key, append(docs, kdocs[2:]...))
+
+	// Credited in full (30.00, then the rest: a second credit note), then
+	// cancelled: no further document.
+	stripeEvent(t, pid, secret, "charge.refunded", fmt.Sprintf(
+		`{"id":"ch_%s","object":"charge","payment_intent":"pi_%s","amount":10000,"amount_refunded":10000,"refunded":true,"currency":"eur"}`,
+		credited, credited))
+	documents(t, c, key, credited, "invoiced", 3)
+	if r := c.Do("POST", "/v1/orders/"+credited+"/cancel", key, nil, "Idempotency-Key", credited+"-c"); r.Status != 200 {
+		t.Fatalf("cancel: %d %s", r.Status, r.Body)
+	}
+	testenv.Eventually(t, 30*time.Second, "the correction of the credited order done", func() bool {
+		var pending bool
+		err := pool.QueryRow(ctx, `SELECT correction_pending FROM orders WHERE project_id = $1 AND order_no = $2`, pid, credited).Scan(&pending)
+		return err == nil && !pending
+	})
+	adocs := documents(t, c, key, credited, "cancelled", 3)
+	if got := typesOf(adocs); got != "invoice,credit_note,credit_note" {
+		t.Fatalf("documents of the order credited in full: %s", got)
+	}
+	refereeFiles(t, c, key, append(append(docs, kdocs[2:]...), adocs[2]))
 }
