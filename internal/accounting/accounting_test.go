@@ -395,16 +395,7 @@ func TestCancelledDocumentsNetToZero(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			balance := map[string]money.Cents{}
-			for _, b := range bs {
-				balance[b.Debit] += b.Cents
-				balance[b.Credit] -= b.Cents
-			}
-			for acct, v := range balance {
-				if v != 0 {
-					t.Errorf("account %s ends at %s, want 0 (bookings %+v)", acct, v, bs)
-				}
-			}
+			assertBalanced(t, bs)
 			if len(bs) != bookings[doc.Invoice.Number] {
 				t.Errorf("%d bookings, want %d: %+v", len(bs), bookings[doc.Invoice.Number], bs)
 			}
@@ -450,16 +441,7 @@ func TestRefundedThenCancelledDocumentsNetToZero(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			balance := map[string]money.Cents{}
-			for _, b := range bs {
-				balance[b.Debit] += b.Cents
-				balance[b.Credit] -= b.Cents
-			}
-			for acct, v := range balance {
-				if v != 0 {
-					t.Errorf("account %s ends at %s, want 0 (bookings %+v)", acct, v, bs)
-				}
-			}
+			assertBalanced(t, bs)
 			whole := accounting.Period{From: d(2020, 1, 1), To: d(2030, 12, 31)}
 			invs := []billing.Invoice{doc.Invoice, note, rest}
 			if rows := accounting.OSS(invs, whole); len(rows) != 0 {
@@ -469,5 +451,20 @@ func TestRefundedThenCancelledDocumentsNetToZero(t *testing.T) {
 				t.Errorf("ECSL rows %v, want none", rows)
 			}
 		})
+	}
+}
+
+// assertBalanced fails unless every account of the bookings ends at zero.
+func assertBalanced(t *testing.T, bs []accounting.Booking) {
+	t.Helper()
+	balance := map[string]money.Cents{}
+	for _, b := range bs {
+		balance[b.Debit] += b.Cents
+		balance[b.Credit] -= b.Cents
+	}
+	for acct, v := range balance {
+		if v != 0 {
+			t.Errorf("account %s ends at %s, want 0 (bookings %+v)", acct, v, bs)
+		}
 	}
 }
