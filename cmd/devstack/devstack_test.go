@@ -16,17 +16,17 @@ func TestEnvVarsContract(t *testing.T) {
 	want := map[string]string{
 		"O2I_HTTP_ADDR":       "127.0.0.1:8080",
 		"O2I_METRICS_ADDR":    "127.0.0.1:9464",
-		"O2I_DATABASE_URL":    "postgres://o2i:o2i@127.0.0.1:55432/o2i?sslmode=disable",
-		"O2I_REDIS_URL":       "redis://127.0.0.1:56379/0",
-		"O2I_KAFKA_BROKERS":   "127.0.0.1:59092",
-		"O2I_S3_ENDPOINT":     "127.0.0.1:59000",
+		"O2I_DATABASE_URL":    "postgres://o2i:o2i@127.0.0.1:25432/o2i?sslmode=disable",
+		"O2I_REDIS_URL":       "redis://127.0.0.1:26379/0",
+		"O2I_KAFKA_BROKERS":   "127.0.0.1:29092",
+		"O2I_S3_ENDPOINT":     "127.0.0.1:29000",
 		"O2I_S3_ACCESS_KEY":   "o2i-dev",
 		"O2I_S3_SECRET_KEY":   "o2i-dev-secret",
 		"O2I_S3_USE_TLS":      "false",
 		"O2I_S3_BUCKET":       "o2i-archive",
 		"O2I_S3_TEST_BUCKET":  "o2i-archive-test",
-		"O2I_SMTP_URL":        "smtp://127.0.0.1:52525",
-		"O2I_STRIPE_API_BASE": "http://127.0.0.1:52112",
+		"O2I_SMTP_URL":        "smtp://127.0.0.1:22525",
+		"O2I_STRIPE_API_BASE": "http://127.0.0.1:22112",
 	}
 	if len(got) != len(want) {
 		t.Errorf("got %d variables, want %d: %v", len(got), len(want), got)
@@ -47,26 +47,26 @@ func TestPortOffset(t *testing.T) {
 	for k, want := range map[string]string{
 		"O2I_HTTP_ADDR":       "127.0.0.1:8180",
 		"O2I_METRICS_ADDR":    "127.0.0.1:9564",
-		"O2I_DATABASE_URL":    "postgres://o2i:o2i@127.0.0.1:55532/o2i?sslmode=disable",
-		"O2I_REDIS_URL":       "redis://127.0.0.1:56479/0",
-		"O2I_KAFKA_BROKERS":   "127.0.0.1:59192",
-		"O2I_S3_ENDPOINT":     "127.0.0.1:59100",
+		"O2I_DATABASE_URL":    "postgres://o2i:o2i@127.0.0.1:25532/o2i?sslmode=disable",
+		"O2I_REDIS_URL":       "redis://127.0.0.1:26479/0",
+		"O2I_KAFKA_BROKERS":   "127.0.0.1:29192",
+		"O2I_S3_ENDPOINT":     "127.0.0.1:29100",
 		"O2I_S3_BUCKET":       "o2i-archive",
-		"O2I_SMTP_URL":        "smtp://127.0.0.1:52625",
-		"O2I_STRIPE_API_BASE": "http://127.0.0.1:52212",
+		"O2I_SMTP_URL":        "smtp://127.0.0.1:22625",
+		"O2I_STRIPE_API_BASE": "http://127.0.0.1:22212",
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)
 		}
 	}
-	if c := newConfig("/repo", 100); c.consolePort != 59101 {
-		t.Errorf("console port = %d, want 59101", c.consolePort)
+	if c := newConfig("/repo", 100); c.consolePort != 29101 {
+		t.Errorf("console port = %d, want 29101", c.consolePort)
 	}
 	for _, tc := range []struct {
 		in      string
 		want    int
 		wantErr bool
-	}{{"", 0, false}, {"100", 100, false}, {"6443", 6443, false}, {"6444", 0, true}, {"-1", 0, true}, {"x", 0, true}} {
+	}{{"", 0, false}, {"100", 100, false}, {"3675", 3675, false}, {"3676", 0, true}, {"-1", 0, true}, {"x", 0, true}} {
 		got, err := portOffset(tc.in)
 		if (err != nil) != tc.wantErr || got != tc.want {
 			t.Errorf("portOffset(%q) = %d, %v; want %d (error %v)", tc.in, got, err, tc.want, tc.wantErr)
@@ -133,9 +133,9 @@ func TestDecodeJSONOutput(t *testing.T) {
 }
 
 func TestRedisConf(t *testing.T) {
-	conf := redisConf(56379, "/srv/x y/.dev/redis")
+	conf := redisConf(26379, "/srv/x y/.dev/redis")
 	for _, want := range []string{
-		"bind 127.0.0.1\n", "port 56379\n", "daemonize yes\n", `save ""` + "\n", "appendonly no\n",
+		"bind 127.0.0.1\n", "port 26379\n", "daemonize yes\n", `save ""` + "\n", "appendonly no\n",
 		`pidfile "/srv/x y/.dev/redis/redis.pid"` + "\n",
 	} {
 		if !strings.Contains(conf, want) {
@@ -146,7 +146,7 @@ func TestRedisConf(t *testing.T) {
 
 func TestPGSettingsKeepDurability(t *testing.T) {
 	s := pgSettings(newConfig("/repo", 0))
-	for _, want := range []string{"port = 55432", "listen_addresses = '127.0.0.1'", "synchronous_commit = on", "max_connections = 200", "shared_buffers = 256MB"} {
+	for _, want := range []string{"port = 25432", "listen_addresses = '127.0.0.1'", "synchronous_commit = on", "max_connections = 200", "shared_buffers = 256MB"} {
 		if !strings.Contains(s, want+"\n") {
 			t.Errorf("settings lack %q", want)
 		}

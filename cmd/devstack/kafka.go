@@ -21,7 +21,7 @@ import (
 // or SIGINT. `devstack up` starts it in the background.
 func runKafka(args []string) error {
 	fs := flag.NewFlagSet("kafka", flag.ContinueOnError)
-	port := fs.Int("port", 59092, "listen port (127.0.0.1)")
+	port := fs.Int("port", 29092, "listen port (127.0.0.1)")
 	dir := fs.String("dir", ".dev/kafka", "data directory")
 	partitions := fs.Int("partitions", 6, "partitions of seeded and auto-created topics")
 	topics := fs.String("topics", "o2i.orders,o2i.invoices,o2i.payments", "comma-separated topics to seed")

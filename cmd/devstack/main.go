@@ -68,7 +68,7 @@ type config struct {
 
 // portOffsetVar names the environment variable whose whole number is added
 // to every port of the stack, so that two checkouts on one machine can each
-// run a stack of their own (for example 100: PostgreSQL on 55532, the API
+// run a stack of their own (for example 100: PostgreSQL on 25532, the API
 // on 8180). The default, 0, gives the service's built-in addresses.
 const portOffsetVar = "O2I_DEV_PORT_OFFSET"
 
@@ -81,40 +81,50 @@ func newConfig(root string, portOffset int) *config {
 		httpAddr:    "127.0.0.1:" + strconv.Itoa(8080+portOffset),
 		metricsAddr: "127.0.0.1:" + strconv.Itoa(9464+portOffset),
 
-		pgPort: 55432 + portOffset,
+		pgPort: 25432 + portOffset,
 		pgUser: "o2i",
 		pgPass: "o2i",
 		pgDB:   "o2i",
 
-		redisPort: 56379 + portOffset,
+		redisPort: 26379 + portOffset,
 
 		minioVersion: "v0.0.0-20260212201848-7aac2a2c5b7c",
-		minioPort:    59000 + portOffset,
-		consolePort:  59001 + portOffset,
+		minioPort:    29000 + portOffset,
+		consolePort:  29001 + portOffset,
 		s3AccessKey:  "o2i-dev",
 		s3SecretKey:  "o2i-dev-secret",
 		s3Bucket:     "o2i-archive",
 		s3TestBucket: "o2i-archive-test",
 
-		kafkaPort:       59092 + portOffset,
+		kafkaPort:       29092 + portOffset,
 		kafkaTopics:     []string{"o2i.orders", "o2i.invoices", "o2i.payments"},
 		kafkaPartitions: 6,
 
-		smtpPort:       52525 + portOffset,
-		stripeMockPort: 52111 + portOffset,
-		stripePort:     52112 + portOffset,
+		smtpPort:       22525 + portOffset,
+		stripeMockPort: 22111 + portOffset,
+		stripePort:     22112 + portOffset,
 	}
 }
 
+// highestPort is the stack's highest base port (the stripe-mock HTTPS
+// listener, two above stripe-mock, sits lower).
+const highestPort = 29092
+
+// maxPort keeps every port of the stack below Linux's default ephemeral
+// range (32768 to 60999): a port in that range can be held for a while by
+// any outgoing connection, and the stack would fail to start.
+const maxPort = 32767
+
 // portOffset parses the value of O2I_DEV_PORT_OFFSET: empty is 0; the
-// highest port of the stack must stay below 65536.
+// stack's highest port must stay at most maxPort.
 func portOffset(v string) (int, error) {
 	if v == "" {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || 59092+n > 65535 {
-		return 0, fmt.Errorf("%s must be a whole number from 0 to %d, got %q", portOffsetVar, 65535-59092, v)
+	if err != nil || n < 0 || highestPort+n > maxPort {
+		return 0, fmt.Errorf("%s must be a whole number from 0 to %d (every port stays below the ephemeral range), got %q",
+			portOffsetVar, maxPort-highestPort, v)
 	}
 	return n, nil
 }

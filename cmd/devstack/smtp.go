@@ -30,7 +30,7 @@ import (
 // up` starts it in the background.
 func runSMTP(args []string) error {
 	fs := flag.NewFlagSet("smtp", flag.ContinueOnError)
-	port := fs.Int("port", 52525, "listen port (127.0.0.1)")
+	port := fs.Int("port", 22525, "listen port (127.0.0.1)")
 	dir := fs.String("dir", ".dev/mail", "directory of the received .eml files")
 	pidFile := fs.String("pidfile", "", "write the pid here (removed on exit)")
 	if err := fs.Parse(args); err != nil {

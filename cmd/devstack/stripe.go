@@ -44,8 +44,8 @@ const stripeMockVersion = "v0.203.0"
 
 func runStripeFake(args []string) error {
 	fs := flag.NewFlagSet("stripe", flag.ContinueOnError)
-	port := fs.Int("port", 52112, "listen port (127.0.0.1)")
-	mock := fs.String("mock", "http://127.0.0.1:52111", "stripe-mock base URL")
+	port := fs.Int("port", 22112, "listen port (127.0.0.1)")
+	mock := fs.String("mock", "http://127.0.0.1:22111", "stripe-mock base URL")
 	pidFile := fs.String("pidfile", "", "write the pid here (removed on exit)")
 	if err := fs.Parse(args); err != nil {
 		return err

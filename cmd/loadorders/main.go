@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&c.duration, "d", 30*time.Second, "measured duration")
 	fs.DurationVar(&c.warmup, "warmup", 3*time.Second, "unmeasured warm-up before the measurement")
 	fs.IntVar(&c.products, "products", 200, "size of the simulated catalogue")
-	fs.StringVar(&c.databaseURL, "database-url", envOr("O2I_DATABASE_URL", "postgres://o2i:o2i@127.0.0.1:55432/o2i?sslmode=disable"), "PostgreSQL URL, to create the project and key")
+	fs.StringVar(&c.databaseURL, "database-url", envOr("O2I_DATABASE_URL", "postgres://o2i:o2i@127.0.0.1:25432/o2i?sslmode=disable"), "PostgreSQL URL, to create the project and key")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -54,12 +54,12 @@ type envVar struct {
 
 var envVars = []envVar{
 	{"O2I_HTTP_ADDR", "127.0.0.1:8080", "address the API listens on", false},
-	{"O2I_DATABASE_URL", "postgres://o2i:o2i@127.0.0.1:55432/o2i?sslmode=disable", "PostgreSQL connection URL", true},
+	{"O2I_DATABASE_URL", "postgres://o2i:o2i@127.0.0.1:25432/o2i?sslmode=disable", "PostgreSQL connection URL", true},
 	{"O2I_DB_MAX_CONNS", "32", "PostgreSQL pool size per process", false},
 	{"O2I_INVOICER_WORKERS", strconv.Itoa(command.DefaultInvoicerWorkers), "events the invoicer role handles at once (each order's events in order); its work mostly waits for PostgreSQL and the object store, so more than the cores; keep it below O2I_DB_MAX_CONNS", false},
-	{"O2I_REDIS_URL", "redis://127.0.0.1:56379/0", "Redis URL (read models, rate limits)", true},
-	{"O2I_KAFKA_BROKERS", "127.0.0.1:59092", "comma-separated Kafka bootstrap brokers", false},
-	{"O2I_S3_ENDPOINT", "127.0.0.1:59000", "S3/MinIO endpoint host:port (archive)", false},
+	{"O2I_REDIS_URL", "redis://127.0.0.1:26379/0", "Redis URL (read models, rate limits)", true},
+	{"O2I_KAFKA_BROKERS", "127.0.0.1:29092", "comma-separated Kafka bootstrap brokers", false},
+	{"O2I_S3_ENDPOINT", "127.0.0.1:29000", "S3/MinIO endpoint host:port (archive)", false},
 	{"O2I_S3_ACCESS_KEY", "o2i-dev", "S3 access key", false},
 	{"O2I_S3_SECRET_KEY", "o2i-dev-secret", "S3 secret key", true},
 	{"O2I_S3_USE_TLS", "false", "use https for S3", false},
@@ -73,7 +73,7 @@ var envVars = []envVar{
 	{"O2I_REQUEST_TIMEOUT", "30s", "deadline of one API request; past it the answer is 503 with Retry-After", false},
 	{"O2I_DB_STATEMENT_TIMEOUT", "30s", "PostgreSQL statement_timeout of the service's sessions (0: the server's)", false},
 	{"O2I_DB_IDLE_IN_TX_TIMEOUT", "60s", "PostgreSQL idle_in_transaction_session_timeout of the service's sessions (0: the server's)", false},
-	{"O2I_SMTP_URL", "smtp://127.0.0.1:52525", "SMTP relay of the invoice e-mail: smtp://user:pass@host:port (STARTTLS when offered) or smtps://...", true},
+	{"O2I_SMTP_URL", "smtp://127.0.0.1:22525", "SMTP relay of the invoice e-mail: smtp://user:pass@host:port (STARTTLS when offered) or smtps://...", true},
 	{"O2I_STRIPE_API_BASE", "https://api.stripe.com", "base URL of the payment provider's API (Stripe); the local stack's fake in .dev/env", false},
 	{"O2I_MAIL_FROM", "Rechnungsversand <rechnung@localhost>", "sender address of the invoice e-mail (replies go to the project's invoice contact)", false},
 }

@@ -16,7 +16,7 @@ func TestNewSender(t *testing.T) {
 		user, pass      string
 		wantErr         string
 	}{
-		{name: "local sink", url: "smtp://127.0.0.1:52525", from: "a@localhost", addr: "127.0.0.1:52525"},
+		{name: "local sink", url: "smtp://127.0.0.1:22525", from: "a@localhost", addr: "127.0.0.1:22525"},
 		{name: "relay with credentials, submission port by default", url: "smtp://user%40example.com:p%3Ass@smtp.example.com", from: "Rechnungen <r@example.com>",
 			addr: "smtp.example.com:587", user: "user@example.com", pass: "p:ss"},
 		{name: "implicit TLS", url: "smtps://u:p@smtp.example.com", from: "r@example.com", addr: "smtp.example.com:465", implicit: true, user: "u", pass: "p"},

@@ -25,16 +25,16 @@ import (
 
 // Defaults mirror the service's configuration defaults (the local stack).
 var defaults = map[string]string{
-	"O2I_DATABASE_URL":    "postgres://o2i:o2i@127.0.0.1:55432/o2i?sslmode=disable",
-	"O2I_REDIS_URL":       "redis://127.0.0.1:56379/0",
-	"O2I_KAFKA_BROKERS":   "127.0.0.1:59092",
-	"O2I_S3_ENDPOINT":     "127.0.0.1:59000",
+	"O2I_DATABASE_URL":    "postgres://o2i:o2i@127.0.0.1:25432/o2i?sslmode=disable",
+	"O2I_REDIS_URL":       "redis://127.0.0.1:26379/0",
+	"O2I_KAFKA_BROKERS":   "127.0.0.1:29092",
+	"O2I_S3_ENDPOINT":     "127.0.0.1:29000",
 	"O2I_S3_ACCESS_KEY":   "o2i-dev",
 	"O2I_S3_SECRET_KEY":   "o2i-dev-secret",
 	"O2I_S3_BUCKET":       "o2i-archive",
 	"O2I_S3_TEST_BUCKET":  "o2i-archive-test",
-	"O2I_SMTP_URL":        "smtp://127.0.0.1:52525",
-	"O2I_STRIPE_API_BASE": "http://127.0.0.1:52112",
+	"O2I_SMTP_URL":        "smtp://127.0.0.1:22525",
+	"O2I_STRIPE_API_BASE": "http://127.0.0.1:22112",
 }
 
 // Env returns the variable or its local-stack default.
