@@ -137,8 +137,7 @@ func (s *Service) archiveDocument(ctx context.Context, a *archive.Archive, d *ar
 	return store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// One round trip for the anchor, the manifest's mark and the status.
 		b := &pgx.Batch{}
-		queueArchiveObject(b, projectID, invoiceID, "manifest", arc.Bucket(), mSt)
-		b.Queue(`UPDATE archive_manifests SET stored_at = $2 WHERE invoice_id = $1 AND stored_at IS NULL`, invoiceID, now)
+		queueManifestRecord(b, projectID, invoiceID, arc.Bucket(), mSt, now)
 		b.Queue(`UPDATE invoices SET status = 'archived', archived_at = $3, version = version + 1
 			WHERE project_id = $1 AND id = $2 AND status = 'created' RETURNING version`, projectID, invoiceID, now)
 		br := tx.SendBatch(ctx, b)
@@ -254,9 +253,14 @@ func (s *Service) anchoredManifest(ctx context.Context, invoiceID string) ([]byt
 // manifest stored.
 func recordManifest(ctx context.Context, tx pgx.Tx, projectID, invoiceID, bucket string, st archive.Stored, now time.Time) error {
 	b := &pgx.Batch{}
+	queueManifestRecord(b, projectID, invoiceID, bucket, st, now)
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// queueManifestRecord queues recordManifest's two statements.
+func queueManifestRecord(b *pgx.Batch, projectID, invoiceID, bucket string, st archive.Stored, now time.Time) {
 	queueArchiveObject(b, projectID, invoiceID, "manifest", bucket, st)
 	b.Queue(`UPDATE archive_manifests SET stored_at = $2 WHERE invoice_id = $1 AND stored_at IS NULL`, invoiceID, now)
-	return tx.SendBatch(ctx, b).Close()
 }
 
 // queueArchiveObject queues the anchor of one archived object (kept if the

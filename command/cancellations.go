@@ -62,7 +62,7 @@ func (s *Service) CancelSuperseded(ctx context.Context, projectID, orderID strin
 // for the year of issueDate. When the order is cancelled (not corrected), an
 // invoice that credit notes of partial refunds corrected already is
 // cancelled by one more credit note over what they left
-// (billing.CancelRemainder), or by nothing when they credited it all: a full
+// (billing.RemainderOf), or by nothing when they credited it all: a full
 // cancellation would credit the refunded part twice. A corrected order keeps
 // its refunds credited, so its invoice is cancelled in full.
 func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow, paymentRef string,
@@ -102,15 +102,16 @@ func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID st
 		if err := json.Unmarshal(a.document, &orig); err != nil {
 			return nil, nil, fmt.Errorf("invoice %s document: %w", a.number, err)
 		}
-		notes := credited[orig.Number]
-		if len(notes) > 0 {
-			// Credited in full already: nothing is issued and no number
-			// taken (the original's number here only names the range).
-			if _, left, err := billing.CancelRemainder(orig, notes, orig.Number, issueDate); err != nil {
+		var rest *billing.Remainder
+		if notes := credited[orig.Number]; len(notes) > 0 {
+			r, err := billing.RemainderOf(orig, notes)
+			if err != nil {
 				return nil, nil, err
-			} else if !left {
-				continue
 			}
+			if r.Empty() {
+				continue // credited in full already: nothing issued, no number taken
+			}
+			rest = &r
 		}
 		mode := seller
 		mode.TestMode = orig.Test
@@ -123,8 +124,8 @@ func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID st
 			return nil, nil, err
 		}
 		var c billing.Invoice
-		if len(notes) > 0 {
-			c, _, err = billing.CancelRemainder(orig, notes, numbers[0], issueDate)
+		if rest != nil {
+			c, err = rest.CreditNote(numbers[0], issueDate)
 		} else {
 			c, err = billing.Cancel(orig, numbers[0], issueDate, billing.DefaultCancellation)
 		}

@@ -14,24 +14,6 @@ import (
 // clockTick is the unit of the CPU times in /proc (USER_HZ).
 const clockTick = 10 * time.Millisecond
 
-// processCPU is the CPU time (user and system) a process has used so far,
-// from /proc; zero where there is none.
-func processCPU(pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command name, which is in parentheses: utime
-	// and stime are the 12th and 13th of them.
-	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+s) * clockTick
-}
-
 // machineBusy is the CPU time all cores have spent neither idle nor
 // waiting for I/O so far, from /proc/stat; zero where there is none.
 func machineBusy() time.Duration {

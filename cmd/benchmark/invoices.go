@@ -147,10 +147,9 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 			return nil, ctx.Err()
 		}
 	}
-	// CPU while draining: the invoicer process's own per invoice, and how
+	// CPU while draining: each part of the stack's per invoice, and how
 	// busy the machine was (every process of the stack shares its cores).
 	busy := machineBusy() - busy0
-	cpu := processCPU(b.worker.Process.Pid)
 	shares := cpuSpent(procs0, processTimes(), b.stackProcess)
 	var first, last time.Time
 	if err := b.pool.QueryRow(ctx, `SELECT min(archived_at), max(archived_at) FROM invoices WHERE project_id = ANY($1) AND status = 'archived'`,
@@ -161,9 +160,9 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	total := last.Sub(started)
 	busyShare := busy.Seconds() / time.Since(started).Seconds() / float64(runtime.NumCPU())
 	log.Printf("invoices: drain: %.0f archived invoices/s (first to last, %s), all archived %s after the invoicer started (first after %s); "+
-		"invoicer process CPU %.1f ms per invoice, machine %.0f %% busy; CPU ms per invoice: %s",
+		"machine %.0f %% busy; CPU ms per invoice: %s",
 		rate, last.Sub(first).Round(time.Millisecond), total.Round(time.Millisecond), first.Sub(started).Round(time.Millisecond),
-		float64(cpu.Microseconds())/1000/float64(cfg.backlog), 100*busyShare, perItem(shares, cfg.backlog))
+		100*busyShare, perItem(shares, cfg.backlog))
 	profiled.Wait()
 	b.stopServer()
 	shared := ""

@@ -96,7 +96,7 @@ func newConfig(root string, portOffset int) *config {
 		s3Bucket:     "o2i-archive",
 		s3TestBucket: "o2i-archive-test",
 
-		kafkaPort:       29092 + portOffset,
+		kafkaPort:       highestPort + portOffset,
 		kafkaTopics:     []string{"o2i.orders", "o2i.invoices", "o2i.payments"},
 		kafkaPartitions: 6,
 
@@ -106,8 +106,8 @@ func newConfig(root string, portOffset int) *config {
 	}
 }
 
-// highestPort is the stack's highest base port (the stripe-mock HTTPS
-// listener, two above stripe-mock, sits lower).
+// highestPort is the stack's highest base port, the broker's (the
+// stripe-mock HTTPS listener, two above stripe-mock, sits lower).
 const highestPort = 29092
 
 // maxPort keeps every port of the stack below Linux's default ephemeral

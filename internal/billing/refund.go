@@ -2,6 +2,7 @@ package billing
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,44 +76,75 @@ func Refund(orig Invoice, number string, issueDate time.Time, gross money.Cents)
 // earlier credit notes (credited) have not taken back yet, with its own
 // number and issue date, and false when nothing is left to credit.
 func CancelRemainder(orig Invoice, credited []Invoice, number string, issueDate time.Time) (Invoice, bool, error) {
-	if orig.Kind != KindInvoice && orig.Kind != KindVoucherSale {
-		return Invoice{}, false, fmt.Errorf("billing: %s is a %s, not an invoice", orig.Number, orig.Kind)
+	r, err := RemainderOf(orig, credited)
+	if err != nil || r.Empty() {
+		return Invoice{}, false, err
 	}
-	if strings.HasPrefix(number, "TEST-") != orig.Test {
-		return Invoice{}, false, fmt.Errorf("billing: credit note number %q is not from the range of %s", number, orig.Number)
+	c, err := r.CreditNote(number, issueDate)
+	return c, err == nil, err
+}
+
+// Remainder is what of an invoice its credit notes have not taken back yet.
+type Remainder struct {
+	orig     Invoice
+	parts    []money.Cents // gross left per entry of orig's VAT breakdown
+	rounding money.Cents   // rounding amount left
+	notes    []string      // the credit notes' numbers
+}
+
+// RemainderOf sums what orig's credit notes (credited) took back per VAT
+// rate and returns what is left.
+func RemainderOf(orig Invoice, credited []Invoice) (Remainder, error) {
+	if orig.Kind != KindInvoice && orig.Kind != KindVoucherSale {
+		return Remainder{}, fmt.Errorf("billing: %s is a %s, not an invoice", orig.Number, orig.Kind)
 	}
 	index := make(map[groupKey]int, len(orig.VAT))
 	for i, v := range orig.VAT {
 		index[groupKey{v.Category, v.Rate.String()}] = i
 	}
-	left := grossByRate(orig)
-	rounding := orig.Totals.RoundingCents
-	var numbers []string
+	r := Remainder{orig: orig, parts: grossByRate(orig), rounding: orig.Totals.RoundingCents}
 	for _, n := range credited {
 		if n.Kind != KindCreditNote || n.Preceding == nil || n.Preceding.Number != orig.Number {
-			return Invoice{}, false, fmt.Errorf("billing: %s is no credit note of %s", n.Number, orig.Number)
+			return Remainder{}, fmt.Errorf("billing: %s is no credit note of %s", n.Number, orig.Number)
 		}
 		for _, v := range n.VAT {
 			i, ok := index[groupKey{v.Category, v.Rate.String()}]
 			if !ok {
-				return Invoice{}, false, fmt.Errorf("billing: credit note %s credits VAT %s %s %%, which %s does not have",
+				return Remainder{}, fmt.Errorf("billing: credit note %s credits VAT %s %s %%, which %s does not have",
 					n.Number, v.Category, v.Rate, orig.Number)
 			}
-			left[i] -= v.BaseCents + v.TaxCents
+			r.parts[i] -= v.BaseCents + v.TaxCents
 		}
-		rounding -= n.Totals.RoundingCents
-		numbers = append(numbers, n.Number)
+		r.rounding -= n.Totals.RoundingCents
+		r.notes = append(r.notes, n.Number)
 	}
-	var total money.Cents
-	short := false
-	for _, l := range left {
-		total += l
-		short = short || l < 0
+	return r, nil
+}
+
+func (r Remainder) total() money.Cents {
+	var t money.Cents
+	for _, p := range r.parts {
+		t += p
 	}
-	if total <= 0 || total+rounding <= 0 {
-		return Invoice{}, false, nil // all credited (a cent of rounding at most)
+	return t
+}
+
+// Empty reports whether the credit notes took everything back (a cent of
+// rounding at most): nothing is left to cancel.
+func (r Remainder) Empty() bool { return r.total() <= 0 || r.total()+r.rounding <= 0 }
+
+// CreditNote returns the credit note over the remainder, with its own
+// number and issue date. The remainder must not be Empty.
+func (r Remainder) CreditNote(number string, issueDate time.Time) (Invoice, error) {
+	orig := r.orig
+	if r.Empty() {
+		return Invoice{}, fmt.Errorf("billing: nothing of %s is left to cancel", orig.Number)
 	}
-	if short {
+	if strings.HasPrefix(number, "TEST-") != orig.Test {
+		return Invoice{}, fmt.Errorf("billing: credit note number %q is not from the range of %s", number, orig.Number)
+	}
+	left, total := r.parts, r.total()
+	if slices.ContainsFunc(left, func(l money.Cents) bool { return l < 0 }) {
 		// A rate the credit notes took a cent more of than it had (each
 		// note splits its own amount): what is left is split over the
 		// rates with something left, in proportion.
@@ -122,15 +154,15 @@ func CancelRemainder(orig Invoice, credited []Invoice, number string, issueDate 
 		}
 		var err error
 		if left, err = money.Allocate(total, weights); err != nil {
-			return Invoice{}, false, fmt.Errorf("billing: split the remainder of %s: %w", orig.Number, err)
+			return Invoice{}, fmt.Errorf("billing: split the remainder of %s: %w", orig.Number, err)
 		}
 	}
 	c, err := creditNote(orig, number, issueDate, left, "Stornierung des verbleibenden Betrags der Rechnung %s (USt %s %%)")
 	if err != nil {
-		return Invoice{}, false, err
+		return Invoice{}, err
 	}
 	t := &c.Totals
-	t.RoundingCents += rounding
+	t.RoundingCents += r.rounding
 	t.PrepaidCents = min(max(orig.Totals.PrepaidCents, 0), max(t.GrandCents+t.RoundingCents, 0))
 	t.DueCents = t.GrandCents - t.PrepaidCents + t.RoundingCents
 	if t.DueCents == 0 {
@@ -142,16 +174,16 @@ func CancelRemainder(orig Invoice, credited []Invoice, number string, issueDate 
 		c.Notes = append(c.Notes, TestNote)
 	}
 	after := "der Rechnungskorrektur"
-	if len(numbers) > 1 {
+	if len(r.notes) > 1 {
 		after = "den Rechnungskorrekturen"
 	}
 	c.Notes = append(c.Notes, fmt.Sprintf("Stornierung der Rechnung %s vom %s: der nach %s %s verbleibende "+
 		"Betrag von %s %s brutto wird gutgeschrieben.", orig.Number, orig.IssueDate.Format("02.01.2006"),
-		after, strings.Join(numbers, ", "), t.GrandCents+t.RoundingCents, orig.Currency))
+		after, strings.Join(r.notes, ", "), t.GrandCents+t.RoundingCents, orig.Currency))
 	if err := Invariants(&c); err != nil {
-		return Invoice{}, false, fmt.Errorf("billing: cancel the remainder of %s: %w", orig.Number, err)
+		return Invoice{}, fmt.Errorf("billing: cancel the remainder of %s: %w", orig.Number, err)
 	}
-	return c, true, nil
+	return c, nil
 }
 
 // grossByRate is the gross (base + VAT) of each entry of orig's VAT

@@ -217,6 +217,17 @@ func (l *Log) Run(ctx context.Context) {
 		batch = batch[:0]
 		return true
 	}
+	// fill takes what the channel holds, without waiting, up to a batch.
+	fill := func() {
+		for len(batch) < size {
+			select {
+			case e := <-l.ch:
+				batch = append(batch, e)
+			default:
+				return
+			}
+		}
+	}
 	for {
 		select {
 		case e := <-l.ch:
@@ -226,16 +237,7 @@ func (l *Log) Run(ctx context.Context) {
 			}
 		case <-tick.C:
 			for i := 0; i < 16 && flush(ctx) && l.Pending() > 0; i++ {
-				// drain the overflow a batch at a time while writes succeed
-				for len(batch) < size {
-					select {
-					case e := <-l.ch:
-						batch = append(batch, e)
-						continue
-					default:
-					}
-					break
-				}
+				fill() // drain the overflow a batch at a time while writes succeed
 			}
 		case <-maint.C:
 			if err := EnsurePartitions(ctx, l.pool, time.Now()); err != nil {
@@ -246,15 +248,7 @@ func (l *Log) Run(ctx context.Context) {
 			defer cancel()
 			retryAt = time.Time{}
 			for dctx.Err() == nil {
-				for len(batch) < size {
-					select {
-					case e := <-l.ch:
-						batch = append(batch, e)
-						continue
-					default:
-					}
-					break
-				}
+				fill()
 				if !flush(dctx) {
 					retryAt = time.Time{}
 					continue
