@@ -245,6 +245,14 @@ func (s *Service) postStripeWebhook(w http.ResponseWriter, r *http.Request) erro
 	if err := json.Unmarshal(body, &ev); err != nil || ev.ID == "" || ev.Type == "" {
 		return apperr.New(apperr.Invalid, "invalid_json", "not a Stripe event (id and type are required)")
 	}
+	var raw struct {
+		Data struct {
+			Object json.RawMessage `json:"object"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(body, &raw) == nil {
+		ev.method = stripePaymentMethod(raw.Data.Object)
+	}
 	for name, v := range map[string]string{"id": ev.ID, "type": ev.Type, "data.object.id": ev.Data.Object.ID, "data.object.payment_intent": ev.Data.Object.PaymentIntent} {
 		if len(v) > maxStripeID {
 			return apperr.New(apperr.Invalid, "invalid_json", "%s is longer than %d bytes", name, maxStripeID)

@@ -199,6 +199,21 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	if err != nil {
 		return nil, nil, err
 	}
+	// What the buyer paid before issue: the invoice says so (BT-113) instead
+	// of asking again. A correction carries the payment of the invoice it
+	// replaces over.
+	paid, isPaid, err := appliedPaymentTx(ctx, tx, o, content.PaymentGateway)
+	if err != nil {
+		return nil, nil, err
+	}
+	if isPaid {
+		order.Payments = []billing.ReceivedPayment{paid}
+		// An order invoiced again after its invoice was cancelled is a
+		// correction: the new invoice names where the payment comes from.
+		if order.CarriedFrom, err = lastCancelledInvoiceTx(ctx, tx, o.id); err != nil {
+			return nil, nil, err
+		}
+	}
 	supply := d.IssueDate
 	if o.suppliedAt != nil {
 		supply = *o.suppliedAt
@@ -216,16 +231,18 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		out = append(out, doc)
 	}
 
-	// A provider payment that is not the amount due is issued anyway (the
-	// invoice shows the sale) and goes to clarification.
-	if o.paidCents != nil {
-		var due int64
+	// A provider payment that is not the amount payable is issued anyway
+	// (the invoice shows the sale and what was received: the rest as due,
+	// a surplus never as a negative amount due) and goes to clarification.
+	if isPaid {
+		var due, applied int64
 		for _, inv := range docs {
 			due += int64(inv.Totals.DueCents)
+			applied += int64(inv.Totals.PaidCents)
 		}
-		if due != *o.paidCents {
+		if due != 0 || applied != int64(paid.Cents) {
 			if err := openTask(ctx, tx, projectID, TaskPaymentAmountMismatch, o.orderNo, map[string]any{
-				"orderNo": o.orderNo, "paidCents": *o.paidCents, "dueCents": due,
+				"orderNo": o.orderNo, "paidCents": int64(paid.Cents), "dueCents": due, "surplusCents": int64(paid.Cents) - applied,
 			}); err != nil {
 				return nil, nil, err
 			}

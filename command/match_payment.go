@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/store"
 )
@@ -81,6 +83,9 @@ type StripeEvent struct {
 			} `json:"next_action,omitempty" description:"payment_intent.partially_funded: what remains to be transferred"`
 		} `json:"object" required:"true"`
 	} `json:"data" required:"true"`
+	// method is how the buyer paid, read from the object's charges,
+	// latest_charge or payment_method_types (stripe_method.go).
+	method billing.PaymentMethod
 }
 
 // WebhookInput documents the webhook request for the OpenAPI document.
@@ -173,10 +178,18 @@ func (s *Service) recordPayment(ctx context.Context, projectID string, ev Stripe
 	}
 	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		paymentID := uuid.Must(uuid.NewV7()).String()
+		var method []byte // NULL: the event did not say
+		if ev.method.Kind != billing.MethodUnknown {
+			b, err := json.Marshal(ev.method)
+			if err != nil {
+				return err
+			}
+			method = b
+		}
 		tag, err := tx.Exec(ctx, `INSERT INTO payments (id, project_id, provider, provider_event_id, event_type, payment_ref,
-  amount_cents, currency, received_at) VALUES ($1, $2, 'stripe', $3, $4, $5, $6, $7, $8)
+  amount_cents, currency, received_at, method) VALUES ($1, $2, 'stripe', $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (project_id, provider, provider_event_id) DO NOTHING`,
-			paymentID, projectID, ev.ID, ev.Type, obj.ID, amount, strings.ToUpper(obj.Currency), now)
+			paymentID, projectID, ev.ID, ev.Type, obj.ID, amount, strings.ToUpper(obj.Currency), now, method)
 		if err != nil {
 			return err
 		}

@@ -134,7 +134,22 @@ func (s *Service) IssueCreditNotes(ctx context.Context, projectID, orderID strin
 			if err != nil {
 				return err
 			}
-			note, err := billing.Refund(orig, numbers[0], issueDate, money.Cents(o.refundPending))
+			// The provider paid the refund back through the original means
+			// already (it reported it): the note says so, nothing is due.
+			paidBack := billing.RefundSettlement{Refunded: true, Currency: orig.Currency,
+				Refund: billing.ReceivedPayment{Provider: providerName, Reference: content.PaymentRef, Cents: money.Cents(o.refundPending)}}
+			if paid, ok, err := appliedPaymentTx(ctx, tx, &o, content.PaymentGateway); err != nil {
+				return err
+			} else if ok {
+				paidBack.Refund.Reference, paidBack.Refund.Method = paid.Reference, paid.Method
+			}
+			if paidBack.Refund.Date, err = lastRefundTx(ctx, tx, o.id); err != nil {
+				return err
+			}
+			if paidBack.Refund.Date.IsZero() {
+				paidBack.Refund.Date = now
+			}
+			note, err := billing.Refund(orig, numbers[0], issueDate, money.Cents(o.refundPending), paidBack)
 			if err != nil {
 				return err
 			}

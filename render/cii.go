@@ -250,12 +250,27 @@ func writeDelivery(w *writer, inv *billing.Invoice) {
 func writeSettlement(w *writer, inv *billing.Invoice) {
 	w.open("ram:ApplicableHeaderTradeSettlement")
 	pm := &inv.Payment
+	dd := pm.DirectDebit
+	if dd != nil {
+		w.text("ram:CreditorReferenceID", dd.CreditorID) // BT-90
+	}
 	w.opt("ram:PaymentReference", pm.Reference)
 	w.text("ram:InvoiceCurrencyCode", inv.Currency)
 	if pm.Code != "" {
 		w.open("ram:SpecifiedTradeSettlementPaymentMeans")
 		w.text("ram:TypeCode", pm.Code)
 		w.opt("ram:Information", pm.Information)
+		if c := pm.Card; c != nil {
+			w.open("ram:ApplicableTradeSettlementFinancialCard") // BG-18
+			w.text("ram:ID", c.Last4)
+			w.opt("ram:CardholderName", c.Holder)
+			w.close("ram:ApplicableTradeSettlementFinancialCard")
+		}
+		if dd != nil {
+			w.open("ram:PayerPartyDebtorFinancialAccount") // BT-91
+			w.text("ram:IBANID", dd.DebitedIBAN)
+			w.close("ram:PayerPartyDebtorFinancialAccount")
+		}
 		if pm.IBAN != "" {
 			w.open("ram:PayeePartyCreditorFinancialAccount")
 			w.text("ram:IBANID", pm.IBAN)
@@ -287,13 +302,16 @@ func writeSettlement(w *writer, inv *billing.Invoice) {
 		w.date("ram:EndDateTime", "udt", p.End)
 		w.close("ram:BillingSpecifiedPeriod")
 	}
-	if pm.Terms != "" || !pm.DueDate.IsZero() {
+	if pm.Terms != "" || !pm.DueDate.IsZero() || dd != nil {
 		w.open("ram:SpecifiedTradePaymentTerms")
 		if pm.Terms != "" {
 			w.text("ram:Description", pm.Terms)
 		}
 		if !pm.DueDate.IsZero() {
 			w.date("ram:DueDateDateTime", "udt", pm.DueDate) // BT-9
+		}
+		if dd != nil {
+			w.text("ram:DirectDebitMandateID", dd.MandateRef) // BT-89
 		}
 		w.close("ram:SpecifiedTradePaymentTerms")
 	}

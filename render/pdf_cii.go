@@ -178,6 +178,21 @@ func readView(data []byte) (*view, error) {
 		if m.BIC != "" {
 			v.Payment = append(v.Payment, labelled{"BIC", m.BIC})
 		}
+		if m.CardID != "" {
+			v.Payment = append(v.Payment, labelled{"Karte", "**** " + m.CardID})
+		}
+		if m.CardHolder != "" {
+			v.Payment = append(v.Payment, labelled{"Karteninhaber", m.CardHolder})
+		}
+		if m.DebitedIBAN != "" {
+			v.Payment = append(v.Payment, labelled{"Belastetes Konto", m.DebitedIBAN})
+		}
+	}
+	if d.MandateRef != "" {
+		v.Payment = append(v.Payment, labelled{"Mandatsreferenz", d.MandateRef})
+	}
+	if d.CreditorRef != "" {
+		v.Payment = append(v.Payment, labelled{"Gläubiger-ID", d.CreditorRef})
 	}
 	if ref := d.PaymentReference; ref != "" {
 		v.Payment = append(v.Payment, labelled{"Verwendungszweck", ref})
@@ -310,7 +325,7 @@ func (r *reader) totals(t *einvoice.Totals, currency string) []total {
 		{"Gesamtbetrag netto", "Total without VAT", t.TaxBasis, true, false},
 		{"Umsatzsteuer", "VAT", t.TaxTotal, true, false},
 		{"Gesamtbetrag brutto", "Total with VAT", t.Grand, true, true},
-		{"Abzüglich bereits gezahlt (Guthaben)", "Paid amount", t.Prepaid, false, false},
+		{"Abzüglich bereits gezahlt", "Paid amount", t.Prepaid, false, false},
 		{"Rundungsbetrag", "Rounding amount", t.Rounding, false, false},
 		{"Zahlbetrag", "Amount due for payment", t.Due, true, true},
 	}
@@ -445,8 +460,18 @@ func paymentMeans(code, info string) string {
 		s = "SEPA-Lastschrift"
 	case "30":
 		s = "Überweisung"
-	case "48", "54":
+	case "48":
 		s = "Kartenzahlung"
+	case "54":
+		s = "Kreditkarte"
+	case "55":
+		s = "Debitkarte"
+	case "68":
+		s = "Online-Zahlungsdienst"
+	case "97":
+		s = "Verrechnung"
+	case "1":
+		s = "Nicht festgelegt"
 	case "ZZZ":
 		s = "Sonstige"
 	default:

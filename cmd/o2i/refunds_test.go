@@ -77,14 +77,18 @@ func TestRefunds(t *testing.T) {
 	if got := typesOf(docs); got != "invoice,credit_note,credit_note" {
 		t.Fatalf("documents %s", got)
 	}
-	// The amount due of each note is the refund to the cent (a cent no rate
-	// step reaches is the rounding amount, so the gross may differ by one).
+	// Each note's amount is the refund to the cent (a cent no rate step
+	// reaches is the rounding amount, so the gross may differ by one). The
+	// provider paid it back already: BT-113 is the refund, nothing is due,
+	// and the terms say when and how.
 	for i, want := range []string{"50.00", "20.00"} {
 		inv := c.Do("GET", "/v1/invoices/"+docs[i+1]["id"].(string), key, nil).JSON(t)["data"].(map[string]any)
 		x := c.Do("GET", "/v1/invoices/"+docs[i+1]["id"].(string)+"/xml", key, nil)
-		if flat := strings.Join(strings.Fields(string(x.Body)), ""); inv["type"] != "credit_note" ||
-			!strings.Contains(flat, "<ram:DuePayableAmount>"+want+"</ram:DuePayableAmount>") {
-			t.Errorf("credit note %d: %v, want %s due:\n%s", i+1, inv, want, x.Body)
+		flat := strings.Join(strings.Fields(string(x.Body)), "")
+		if inv["type"] != "credit_note" || !strings.Contains(flat, "<ram:TotalPrepaidAmount>"+want+"</ram:TotalPrepaidAmount>") ||
+			!strings.Contains(flat, "<ram:DuePayableAmount>0.00</ram:DuePayableAmount>") ||
+			!strings.Contains(flat, "Erstattetam") || !strings.Contains(flat, "(pi_"+partial+")") {
+			t.Errorf("credit note %d: %v, want %s refunded, nothing due:\n%s", i+1, inv, want, x.Body)
 		}
 	}
 	x := c.Do("GET", "/v1/invoices/"+docs[1]["id"].(string)+"/xml", key, nil)
@@ -253,8 +257,10 @@ func TestCancelAfterPartialRefund(t *testing.T) {
 	for _, want := range []string{
 		"<ram:TypeCode>381</ram:TypeCode>",
 		"<ram:InvoiceReferencedDocument><ram:IssuerAssignedID>" + invNo + "</ram:IssuerAssignedID>",
-		"<ram:DuePayableAmount>70.00</ram:DuePayableAmount>",
 		"<ram:GrandTotalAmount>69.99</ram:GrandTotalAmount>",
+		// Settled by offset against the invoice: nothing paid, nothing due.
+		"<ram:TotalPrepaidAmount>70.00</ram:TotalPrepaidAmount><ram:DuePayableAmount>0.00</ram:DuePayableAmount>",
+		"<ram:TypeCode>97</ram:TypeCode>", "VerrechnetmitRechnung" + invNo,
 		"<ram:CalculatedAmount>6.65</ram:CalculatedAmount><ram:TypeCode>VAT</ram:TypeCode><ram:BasisAmount>35.00</ram:BasisAmount>",
 		"<ram:CalculatedAmount>1.85</ram:CalculatedAmount><ram:TypeCode>VAT</ram:TypeCode><ram:BasisAmount>26.49</ram:BasisAmount>",
 		"StornierungderRechnung" + invNo, "nachderRechnungskorrektur" + noteNo + "verbleibendeBetragvon70.00EUR",
@@ -281,9 +287,15 @@ func TestCancelAfterPartialRefund(t *testing.T) {
 		t.Fatalf("documents after the correction: %s", got)
 	}
 	k := fetch(kdocs)
-	if k[2].meta["totalGrossCents"] != float64(10000) || !strings.Contains(k[2].xml, "<ram:DuePayableAmount>100.00</ram:DuePayableAmount>") ||
-		!strings.Contains(k[2].xml, "Stornorechnung") {
+	if k[2].meta["totalGrossCents"] != float64(10000) || !strings.Contains(k[2].xml, "<ram:TotalPrepaidAmount>100.00</ram:TotalPrepaidAmount>") ||
+		!strings.Contains(k[2].xml, "<ram:DuePayableAmount>0.00</ram:DuePayableAmount>") || !strings.Contains(k[2].xml, "Stornorechnung") {
 		t.Errorf("cancellation of the corrected order: %v\n%s", k[2].meta, k[2].xml)
+	}
+	// The new invoice carries the payment over: paid 100.00, refunded 30.00,
+	// so 70.00 of what was paid stands against it, named in its terms.
+	if !strings.Contains(k[3].xml, "<ram:TotalPrepaidAmount>70.00</ram:TotalPrepaidAmount>") ||
+		!strings.Contains(k[3].xml, "vonderstorniertenRechnung"+kdocs[0]["number"].(string)+"übertragen") {
+		t.Errorf("new invoice of the corrected order:\n%s", k[3].xml)
 	}
 
 	// Credited in full (30.00, then the rest: a second credit note), then

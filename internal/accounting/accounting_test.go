@@ -428,7 +428,7 @@ func TestRefundedThenCancelledDocumentsNetToZero(t *testing.T) {
 		}
 		t.Run(doc.Invoice.Number, func(t *testing.T) {
 			paid := doc.Invoice.Totals.GrandCents + doc.Invoice.Totals.RoundingCents
-			note, err := billing.Refund(doc.Invoice, "RK-"+doc.Invoice.Number, when.AddDate(0, 0, -5), paid/3)
+			note, err := billing.Refund(doc.Invoice, "RK-"+doc.Invoice.Number, when.AddDate(0, 0, -5), paid/3, refundedByCard)
 			if err != nil {
 				t.Fatal(err)
 			}

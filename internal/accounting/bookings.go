@@ -15,8 +15,10 @@ import (
 //
 //	invoice, per VAT breakdown entry   debtor        to revenue account of its treatment and rate, gross (base + VAT)
 //	voucher sale (gift cards)          debtor        to vouchers (a liability: VAT arises at redemption), gross
-//	store credit redeemed (BT-113)     store credit  to debtor, the amount paid by credit
-//	provider payment                   payments      to debtor, the amount received
+//	store credit redeemed (in BT-113)  store credit  to debtor, the amount paid by credit
+//	provider payment                   payments      to debtor, the amount received, on its own date
+//	                                   (also when it is in BT-113 of a paid-before-issue invoice: booked once)
+//	cancellation's offset (in BT-113)  nothing: no money moves
 //	service period after the issue month:
 //	  at issue, per breakdown entry    revenue       to deferred revenue, the net of the later months (BU 40)
 //	  1st of each later month          deferred      to revenue, that month's net (BU 40)
@@ -175,9 +177,12 @@ func documentBookings(s Settings, d Document) ([]Booking, error) {
 		b.EUVATID, b.EURate = euFields(inv, v)
 		out = append(out, b)
 	}
-	if inv.Totals.PrepaidCents != 0 {
+	// Only the store-credit part of BT-113 is booked with the document: a
+	// provider payment is booked once, with the payment, on its date; a
+	// cancellation's offset moves no money.
+	if credit := inv.Totals.StoreCreditCents(); credit != 0 {
 		b := base
-		b.Cents, b.Debit, b.Credit = sg*inv.Totals.PrepaidCents, a.StoreCredit, debtor
+		b.Cents, b.Debit, b.Credit = sg*credit, a.StoreCredit, debtor
 		b.Text = "Guthaben eingelöst " + inv.OrderNo
 		out = append(out, b)
 	}

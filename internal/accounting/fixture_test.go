@@ -110,7 +110,7 @@ func fixture(t *testing.T) ([]accounting.Document, []accounting.Payment) {
 		t.Fatal(err)
 	}
 	add(cancel)
-	note, err := billing.Refund(a5[0], "RE-2026-000010", d(2026, 3, 25), 1200)
+	note, err := billing.Refund(a5[0], "RE-2026-000010", d(2026, 3, 25), 1200, refundedByCard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,3 +146,9 @@ func invoices(docs []accounting.Document) []billing.Invoice {
 	}
 	return out
 }
+
+// refundedByCard: the provider paid a refund back to the card it came from.
+var refundedByCard = billing.RefundSettlement{Refunded: true, Refund: billing.ReceivedPayment{
+	Provider: "Stripe", Reference: "pi_test", Date: time.Date(2026, 3, 25, 0, 0, 0, 0, time.UTC),
+	Method: billing.PaymentMethod{Kind: billing.MethodCard, CardBrand: "visa", CardFunding: "credit", CardLast4: "4242"},
+}}

@@ -21,9 +21,10 @@ import (
 //
 // In both, the document is titled "Stornorechnung" in its notes, never
 // "Gutschrift" (which in German law means self-billing, §14 Abs. 2 S. 2
-// UStG; a seller's correction called Gutschrift risks §14c UStG). Store
-// credit that paid the original stays paid amount (BT-113), so the amount
-// due mirrors what the payment provider refunds.
+// UStG; a seller's correction called Gutschrift risks §14c UStG). A
+// cancellation settles by offset against the invoice it cancels: BT-113 is
+// its grand total and BT-115 is 0 (SettleCancellation); money the buyer
+// paid goes back with the provider's refund, booked with the refund.
 
 // DefaultCancellation is the document type used for cancellations.
 const DefaultCancellation = TypeCreditNote
@@ -81,11 +82,7 @@ func Cancel(orig Invoice, number string, issueDate time.Time, code TypeCode) (In
 			PrepaidCents: -t.PrepaidCents, RoundingCents: -t.RoundingCents, DueCents: -t.DueCents,
 		}
 	}
-	if c.Totals.DueCents == 0 {
-		c.Payment.Terms = "Keine Zahlung: der Betrag wird als Guthaben zurückgebucht."
-	} else {
-		c.Payment.Terms = "Der Betrag wird über den ursprünglichen Zahlungsweg erstattet."
-	}
+	c.settleByOffset(orig)
 	if err := Invariants(&c); err != nil {
 		return Invoice{}, fmt.Errorf("billing: cancel %s: %w", orig.Number, err)
 	}

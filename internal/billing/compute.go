@@ -197,6 +197,7 @@ func compute(o *Order, s *Seller, ctx *Context) ([]Invoice, error) {
 
 	xr := strings.TrimSpace(o.BillingAddress.LeitwegID) != ""
 	left := credit
+	payments := appliedPayments(o.Payments)
 	for d, p := range plans {
 		inv := &invs[d]
 		num := ctx.Numbers[d]
@@ -226,12 +227,29 @@ func compute(o *Order, s *Seller, ctx *Context) ([]Invoice, error) {
 		inv.ShipTo = shipTo(o)
 		setDates(inv, o, ctx, p.kind)
 
-		paid := min(left, inv.Totals.GrandCents+inv.Totals.RoundingCents)
-		left -= paid
-		inv.Totals.PrepaidCents = paid
-		inv.Totals.DueCents = inv.Totals.GrandCents - paid + inv.Totals.RoundingCents
-		inv.Payment = payment(o, s, inv)
-		inv.Notes = notes(o, inv, dest, paid)
+		// Store credit first, then the provider's payments, document by
+		// document; an overpayment stays with the payment (the caller
+		// opens a task), BT-115 never goes below zero.
+		payable := inv.Totals.GrandCents + inv.Totals.RoundingCents
+		creditHere := min(left, payable)
+		left -= creditHere
+		var paidHere []ReceivedPayment
+		paidHere, payments = takePayments(payments, payable-creditHere)
+		settled, err := SettleInvoice(InvoiceSettlement{
+			PayableCents: payable, CreditCents: creditHere, CreditRefs: creditRefs(o), Paid: paidHere,
+			OpenItem: o.Transfer != nil || o.PaymentGateway != "" && slices.Contains(s.InvoiceFirstGateways, o.PaymentGateway),
+			Transfer: o.Transfer, CarriedFrom: o.CarriedFrom, Gateway: o.PaymentGateway, SellerIBAN: s.IBAN, SellerBIC: s.BIC,
+			Reference: firstNonEmpty(o.PaymentRef, num), OrderNo: o.OrderNo, Currency: cur,
+			IssueDate: inv.IssueDate, TermDays: s.PaymentTermDays,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("billing: order %s: %w", o.OrderNo, err)
+		}
+		inv.Totals.PrepaidCents = settled.PrepaidCents
+		inv.Totals.PaidCents = settled.PaidCents
+		inv.Totals.DueCents = settled.DueCents
+		inv.Payment = settled.Means
+		inv.Notes = notes(o, inv, dest)
 
 		if !s.TestMode {
 			inv.OSSReport = p.treatment == TreatOSS
@@ -678,45 +696,55 @@ func setDates(inv *Invoice, o *Order, ctx *Context, kind Kind) {
 	}
 }
 
-func payment(o *Order, s *Seller, inv *Invoice) PaymentMeans {
-	pm := PaymentMeans{Code: "ZZZ", Reference: o.PaymentRef}
-	if pm.Reference == "" {
-		pm.Reference = inv.Number
-	}
-	if s.IBAN != "" {
-		pm.Code = "58"
-		pm.IBAN = strings.ReplaceAll(s.IBAN, " ", "")
-		pm.BIC = s.BIC
-	}
-	if o.PaymentGateway != "" {
-		pm.Information = "Zahlung über " + o.PaymentGateway
-	}
-	if t := o.Transfer; t != nil {
-		// The provider's bank-transfer order: its virtual IBAN and reference.
-		pm.Code, pm.IBAN, pm.BIC, pm.Reference = "58", strings.ReplaceAll(t.IBAN, " ", ""), t.BIC, t.Reference
-		pm.AccountName = t.AccountHolder
-		pm.Information = "Überweisung an das Konto des Zahlungsdienstleisters"
-	}
-	switch {
-	case inv.Totals.DueCents == 0:
-		pm.Terms = "Der Rechnungsbetrag ist bereits vollständig beglichen."
-	case o.Transfer != nil || o.PaymentGateway != "" && slices.Contains(s.InvoiceFirstGateways, o.PaymentGateway):
-		// An open item: payable by credit transfer within the term.
-		days := s.PaymentTermDays
-		if days <= 0 {
-			days = DefaultPaymentTermDays
+// appliedPayments are the order's provider payments that paid something,
+// in the order they arrived.
+func appliedPayments(ps []ReceivedPayment) []ReceivedPayment {
+	out := make([]ReceivedPayment, 0, len(ps))
+	for _, p := range ps {
+		if p.Cents > 0 {
+			out = append(out, p)
 		}
-		pm.DueDate = inv.IssueDate.AddDate(0, 0, days)
-		pm.Terms = fmt.Sprintf("Zahlbar innerhalb von %d Tagen ohne Abzug bis zum %s.", days, pm.DueDate.Format("02.01.2006"))
-		if pm.IBAN != "" {
-			pm.Terms += " Bitte überweisen Sie den Betrag unter Angabe des Verwendungszwecks " + pm.Reference + "."
-		}
-	case o.FinancialStatus == "paid" && o.PaymentGateway != "":
-		pm.Terms = "Bereits bezahlt über " + o.PaymentGateway + "."
-	default:
-		pm.Terms = "Zahlbar sofort ohne Abzug."
 	}
-	return pm
+	return out
+}
+
+// takePayments takes up to want cents from the front of ps: the parts
+// taken, and what is left of ps.
+func takePayments(ps []ReceivedPayment, want money.Cents) (taken, rest []ReceivedPayment) {
+	for len(ps) > 0 && want > 0 {
+		p := ps[0]
+		part := min(p.Cents, want)
+		q := p
+		q.Cents = part
+		taken = append(taken, q)
+		want -= part
+		if part == p.Cents {
+			ps = ps[1:]
+		} else {
+			p.Cents -= part
+			ps = append([]ReceivedPayment{p}, ps[1:]...)
+		}
+	}
+	return taken, ps
+}
+
+func creditRefs(o *Order) []string {
+	var refs []string
+	for _, c := range o.CreditRedemptions {
+		if c.ExternalRef != "" {
+			refs = append(refs, c.ExternalRef)
+		}
+	}
+	return refs
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // DefaultPaymentTermDays is the payment term of open items when the
@@ -726,7 +754,7 @@ const DefaultPaymentTermDays = 14
 // TestNote is the document note that marks a test document.
 const TestNote = "TESTDOKUMENT: Testbeleg ohne steuerliche Wirkung, keine Rechnung im Sinne des § 14 UStG. / TEST DOCUMENT: not a valid invoice."
 
-func notes(o *Order, inv *Invoice, dest string, paid money.Cents) []string {
+func notes(o *Order, inv *Invoice, dest string) []string {
 	var ns []string
 	if inv.Test {
 		ns = append(ns, TestNote)
@@ -742,19 +770,6 @@ func notes(o *Order, inv *Invoice, dest string, paid money.Cents) []string {
 		ns = append(ns, "Steuerfreie innergemeinschaftliche Lieferung. USt-IdNr. des Erwerbers: "+inv.Buyer.VATID+".")
 	case TreatReverseCharge:
 		ns = append(ns, "Steuerschuldnerschaft des Leistungsempfängers (Reverse Charge). USt-IdNr. des Leistungsempfängers: "+inv.Buyer.VATID+".")
-	}
-	if paid > 0 {
-		var refs []string
-		for _, c := range o.CreditRedemptions {
-			if c.ExternalRef != "" {
-				refs = append(refs, c.ExternalRef)
-			}
-		}
-		n := "Mit Guthaben bezahlt: " + paid.String() + " " + inv.Currency
-		if len(refs) > 0 {
-			n += " (Ref. " + strings.Join(refs, ", ") + ")"
-		}
-		ns = append(ns, n+".")
 	}
 	return ns
 }

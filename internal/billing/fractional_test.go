@@ -156,11 +156,13 @@ func TestOpenItemPaymentTerms(t *testing.T) {
 		days    int
 		want    time.Time
 		terms   string
+		paid    bool // the provider's payment matched before issue
 	}{
-		{"invoice-first, default term", "invoice", 0, day.AddDate(0, 0, 14), "Zahlbar innerhalb von 14 Tagen ohne Abzug bis zum 16.03.2026."},
-		{"invoice-first, 30 days", "invoice", 30, day.AddDate(0, 0, 30), "Zahlbar innerhalb von 30 Tagen ohne Abzug bis zum 01.04.2026."},
-		{"gateway spelled differently", "Invoice", 30, time.Time{}, "Zahlbar sofort ohne Abzug."},
-		{"provider payment", "stripe", 30, time.Time{}, "Zahlbar sofort ohne Abzug."},
+		{"invoice-first, default term", "invoice", 0, day.AddDate(0, 0, 14), "Zahlbar innerhalb von 14 Tagen ohne Abzug bis zum 16.03.2026.", false},
+		{"invoice-first, 30 days", "invoice", 30, day.AddDate(0, 0, 30), "Zahlbar innerhalb von 30 Tagen ohne Abzug bis zum 01.04.2026.", false},
+		{"gateway spelled differently", "Invoice", 30, time.Time{}, "Zahlbar sofort ohne Abzug.", false},
+		{"provider payment matched: paid, nothing asked", "stripe", 30, time.Time{},
+			"Bezahlt am 01.03.2026 per Online-Zahlung über Stripe (pi_T1). Es ist keine Zahlung mehr zu leisten.", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,6 +172,9 @@ func TestOpenItemPaymentTerms(t *testing.T) {
 			o := billing.Order{OrderNo: "T-1", RequiresShipping: true, PaymentGateway: tc.gateway,
 				Items:          []billing.Item{{Name: "Tee", Quantity: money.Int(1), UnitNetCents: &price, TaxRate: &rate}},
 				BillingAddress: billing.Address{CountryCode: "DE", Name: "Max Mustermann", Street: "Hauptstraße 5", PostalCode: "80331", City: "München"}}
+			if tc.paid {
+				o.Payments = []billing.ReceivedPayment{{Provider: "Stripe", Reference: "pi_T1", Date: day.AddDate(0, 0, -1), Cents: 1190}}
+			}
 			invs, err := billing.Compute(o, s, billing.Context{IssueDate: day, SupplyDate: day, Numbers: []string{"RE-2026-000001"}})
 			if err != nil {
 				t.Fatal(err)
@@ -211,15 +216,17 @@ func TestRefundSplitsByGrossRatio(t *testing.T) {
 		{17249, []money.Cents{11899, 5350}},
 	}
 	for _, tc := range tests {
-		c, err := billing.Refund(orig, "RE-2026-000002", day.AddDate(0, 0, 5), tc.refund)
+		c, err := billing.Refund(orig, "RE-2026-000002", day.AddDate(0, 0, 5), tc.refund, refundedByCard)
 		if err != nil {
 			t.Fatalf("refund %s: %v", tc.refund, err)
 		}
 		if c.TypeCode != billing.TypeCreditNote || c.Kind != billing.KindCreditNote || c.Preceding == nil || c.Preceding.Number != orig.Number {
 			t.Errorf("refund %s: type %s kind %s preceding %+v", tc.refund, c.TypeCode, c.Kind, c.Preceding)
 		}
-		if c.Totals.DueCents != tc.refund {
-			t.Errorf("refund %s: amount due %s", tc.refund, c.Totals.DueCents)
+		// Paid back through the card already: BT-113 is the refund, nothing due.
+		if c.Totals.GrandCents+c.Totals.RoundingCents != tc.refund || c.Totals.PrepaidCents != tc.refund ||
+			c.Totals.PaidCents != tc.refund || c.Totals.DueCents != 0 {
+			t.Errorf("refund %s: totals %+v", tc.refund, c.Totals)
 		}
 		var got []money.Cents
 		for _, v := range c.VAT {
@@ -244,7 +251,7 @@ func TestRefundSplitsByGrossRatio(t *testing.T) {
 		}
 	}
 	for _, bad := range []money.Cents{0, -5, 17250, 20000} {
-		if _, err := billing.Refund(orig, "RE-2026-000002", day, bad); err == nil {
+		if _, err := billing.Refund(orig, "RE-2026-000002", day, bad, refundedByCard); err == nil {
 			t.Errorf("refund %s accepted; a partial refund is more than 0 and less than 172.50", bad)
 		}
 	}

@@ -153,20 +153,40 @@ type Totals struct {
 	TaxBasisCents  money.Cents // BT-109 = BT-106 - BT-107 + BT-108
 	TaxCents       money.Cents // BT-110 = sum of BT-117
 	GrandCents     money.Cents // BT-112 = BT-109 + BT-110
-	PrepaidCents   money.Cents // BT-113: store credit redeemed
-	RoundingCents  money.Cents // BT-114: residual cent of gross pricing
-	DueCents       money.Cents // BT-115 = BT-112 - BT-113 + BT-114
+	// PrepaidCents is BT-113: store credit redeemed, payments received
+	// through the provider before issue (PaidCents) and the offset of a
+	// cancellation against the invoice it cancels (OffsetCents).
+	PrepaidCents  money.Cents
+	RoundingCents money.Cents // BT-114: residual cent of gross pricing
+	DueCents      money.Cents // BT-115 = BT-112 - BT-113 + BT-114
+	// PaidCents is the part of BT-113 the provider received (or, on a
+	// credit note, paid back) before issue: the books take it with the
+	// payment, on its own date, never with the document.
+	PaidCents money.Cents `json:",omitempty"`
+	// OffsetCents is the part of BT-113 a cancellation settles by offset
+	// against the invoice it cancels: no money moves, nothing is booked.
+	OffsetCents money.Cents `json:",omitempty"`
 }
 
-// PaymentMeans are the payment instructions (BG-16).
+// StoreCreditCents is the part of BT-113 paid by store credit: what is
+// left of it after payments and offset. Documents recorded before the
+// parts were kept apart have only store credit in BT-113.
+func (t Totals) StoreCreditCents() money.Cents {
+	return t.PrepaidCents - t.PaidCents - t.OffsetCents
+}
+
+// PaymentMeans are the payment instructions (BG-16); see SettleInvoice.
 type PaymentMeans struct {
-	Code        string // BT-81: 58 SEPA credit transfer, ZZZ otherwise
+	Code        string // BT-81 (UNTDID 4461): 48/54/55 card, 58 SEPA credit transfer, 59 SEPA direct debit, 68 online payment service, 97 clearing, ...
 	Information string // BT-82
-	IBAN        string // BT-84
-	AccountName string // BT-85; empty: not stated
-	BIC         string // BT-86
-	Reference   string // BT-83 remittance information
-	Terms       string // BT-20
+	// Card is BG-18 (codes 48, 54, 55); DirectDebit is BG-19 (code 59).
+	Card        *CardDetails `json:",omitempty"`
+	DirectDebit *DirectDebit `json:",omitempty"`
+	IBAN        string       // BT-84
+	AccountName string       // BT-85; empty: not stated
+	BIC         string       // BT-86
+	Reference   string       // BT-83 remittance information
+	Terms       string       // BT-20
 	// DueDate is the payment due date (BT-9) of an open item; zero when
 	// nothing is due or the invoice is paid already.
 	DueDate time.Time

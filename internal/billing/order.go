@@ -110,6 +110,14 @@ type Order struct {
 	// provider_transfer order: the invoice asks to pay to its virtual IBAN
 	// with its reference.
 	Transfer *BankTransfer
+	// Payments are the provider payments matched to the order before its
+	// documents are issued, net of refunds, in the order they arrived.
+	// Only these and store credit make a document paid (BT-113); the
+	// caller's FinancialStatus never does.
+	Payments []ReceivedPayment
+	// CarriedFrom is the number of the cancelled invoice whose payment a
+	// correction's new invoice carries over; empty otherwise.
+	CarriedFrom string
 }
 
 // BankTransfer is where and with which reference the buyer pays.

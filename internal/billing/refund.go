@@ -28,8 +28,10 @@ import (
 // cancellation (Cancel).
 
 // Refund returns the credit note of a partial refund of gross (what the
-// buyer gets back, in cents) of orig, with its own number and issue date.
-func Refund(orig Invoice, number string, issueDate time.Time, gross money.Cents) (Invoice, error) {
+// buyer gets back, in cents) of orig, with its own number and issue date;
+// paidBack says whether and how the provider paid it back already (see
+// SettleCreditNote).
+func Refund(orig Invoice, number string, issueDate time.Time, gross money.Cents, paidBack RefundSettlement) (Invoice, error) {
 	if orig.Kind != KindInvoice && orig.Kind != KindVoucherSale {
 		return Invoice{}, fmt.Errorf("billing: %s is a %s, not an invoice", orig.Number, orig.Kind)
 	}
@@ -48,7 +50,10 @@ func Refund(orig Invoice, number string, issueDate time.Time, gross money.Cents)
 	if err != nil {
 		return Invoice{}, err
 	}
-	c.Payment.Terms = "Der Betrag wird über den ursprünglichen Zahlungsweg erstattet."
+	if paidBack.Currency == "" {
+		paidBack.Currency = orig.Currency
+	}
+	c.settle(SettleCreditNote(c.Totals.GrandCents+c.Totals.RoundingCents, paidBack, issueDate))
 	if orig.Test {
 		c.Notes = append(c.Notes, TestNote)
 	}
@@ -163,13 +168,8 @@ func (r Remainder) CreditNote(number string, issueDate time.Time) (Invoice, erro
 	}
 	t := &c.Totals
 	t.RoundingCents += r.rounding
-	t.PrepaidCents = min(max(orig.Totals.PrepaidCents, 0), max(t.GrandCents+t.RoundingCents, 0))
-	t.DueCents = t.GrandCents - t.PrepaidCents + t.RoundingCents
-	if t.DueCents == 0 {
-		c.Payment.Terms = "Keine Zahlung: der Betrag wird als Guthaben zurückgebucht."
-	} else {
-		c.Payment.Terms = "Der Betrag wird über den ursprünglichen Zahlungsweg erstattet."
-	}
+	t.DueCents = t.GrandCents + t.RoundingCents
+	c.settleByOffset(orig)
 	if orig.Test {
 		c.Notes = append(c.Notes, TestNote)
 	}
@@ -179,7 +179,7 @@ func (r Remainder) CreditNote(number string, issueDate time.Time) (Invoice, erro
 	}
 	c.Notes = append(c.Notes, fmt.Sprintf("Stornierung der Rechnung %s vom %s: der nach %s %s verbleibende "+
 		"Betrag von %s %s brutto wird gutgeschrieben.", orig.Number, orig.IssueDate.Format("02.01.2006"),
-		after, strings.Join(r.notes, ", "), t.GrandCents+t.RoundingCents, orig.Currency))
+		after, strings.Join(r.notes, ", "), t.PrepaidCents, orig.Currency))
 	if err := Invariants(&c); err != nil {
 		return Invoice{}, fmt.Errorf("billing: cancel the remainder of %s: %w", orig.Number, err)
 	}
@@ -253,7 +253,29 @@ func creditNote(orig Invoice, number string, issueDate time.Time, parts []money.
 	t.GrandCents = t.TaxBasisCents + t.TaxCents
 	t.DueCents = t.GrandCents + t.RoundingCents
 	c.Totals = t
-	c.Payment = orig.Payment
-	c.Payment.DueDate = time.Time{}
 	return c, nil
+}
+
+// settle puts s's payment block on inv.
+func (inv *Invoice) settle(s Settled) {
+	t := &inv.Totals
+	t.PrepaidCents, t.PaidCents, t.OffsetCents, t.DueCents = s.PrepaidCents, s.PaidCents, 0, s.DueCents
+	inv.Payment = s.Means
+}
+
+// settleByOffset settles the cancelling document inv (a cancellation, or
+// the credit note over a remainder) by offset against orig: BT-113 is its
+// whole amount, of which the store credit that paid orig (as far as inv
+// takes it back) is credit given back and the rest an offset.
+func (inv *Invoice) settleByOffset(orig Invoice) {
+	t := &inv.Totals
+	payable := t.GrandCents + t.RoundingCents
+	credit := orig.Totals.StoreCreditCents()
+	if payable < 0 { // a 384 cancellation: amounts negative
+		credit = -min(max(credit, 0), -payable)
+	} else {
+		credit = min(max(credit, 0), payable)
+	}
+	inv.settle(SettleCancellation(payable, *inv.Preceding))
+	t.OffsetCents = payable - credit
 }

@@ -59,7 +59,7 @@ func TestCancelRemainder(t *testing.T) {
 			var refunded money.Cents
 			for i, r := range tc.refunds {
 				refunded += r
-				n, err := billing.Refund(orig, "RE-2026-00010"+string(rune('0'+i)), day.AddDate(0, 0, 1), r)
+				n, err := billing.Refund(orig, "RE-2026-00010"+string(rune('0'+i)), day.AddDate(0, 0, 1), r, refundedByCard)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -82,8 +82,11 @@ func TestCancelRemainder(t *testing.T) {
 				c.Preceding.Number != orig.Number || !c.Preceding.IssueDate.Equal(orig.IssueDate) {
 				t.Errorf("type %s kind %s preceding %+v", c.TypeCode, c.Kind, c.Preceding)
 			}
-			if c.Totals.DueCents != tc.due || c.Totals.DueCents != orig.Totals.DueCents-refunded {
-				t.Errorf("due %s, want %s", c.Totals.DueCents, tc.due)
+			// Settled by offset against the invoice: BT-113 the remainder, nothing due.
+			if rest := c.Totals.GrandCents + c.Totals.RoundingCents; rest != tc.due || rest != orig.Totals.DueCents-refunded ||
+				c.Totals.PrepaidCents != rest || c.Totals.OffsetCents != rest || c.Totals.DueCents != 0 {
+				t.Errorf("remainder %s prepaid %s offset %s due %s, want remainder %s", rest, c.Totals.PrepaidCents,
+					c.Totals.OffsetCents, c.Totals.DueCents, tc.due)
 			}
 			// Everything sums to zero: gross plus rounding, and per rate within the rounding cent.
 			sum := orig.Totals.GrandCents + orig.Totals.RoundingCents - c.Totals.GrandCents - c.Totals.RoundingCents
@@ -136,7 +139,7 @@ func TestCancelRemainder(t *testing.T) {
 	orig := invoice(t, map[string]int64{"19": 5000})
 	other := orig
 	other.Number = "RE-2026-000050"
-	n, err := billing.Refund(other, "RE-2026-000051", day, 100)
+	n, err := billing.Refund(other, "RE-2026-000051", day, 100, refundedByCard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,3 +150,9 @@ func TestCancelRemainder(t *testing.T) {
 		t.Error("a number of the other range accepted")
 	}
 }
+
+// refundedByCard: the provider paid a refund back to the card it came from.
+var refundedByCard = billing.RefundSettlement{Refunded: true, Refund: billing.ReceivedPayment{
+	Provider: "Stripe", Reference: "pi_test", Date: time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC),
+	Method: billing.PaymentMethod{Kind: billing.MethodCard, CardBrand: "visa", CardFunding: "credit", CardLast4: "4242"},
+}}

@@ -125,6 +125,71 @@ func Scenarios() []Scenario {
 			GrossTotalCents:   cents(9480)},
 		Seller: seller, Context: ctx("RE-2026-000104"),
 	})
+	at := func(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 14, 3, 0, 0, time.UTC) }
+	card := PaymentMethod{Kind: MethodCard, Type: "card", CardBrand: "visa", CardFunding: "credit", CardLast4: "4242"}
+	add(Scenario{
+		Name: "card-paid", Description: "paid by credit card before issue: BT-113 = total, BT-115 = 0, means 54 with the last 4 digits",
+		Order: Order{OrderNo: "1020", BillingAddress: de, Email: "max@example.org", PaymentRef: "pi_1020", PaymentGateway: "stripe",
+			Items:    []Item{{Name: "Online-Kurs Fotografie", SKU: "KURS-F", Quantity: qty("1"), UnitGrossCents: cents(11900), TaxRate: rate("19")}},
+			Payments: []ReceivedPayment{{Provider: "Stripe", Reference: "pi_1020", Date: at(2026, 2, 26), Cents: 11900, Method: card}}},
+		Seller: seller, Context: ctx("RE-2026-000120"),
+	})
+	add(Scenario{
+		Name: "credit-and-card", Description: "store credit and a debit card pay together: BT-113 = credit + card, BT-115 = 0, means 55",
+		Order: Order{OrderNo: "1021", BillingAddress: de, Email: "max@example.org", RequiresShipping: true,
+			PaymentRef: "pi_1021", PaymentGateway: "stripe", ShippingGrossCents: cents(490),
+			Items:             []Item{{Name: "Wanderschuhe", SKU: "WS-42", Quantity: qty("1"), UnitGrossCents: cents(8990), TaxRate: rate("19")}},
+			CreditRedemptions: []CreditRedemption{{Type: "referral_credit", AmountCents: 1500, ExternalRef: "cr_78"}},
+			GrossTotalCents:   cents(9480),
+			Payments: []ReceivedPayment{{Provider: "Stripe", Reference: "pi_1021", Date: at(2026, 2, 26), Cents: 7980,
+				Method: PaymentMethod{Kind: MethodCard, Type: "card", CardBrand: "mastercard", CardFunding: "debit", CardLast4: "5100"}}}},
+		Seller: seller, Context: ctx("RE-2026-000121"),
+	})
+	add(Scenario{
+		Name: "paypal-paid", Description: "paid through PayPal at the provider: online payment service (68), named in words",
+		Order: Order{OrderNo: "1022", BillingAddress: de, Email: "max@example.org", PaymentRef: "pi_1022", PaymentGateway: "stripe",
+			Items:    []Item{{Name: "E-Book Gartenbau", SKU: "EB-G", Quantity: qty("1"), UnitGrossCents: cents(1499), TaxRate: rate("7")}},
+			Payments: []ReceivedPayment{{Provider: "Stripe", Reference: "pi_1022", Date: at(2026, 2, 26), Cents: 1499, Method: PaymentMethod{Kind: MethodOnline, Type: "paypal"}}}},
+		Seller: seller, Context: ctx("RE-2026-000122"),
+	})
+	add(Scenario{
+		Name: "partly-paid", Description: "the provider received less than the total: BT-113 = received, the rest due within the term to the seller's IBAN",
+		Order: Order{OrderNo: "1023", BillingAddress: deCompany, Email: "einkauf@kunde.example", PaymentRef: "pi_1023", PaymentGateway: "stripe",
+			Items:    []Item{{Name: "Beratung (Stunden)", SKU: "BER-H", Quantity: qty("4"), UnitNetCents: cents(9000), TaxRate: rate("19")}},
+			Payments: []ReceivedPayment{{Provider: "Stripe", Reference: "pi_1023", Date: at(2026, 2, 26), Cents: 20000, Method: card}}},
+		Seller: seller, Context: ctx("RE-2026-000123"),
+	})
+	add(Scenario{
+		Name: "provider-transfer-paid", Description: "bank transfer to the provider's virtual account arrived before issue: 58 with the provider's IBAN, nothing due",
+		Order: Order{OrderNo: "1024", BillingAddress: deCompany, Email: "einkauf@kunde.example", PaymentRef: "pi_1024", PaymentGateway: "provider_transfer",
+			RequiresShipping: true,
+			Items:            []Item{{Name: "Industriefilter", SKU: "IF-5", Quantity: qty("2"), UnitNetCents: cents(2450), TaxRate: rate("19")}},
+			Transfer:         &BankTransfer{IBAN: "DE89 3704 0044 0532 0130 00", BIC: "COBADEFFXXX", AccountHolder: "Stripe Payments Europe", Reference: "PTRF-1024"},
+			Payments: []ReceivedPayment{{Provider: "Stripe", Reference: "pi_1024", Date: at(2026, 2, 25), Cents: 5831,
+				Method: PaymentMethod{Kind: MethodProviderTransfer, Type: "customer_balance"}}}},
+		Seller: seller, Context: ctx("RE-2026-000124"),
+	})
+	xrPublic := Address{CountryCode: "DE", CompanyName: "Gemeinde Beispielstadt", Name: "Kämmerei",
+		Street: "Rathausplatz 1", PostalCode: "01067", City: "Dresden", LeitwegID: "04011000-1234512345-06"}
+	add(Scenario{
+		Name: "xrechnung-card-paid", Description: "XRechnung paid by card: BG-18 with only the last 4 digits (BR-DE-24-a)",
+		Order: Order{OrderNo: "1025", BillingAddress: xrPublic, Email: "rechnung@beispielstadt.example", PaymentRef: "pi_1025", PaymentGateway: "stripe",
+			ServicePeriod: &Period{Start: day(2026, 3, 1), End: day(2026, 3, 31)},
+			Items:         []Item{{Name: "Fachportal Lizenz", SKU: "FP-L", Quantity: qty("1"), UnitNetCents: cents(9900), TaxRate: rate("19")}},
+			Payments: []ReceivedPayment{{Provider: "Stripe", Reference: "pi_1025", Date: at(2026, 2, 26), Cents: 11781,
+				Method: PaymentMethod{Kind: MethodCard, Type: "card", CardBrand: "visa", CardFunding: "unknown", CardLast4: "1881", CardHolder: "Gemeinde Beispielstadt"}}}},
+		Seller: seller, Context: ctx("RE-2026-000125"),
+	})
+	add(Scenario{
+		Name: "xrechnung-sepa-debit-paid", Description: "XRechnung paid by SEPA direct debit: 59 with mandate, creditor id and debited account (BG-19, BR-DE-25-a)",
+		Order: Order{OrderNo: "1026", BillingAddress: xrPublic, Email: "rechnung@beispielstadt.example", PaymentRef: "pi_1026", PaymentGateway: "stripe",
+			ServicePeriod: &Period{Start: day(2026, 3, 1), End: day(2026, 3, 31)},
+			Items:         []Item{{Name: "Fachportal Lizenz", SKU: "FP-L", Quantity: qty("1"), UnitNetCents: cents(9900), TaxRate: rate("19")}},
+			Payments: []ReceivedPayment{{Provider: "Stripe", Reference: "pi_1026", Date: at(2026, 2, 26), Cents: 11781,
+				Method: PaymentMethod{Kind: MethodSEPADebit, Type: "sepa_debit", MandateRef: "STRIPE-MANDATE-1026",
+					CreditorID: "DE98ZZZ09999999999", DebitedIBAN: "DE02120300000000202051"}}}},
+		Seller: seller, Context: ctx("RE-2026-000126"),
+	})
 	add(Scenario{
 		Name: "credit-full", Description: "store credit covers everything: amount due 0",
 		Order: Order{OrderNo: "1005", BillingAddress: de, Email: "max@example.org", FinancialStatus: "paid",

@@ -21,6 +21,8 @@ type Document struct {
 	Period           *Period
 	Currency         string // BT-5
 	PaymentReference string // BT-83
+	CreditorRef      string // BT-90
+	MandateRef       string // BT-89
 	PaymentMeans     []PaymentMeans
 	VAT              []VATBreakdown
 	PaymentTerms     []string // BT-20, one per terms element with a description
@@ -51,6 +53,8 @@ type Party struct {
 type PaymentMeans struct {
 	TypeCode, Information  string // BT-81, BT-82
 	IBAN, AccountName, BIC string // BT-84, BT-85, BT-86
+	CardID, CardHolder     string // BT-87, BT-88
+	DebitedIBAN            string // BT-91
 }
 
 // VATBreakdown is one BG-23.
@@ -113,6 +117,7 @@ func (d *doc) document() *Document {
 		DeliveryDate:     Date{d.deliveryDate.s, d.deliveryFormat},
 		Currency:         d.currency.s,
 		PaymentReference: d.paymentRef.s,
+		CreditorRef:      d.creditorRef.s, MandateRef: d.mandateRef.s,
 		Totals: Totals{
 			LineTotal: d.totals.lineTotal.s, ChargeTotal: d.totals.chargeTotal.s, AllowanceTotal: d.totals.allowanceTotal.s,
 			TaxBasis: d.totals.taxBasis.s, TaxTotal: d.totals.taxTotal.s, Rounding: d.totals.rounding.s,
@@ -132,6 +137,7 @@ func (d *doc) document() *Document {
 	for _, m := range d.means {
 		out.PaymentMeans = append(out.PaymentMeans, PaymentMeans{
 			TypeCode: m.code.s, Information: m.info.s, IBAN: m.iban.s, AccountName: m.accountName.s, BIC: m.bic.s,
+			CardID: m.cardID.s, CardHolder: m.holder.s, DebitedIBAN: m.debtorIBAN.s,
 		})
 	}
 	for _, b := range d.vat {

@@ -36,6 +36,8 @@ type doc struct {
 	hasPeriod          bool   // BillingSpecifiedPeriod is present, with or without dates
 	currency           val    // BT-5
 	paymentRef         val    // BT-83
+	creditorRef        val    // BT-90, the SEPA creditor identifier of a direct debit
+	mandateRef         val    // BT-89, in the payment terms
 	taxCurrency        val    // currencyID of BT-110
 	taxTotalCur        string // parsing: currencyID of the open TaxTotalAmount
 	means              []means
@@ -71,6 +73,10 @@ type means struct {
 	iban, accountName val  // BT-84, BT-85
 	bic               val  // BT-86
 	account           bool // a payee account (BG-17) is present
+	card              bool // payment card information (BG-18) is present
+	cardID, holder    val  // BT-87, BT-88
+	debtorIBAN        val  // BT-91, the debited account of a direct debit
+	debtorBank        bool // the payer's financial institution is present
 }
 
 type terms struct{ desc, due val }
@@ -136,7 +142,15 @@ func fromInvoice(inv *billing.Invoice) *doc {
 		d.period = &period{start: some(p.Start.Format("20060102")), end: some(p.End.Format("20060102"))}
 	}
 	if pm := inv.Payment; pm.Code != "" {
-		d.means = []means{{code: some(pm.Code), iban: optv(pm.IBAN), account: pm.IBAN != ""}}
+		m := means{code: some(pm.Code), info: optv(pm.Information), iban: optv(pm.IBAN), account: pm.IBAN != "", bic: optv(pm.BIC)}
+		if c := pm.Card; c != nil {
+			m.card, m.cardID, m.holder = true, some(c.Last4), optv(c.Holder)
+		}
+		if dd := pm.DirectDebit; dd != nil {
+			m.debtorIBAN = some(dd.DebitedIBAN)
+			d.creditorRef, d.mandateRef = some(dd.CreditorID), some(dd.MandateRef)
+		}
+		d.means = []means{m}
 	}
 	if inv.Payment.Terms != "" {
 		d.terms = []terms{{desc: some(inv.Payment.Terms)}}

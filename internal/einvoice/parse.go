@@ -234,6 +234,14 @@ func (d *doc) start(path string, attrs []rawAttr) {
 		if m := last(d.means); m != nil {
 			m.account = true
 		}
+	case pSet + "SpecifiedTradeSettlementPaymentMeans/ApplicableTradeSettlementFinancialCard":
+		if m := last(d.means); m != nil {
+			m.card = true
+		}
+	case pSet + "SpecifiedTradeSettlementPaymentMeans/PayerSpecifiedDebtorFinancialInstitution":
+		if m := last(d.means); m != nil {
+			m.debtorBank = true
+		}
 	case pSet + "ApplicableTradeTax":
 		d.vat = append(d.vat, vatBreakdown{})
 	case pSet + "BillingSpecifiedPeriod":
@@ -378,6 +386,22 @@ func (d *doc) text(path, raw string) {
 		d.currency = v
 	case pSet + "PaymentReference":
 		d.paymentRef = v
+	case pSet + "CreditorReferenceID":
+		d.creditorRef = v
+	case pSet + "SpecifiedTradePaymentTerms/DirectDebitMandateID":
+		d.mandateRef = v
+	case pSet + "SpecifiedTradeSettlementPaymentMeans/ApplicableTradeSettlementFinancialCard/ID":
+		if m := last(d.means); m != nil {
+			m.cardID = v
+		}
+	case pSet + "SpecifiedTradeSettlementPaymentMeans/ApplicableTradeSettlementFinancialCard/CardholderName":
+		if m := last(d.means); m != nil {
+			m.holder = v
+		}
+	case pSet + "SpecifiedTradeSettlementPaymentMeans/PayerPartyDebtorFinancialAccount/IBANID":
+		if m := last(d.means); m != nil {
+			m.debtorIBAN = v
+		}
 	case pSet + "SpecifiedTradeSettlementPaymentMeans/TypeCode":
 		if m := last(d.means); m != nil {
 			m.code = v

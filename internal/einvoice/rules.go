@@ -545,7 +545,25 @@ func (c *checker) payment() {
 		if (m.code.s == "30" || m.code.s == "58") && m.account && !m.iban.ok {
 			c.fail("BR-61", at+"/BT-84", "credit transfer account without account identifier")
 		}
+		if m.card {
+			c.require(m.cardID, "BR-50", at+"/BT-87", "payment card primary account number")
+			digits := 0
+			for _, r := range m.cardID.s {
+				if r >= '0' && r <= '9' {
+					digits++
+				}
+			}
+			if digits > 10 {
+				c.add(Warning, "BR-51", at+"/BT-87", "a card number shows at most its first 6 and last 4 digits, not %d", digits)
+			}
+		}
 	}
+}
+
+// directDebit says whether any part of BG-19 (BT-89, BT-90, BT-91) is in
+// the document or means m.
+func (c *checker) directDebit(m means) bool {
+	return c.d.mandateRef.ok || c.d.creditorRef.ok || m.debtorIBAN.ok
 }
 
 func (c *checker) xrechnung() {
@@ -607,8 +625,31 @@ func (c *checker) xrechnung() {
 		c.add(Warning, "BR-DE-17", "BT-3", "type code %s is not one of 326, 380, 381, 384, 389, 875, 876, 877", d.typeCode.s)
 	}
 	for i, m := range d.means {
-		if (m.code.s == "30" || m.code.s == "58") && !m.iban.ok {
-			c.fail("BR-DE-23-a", fmt.Sprintf("BG-16[%d]/BT-84", i+1), "credit transfer needs the IBAN")
+		at := fmt.Sprintf("BG-16[%d]", i+1)
+		switch m.code.s {
+		case "30", "58":
+			if !m.account {
+				c.fail("BR-DE-23-a", at+"/BG-17", "credit transfer needs the payee account (BG-17)")
+			} else if !m.iban.ok {
+				c.fail("BR-DE-23-a", at+"/BT-84", "credit transfer needs the IBAN")
+			}
+			if m.card || c.directDebit(m) {
+				c.fail("BR-DE-23-b", at, "credit transfer must not carry card (BG-18) or direct debit (BG-19) information")
+			}
+		case "48", "54", "55":
+			if !m.card {
+				c.fail("BR-DE-24-a", at+"/BG-18", "card payment needs the payment card information (BG-18)")
+			}
+			if m.account || c.directDebit(m) {
+				c.fail("BR-DE-24-b", at, "card payment must not carry credit transfer (BG-17) or direct debit (BG-19) information")
+			}
+		case "59":
+			if !c.directDebit(m) {
+				c.fail("BR-DE-25-a", at+"/BG-19", "SEPA direct debit needs the direct debit information (BG-19)")
+			}
+			if m.account || m.bic.ok || m.debtorBank || m.card {
+				c.fail("BR-DE-25-b", at, "SEPA direct debit must not carry credit transfer (BG-17) or card (BG-18) information")
+			}
 		}
 	}
 	if d.typeCode.s == "384" && len(d.preceding) == 0 {

@@ -1,0 +1,244 @@
+package billing_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/internal/money"
+)
+
+var (
+	paidOn   = time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
+	issuedOn = time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	visa     = billing.PaymentMethod{Kind: billing.MethodCard, Type: "card", CardBrand: "visa", CardFunding: "credit", CardLast4: "4242"}
+	transfer = &billing.BankTransfer{IBAN: "DE89 3704 0044 0532 0130 00", BIC: "COBADEFFXXX", AccountHolder: "Stripe", Reference: "PTRF-9"}
+)
+
+func paid(cents money.Cents, m billing.PaymentMethod) []billing.ReceivedPayment {
+	return []billing.ReceivedPayment{{Provider: "Stripe", Reference: "pi_9", Date: paidOn, Cents: cents, Method: m}}
+}
+
+// TestSettleInvoice: every row of the payment block's table (gateway ×
+// payment state) for invoices, with BT-113, BT-115, BT-81, the accounts and
+// the terms written out by hand.
+func TestSettleInvoice(t *testing.T) {
+	const sellerIBAN = "DE75512108001245126199"
+	base := billing.InvoiceSettlement{PayableCents: 11900, Gateway: "stripe", SellerIBAN: "DE75 5121 0800 1245 1261 99",
+		SellerBIC: "SOBKDEBBXXX", Reference: "pi_9", OrderNo: "A-9", Currency: "EUR", IssueDate: issuedOn, TermDays: 10}
+	cases := []struct {
+		name         string
+		edit         func(*billing.InvoiceSettlement)
+		prepaid, due money.Cents
+		paidPart     money.Cents
+		code, iban   string
+		card         string // BT-87
+		mandate      string // BT-89
+		due9         string // BT-9, DD.MM.YYYY
+		terms        string
+	}{
+		{"credit card paid in full", func(f *billing.InvoiceSettlement) { f.Paid = paid(11900, visa) },
+			11900, 0, 11900, "54", "", "4242", "", "",
+			"Bezahlt am 24.11.2026 per Karte (Visa, endet auf 4242) über Stripe (pi_9). Es ist keine Zahlung mehr zu leisten."},
+		{"debit card", func(f *billing.InvoiceSettlement) {
+			m := visa
+			m.CardFunding = "debit"
+			f.Paid = paid(11900, m)
+		}, 11900, 0, 11900, "55", "", "4242", "", "", ""},
+		{"card of unknown funding", func(f *billing.InvoiceSettlement) {
+			m := visa
+			m.CardFunding = "unknown"
+			f.Paid = paid(11900, m)
+		}, 11900, 0, 11900, "48", "", "4242", "", "", ""},
+		{"card without its last digits: online service, never 58", func(f *billing.InvoiceSettlement) {
+			f.Paid = paid(11900, billing.PaymentMethod{Kind: billing.MethodCard, Type: "card"})
+		}, 11900, 0, 11900, "68", "", "", "", "", "Bezahlt am 24.11.2026 per Karte über Stripe (pi_9). Es ist keine Zahlung mehr zu leisten."},
+		{"SEPA debit with mandate, creditor and account", func(f *billing.InvoiceSettlement) {
+			f.Paid = paid(11900, billing.PaymentMethod{Kind: billing.MethodSEPADebit, MandateRef: "M-1", CreditorID: "DE98ZZZ09999999999", DebitedIBAN: "DE02 1203 0000 0000 2020 51"})
+		}, 11900, 0, 11900, "59", "", "", "M-1", "", ""},
+		{"SEPA debit, creditor unknown: online service", func(f *billing.InvoiceSettlement) {
+			f.Paid = paid(11900, billing.PaymentMethod{Kind: billing.MethodSEPADebit, MandateRef: "mandate_1"})
+		}, 11900, 0, 11900, "68", "", "", "", "", "Bezahlt am 24.11.2026 per SEPA-Lastschrift (Mandat mandate_1) über Stripe (pi_9). Es ist keine Zahlung mehr zu leisten."},
+		{"PayPal", func(f *billing.InvoiceSettlement) { f.Paid = paid(11900, billing.PaymentMethod{Kind: billing.MethodOnline, Type: "paypal"}) },
+			11900, 0, 11900, "68", "", "", "", "", "Bezahlt am 24.11.2026 per PayPal über Stripe (pi_9). Es ist keine Zahlung mehr zu leisten."},
+		{"method not reported", func(f *billing.InvoiceSettlement) { f.Paid = paid(11900, billing.PaymentMethod{}) },
+			11900, 0, 11900, "68", "", "", "", "", "Bezahlt am 24.11.2026 per Online-Zahlung über Stripe (pi_9). Es ist keine Zahlung mehr zu leisten."},
+		{"provider transfer arrived before issue", func(f *billing.InvoiceSettlement) {
+			f.Gateway, f.OpenItem, f.Transfer = "provider_transfer", true, transfer
+			f.Paid = paid(11900, billing.PaymentMethod{Kind: billing.MethodProviderTransfer})
+		}, 11900, 0, 11900, "58", "DE89370400440532013000", "", "", "", ""},
+		{"store credit and card", func(f *billing.InvoiceSettlement) {
+			f.CreditCents, f.CreditRefs = 1900, []string{"cr_1"}
+			f.Paid = paid(10000, visa)
+		}, 11900, 0, 10000, "54", "", "4242", "", "",
+			"Bezahlt am 24.11.2026 per Karte (Visa, endet auf 4242) über Stripe (pi_9). Mit Guthaben bezahlt: 19.00 EUR (Ref. cr_1). Es ist keine Zahlung mehr zu leisten."},
+		{"store credit alone", func(f *billing.InvoiceSettlement) { f.CreditCents = 11900 },
+			11900, 0, 0, "97", "", "", "", "", "Mit Guthaben bezahlt: 11900 cents. Es ist keine Zahlung mehr zu leisten."},
+		{"card below the total: the rest to the seller's IBAN by the order", func(f *billing.InvoiceSettlement) { f.Paid = paid(5000, visa) },
+			5000, 6900, 5000, "58", sellerIBAN, "", "", "05.12.2026",
+			"Bezahlt am 24.11.2026 per Karte (Visa, endet auf 4242) über Stripe (pi_9). Restbetrag 69.00 EUR zahlbar innerhalb von 10 Tagen ohne Abzug bis zum 05.12.2026. Bitte überweisen Sie den Betrag unter Angabe des Verwendungszwecks A-9."},
+		{"store credit, the rest open", func(f *billing.InvoiceSettlement) { f.CreditCents = 1900 },
+			1900, 10000, 0, "58", sellerIBAN, "", "", "05.12.2026", ""},
+		{"invoice-first open item", func(f *billing.InvoiceSettlement) { f.OpenItem = true },
+			0, 11900, 0, "58", sellerIBAN, "", "", "05.12.2026",
+			"Zahlbar innerhalb von 10 Tagen ohne Abzug bis zum 05.12.2026. Bitte überweisen Sie den Betrag unter Angabe des Verwendungszwecks pi_9."},
+		{"provider transfer still open", func(f *billing.InvoiceSettlement) { f.OpenItem, f.Transfer = true, transfer },
+			0, 11900, 0, "58", "DE89370400440532013000", "", "", "05.12.2026",
+			"Zahlbar innerhalb von 10 Tagen ohne Abzug bis zum 05.12.2026. Bitte überweisen Sie den Betrag unter Angabe des Verwendungszwecks PTRF-9."},
+		{"nothing known", func(f *billing.InvoiceSettlement) {}, 0, 11900, 0, "58", sellerIBAN, "", "", "", "Zahlbar sofort ohne Abzug."},
+		{"nothing known, no seller IBAN", func(f *billing.InvoiceSettlement) { f.SellerIBAN = "" }, 0, 11900, 0, "ZZZ", "", "", "", "", "Zahlbar sofort ohne Abzug."},
+		{"correction carries the payment over", func(f *billing.InvoiceSettlement) {
+			f.Paid, f.CarriedFrom = paid(11900, visa), "RE-2026-000001"
+		}, 11900, 0, 11900, "54", "", "4242", "", "",
+			"Bezahlt am 24.11.2026 per Karte (Visa, endet auf 4242) über Stripe (pi_9). Die Zahlung wurde von der stornierten Rechnung RE-2026-000001 übertragen. Es ist keine Zahlung mehr zu leisten."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := base
+			tc.edit(&f)
+			s, err := billing.SettleInvoice(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := s.Means
+			if s.PrepaidCents != tc.prepaid || s.DueCents != tc.due || s.PaidCents != tc.paidPart {
+				t.Errorf("BT-113 %s (paid %s), BT-115 %s; want %s (paid %s), %s", s.PrepaidCents, s.PaidCents, s.DueCents, tc.prepaid, tc.paidPart, tc.due)
+			}
+			if m.Code != tc.code || m.IBAN != tc.iban {
+				t.Errorf("BT-81 %q BT-84 %q, want %q %q", m.Code, m.IBAN, tc.code, tc.iban)
+			}
+			if s.DueCents == 0 && m.IBAN == sellerIBAN {
+				t.Errorf("nothing is due, yet the seller's IBAN is the pay-to account")
+			}
+			gotCard := ""
+			if m.Card != nil {
+				gotCard = m.Card.Last4
+			}
+			gotMandate := ""
+			if m.DirectDebit != nil {
+				gotMandate = m.DirectDebit.MandateRef
+				if m.DirectDebit.CreditorID == "" || m.DirectDebit.DebitedIBAN != "DE02120300000000202051" {
+					t.Errorf("BG-19 %+v", m.DirectDebit)
+				}
+			}
+			if gotCard != tc.card || gotMandate != tc.mandate {
+				t.Errorf("BT-87 %q BT-89 %q, want %q %q", gotCard, gotMandate, tc.card, tc.mandate)
+			}
+			gotDue := ""
+			if !m.DueDate.IsZero() {
+				gotDue = m.DueDate.Format("02.01.2006")
+			}
+			if gotDue != tc.due9 {
+				t.Errorf("BT-9 %q, want %q", gotDue, tc.due9)
+			}
+			if s.DueCents > 0 && m.Terms == "" && m.DueDate.IsZero() {
+				t.Errorf("an amount is due without terms or due date (BR-CO-25)")
+			}
+			want := strings.ReplaceAll(tc.terms, "11900 cents", "119.00 EUR")
+			if want != "" && m.Terms != want {
+				t.Errorf("BT-20\n got %q\nwant %q", m.Terms, want)
+			}
+		})
+	}
+}
+
+// TestSettleInvoiceRefusesOverpayment: the engine never applies more than
+// payable; the caller takes only what fits (an overpayment is a task).
+func TestSettleInvoiceRefusesOverpayment(t *testing.T) {
+	f := billing.InvoiceSettlement{PayableCents: 1000, CreditCents: 500, Paid: paid(600, visa), IssueDate: issuedOn}
+	if _, err := billing.SettleInvoice(f); err == nil {
+		t.Fatal("credit 5.00 + payment 6.00 on 10.00 payable was accepted")
+	}
+}
+
+// TestComputeAppliesPaymentsOnce: an order paid by card, with a gift card in
+// it, spreads the payment over its two documents; an overpayment is capped
+// (BT-115 never negative) and a caller-sent financialStatus makes nothing paid.
+func TestComputeAppliesPaymentsOnce(t *testing.T) {
+	sc := scenario(t, "gift-card-split")
+	o := sc.Order
+	total := money.Cents(2990 + 390 + 2500) // tea pot, shipping, gift card
+	for _, tc := range []struct {
+		name   string
+		paid   money.Cents
+		status string
+		due    money.Cents
+	}{
+		{"paid exactly", total, "", 0},
+		{"overpaid: capped", total + 500, "", 0},
+		{"underpaid", total - 1000, "", 1000},
+		{"caller says paid, provider did not", 0, "paid", total},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := o
+			o.FinancialStatus = tc.status
+			o.Payments = nil
+			if tc.paid > 0 {
+				o.Payments = paid(tc.paid, visa)
+			}
+			docs, err := billing.Compute(o, sc.Seller, sc.Context)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var due, prepaid money.Cents
+			for _, d := range docs {
+				if d.Totals.DueCents < 0 {
+					t.Errorf("%s: BT-115 %s", d.Number, d.Totals.DueCents)
+				}
+				due += d.Totals.DueCents
+				prepaid += d.Totals.PaidCents
+			}
+			if due != tc.due || prepaid != min(tc.paid, total) {
+				t.Errorf("due %s paid %s, want %s %s", due, prepaid, tc.due, min(tc.paid, total))
+			}
+		})
+	}
+}
+
+// TestSettleCreditNote: a refund the provider paid back already is BT-113
+// with nothing due and the original means; one still to be paid is due from
+// the seller, never with the seller's IBAN as pay-to.
+func TestSettleCreditNote(t *testing.T) {
+	back := billing.RefundSettlement{Refunded: true, Currency: "EUR",
+		Refund: billing.ReceivedPayment{Provider: "Stripe", Reference: "pi_9", Date: paidOn, Cents: 3000, Method: visa}}
+	s := billing.SettleCreditNote(3000, back, issuedOn)
+	if s.PrepaidCents != 3000 || s.PaidCents != 3000 || s.DueCents != 0 || s.Means.Code != "54" || s.Means.Card == nil ||
+		s.Means.Terms != "Erstattet am 24.11.2026 per Karte (Visa, endet auf 4242) über Stripe (pi_9). Es ist keine Zahlung mehr zu leisten." {
+		t.Errorf("refunded: %+v", s)
+	}
+	debit := back
+	debit.Refund.Method = billing.PaymentMethod{Kind: billing.MethodSEPADebit, MandateRef: "M", CreditorID: "C", DebitedIBAN: "DE02120300000000202051"}
+	if s := billing.SettleCreditNote(3000, debit, issuedOn); s.Means.Code != "68" || s.Means.DirectDebit != nil || s.Means.IBAN != "" {
+		t.Errorf("refunded debit: %+v", s.Means)
+	}
+	open := back
+	open.Refunded = false
+	s = billing.SettleCreditNote(3000, open, issuedOn)
+	if s.PrepaidCents != 0 || s.DueCents != 3000 || s.Means.Code != "1" || s.Means.IBAN != "" || s.Means.DueDate.IsZero() {
+		t.Errorf("to be refunded: %+v", s)
+	}
+}
+
+// TestSettleCancellation: settled by offset, whatever the sign.
+func TestSettleCancellation(t *testing.T) {
+	ref := billing.Reference{Number: "RE-2026-000007", IssueDate: paidOn}
+	for _, payable := range []money.Cents{11900, -11900} {
+		s := billing.SettleCancellation(payable, ref)
+		if s.PrepaidCents != payable || s.DueCents != 0 || s.PaidCents != 0 || s.Means.Code != "97" ||
+			s.Means.Terms != "Verrechnet mit Rechnung RE-2026-000007 vom 24.11.2026. Es ist keine Zahlung zu leisten." {
+			t.Errorf("%s: %+v", payable, s)
+		}
+	}
+}
+
+func scenario(t *testing.T, name string) billing.Scenario {
+	t.Helper()
+	for _, sc := range billing.Scenarios() {
+		if sc.Name == name {
+			return sc
+		}
+	}
+	t.Fatalf("no scenario %s", name)
+	return billing.Scenario{}
+}
