@@ -60,7 +60,9 @@ func TestSettleInvoice(t *testing.T) {
 		{"SEPA debit, creditor unknown: online service", func(f *billing.InvoiceSettlement) {
 			f.Paid = paid(11900, billing.PaymentMethod{Kind: billing.MethodSEPADebit, MandateRef: "mandate_1"})
 		}, 11900, 0, 11900, "68", "", "", "", "", "Bezahlt am 24.11.2026 per SEPA-Lastschrift (Mandat mandate_1) über Stripe (pi_9). Es ist keine Zahlung mehr zu leisten."},
-		{"PayPal", func(f *billing.InvoiceSettlement) { f.Paid = paid(11900, billing.PaymentMethod{Kind: billing.MethodOnline, Type: "paypal"}) },
+		{"PayPal", func(f *billing.InvoiceSettlement) {
+			f.Paid = paid(11900, billing.PaymentMethod{Kind: billing.MethodOnline, Type: "paypal"})
+		},
 			11900, 0, 11900, "68", "", "", "", "", "Bezahlt am 24.11.2026 per PayPal über Stripe (pi_9). Es ist keine Zahlung mehr zu leisten."},
 		{"method not reported", func(f *billing.InvoiceSettlement) { f.Paid = paid(11900, billing.PaymentMethod{}) },
 			11900, 0, 11900, "68", "", "", "", "", "Bezahlt am 24.11.2026 per Online-Zahlung über Stripe (pi_9). Es ist keine Zahlung mehr zu leisten."},
