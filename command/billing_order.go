@@ -8,9 +8,15 @@ import (
 	"github.com/o2i-service/o2i/internal/money"
 )
 
+// productDefaults are a catalogue product's invoicing defaults.
+type productDefaults struct {
+	taxRate      *money.Decimal // used when a line sends no taxRate
+	periodMonths int            // default service period (SaaS); 0: none
+}
+
 // billingOrder maps a stored order to the invoice engine's input.
-// productRates holds the catalogue's default VAT rate per catalogue product.
-func billingOrder(c event.OrderContent, productRates map[string]money.Decimal) billing.Order {
+// products holds the catalogue's defaults per catalogue product.
+func billingOrder(c event.OrderContent, products map[string]productDefaults) billing.Order {
 	o := billing.Order{
 		OrderNo: c.OrderNo, BillingAddress: billingAddress(c.BillingAddress), PaymentRef: c.PaymentRef,
 		PaymentGateway: c.PaymentGateway, FinancialStatus: c.FinancialStatus, Email: c.Email, Currency: c.Currency,
@@ -26,8 +32,8 @@ func billingOrder(c event.OrderContent, productRates map[string]money.Decimal) b
 			Name: it.Name, Quantity: it.Quantity, UnitNetCents: it.UnitNetCents, UnitGrossCents: it.UnitGrossCents,
 			SKU: it.SKU, TaxRate: it.TaxRate, GiftCard: it.GiftCard, DiscountNetCents: it.DiscountNetCents, ProductID: it.ProductID,
 		}
-		if r, ok := productRates[it.CatalogProductID]; ok {
-			bi.ProductTaxRate = &r
+		if d, ok := products[it.CatalogProductID]; ok {
+			bi.ProductTaxRate, bi.DefaultPeriodMonths = d.taxRate, d.periodMonths
 		}
 		o.Items = append(o.Items, bi)
 	}

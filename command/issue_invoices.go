@@ -13,6 +13,7 @@ import (
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/internal/catalog"
 	"github.com/o2i-service/o2i/internal/einvoice"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/lifecycle"
@@ -161,11 +162,11 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		return nil, h, noteHoldsTx(ctx, tx, projectID, o)
 	}
 
-	rates, recognised, err := productSettings(ctx, tx, content)
+	defaults, recognised, err := productSettings(ctx, tx, content)
 	if err != nil {
 		return nil, nil, err
 	}
-	order := billingOrder(content, rates)
+	order := billingOrder(content, defaults)
 	if providerTransfer(content) {
 		// The invoice asks for payment to the provider's virtual IBAN with
 		// its reference; the invoicer created the payment order before.
@@ -390,42 +391,49 @@ func findingTexts(fs []einvoice.Finding) []string {
 	return out
 }
 
-// productSettings returns the catalogue's default VAT rates of the order's
-// products and whether every line's product has a revenue recognition set.
-func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[string]money.Decimal, bool, error) {
+// productSettings returns the catalogue's defaults of the order's products
+// (VAT rate, service period) and whether every line's product has a
+// revenue recognition set.
+func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[string]productDefaults, bool, error) {
 	ids := make([]string, 0, len(c.Items))
 	for _, it := range c.Items {
 		if it.CatalogProductID != "" {
 			ids = append(ids, it.CatalogProductID)
 		}
 	}
-	rows, err := tx.Query(ctx, `SELECT id::text, default_tax_rate::text, revenue_recognition FROM products WHERE id = ANY($1::uuid[])`, ids)
+	rows, err := tx.Query(ctx, `SELECT id::text, default_tax_rate::text, revenue_recognition, default_period_months
+		FROM products WHERE id = ANY($1::uuid[])`, ids)
 	if err != nil {
 		return nil, false, err
 	}
 	defer rows.Close()
-	rates := map[string]money.Decimal{}
+	defaults := map[string]productDefaults{}
 	recognised := len(ids) == len(c.Items)
 	seen := 0
 	for rows.Next() {
 		var id string
 		var rate, rec *string
-		if err := rows.Scan(&id, &rate, &rec); err != nil {
+		var months *int
+		if err := rows.Scan(&id, &rate, &rec, &months); err != nil {
 			return nil, false, err
 		}
 		seen++
+		var d productDefaults
 		if rate != nil {
 			r, err := money.ParseDecimal(*rate)
 			if err != nil {
 				return nil, false, err
 			}
-			rates[id] = r
+			d.taxRate = &r
 		}
 		if rec == nil {
 			recognised = false
+		} else if *rec == catalog.RecognizeSaaS && months != nil {
+			d.periodMonths = *months
 		}
+		defaults[id] = d
 	}
-	return rates, recognised && seen == len(ids), rows.Err()
+	return defaults, recognised && seen == len(ids), rows.Err()
 }
 
 // openTask records a review task unless the same one is open already; an

@@ -24,7 +24,8 @@ const productDescription = `Sets a product's revenue recognition. {"revenueRecog
 	`months (a SaaS default, used when an order sends no service_period); {"revenueRecognition":null} recognises it at the date of supply. ` +
 	`Under accrual accounting an order of services without service_period whose products have no revenue recognition is held ` +
 	`(task product_without_revenue_recognition, no invoice number); setting it releases the held orders, which are invoiced within seconds. ` +
-	`productId is the caller's article id of the order lines (a product exists once an order line named it; else 404 product_not_found). ` +
+	`{productId} is the caller's article id of the order lines, or the product's catalogue id from GET /v1/products (how products matched by sku or name, ` +
+	`which have no productId, are configured); a product exists once an order line named it, else 404 product_not_found. ` +
 	`Repeating the same PUT changes nothing (idempotent by nature; no Idempotency-Key needed).`
 
 // parseProductSettings reads the body of PUT /v1/products/{productId}.
@@ -70,21 +71,29 @@ func RevenueRecognitionSettings(periodMonths *int) (catalog.Settings, error) {
 	return catalog.Settings{RevenueRecognition: &saas, DefaultPeriodMonths: periodMonths}, nil
 }
 
-// ConfigureProduct stores the settings of the product the caller's
-// productId names (PUT /v1/products/{productId} and o2i product set).
-func ConfigureProduct(ctx context.Context, pool *pgxpool.Pool, projectID, productID string, settings catalog.Settings) (ProductResult, error) {
-	p, err := catalog.FindByProductID(ctx, pool, projectID, productID)
+// ConfigureProduct stores the settings of the product that ref names
+// (PUT /v1/products/{productId} and o2i product set): the caller's productId
+// of its order lines, else its catalogue id (GET /v1/products), which is how
+// products matched by sku or name are addressed.
+func ConfigureProduct(ctx context.Context, pool *pgxpool.Pool, projectID, ref string, settings catalog.Settings) (ProductResult, error) {
+	p, err := catalog.FindByProductID(ctx, pool, projectID, ref)
+	if apperr.KindOf(err) == apperr.NotFound {
+		if byID, gerr := catalog.Get(ctx, pool, projectID, ref); gerr == nil {
+			p, err = byID, nil
+		}
+	}
 	if err != nil {
 		return ProductResult{}, err
 	}
 	if p, err = catalog.Configure(ctx, pool, projectID, p.ID, settings); err != nil {
 		return ProductResult{}, err
 	}
-	return productResult(p), nil
+	return ProductOf(p), nil
 }
 
-func productResult(p catalog.Product) ProductResult {
-	res := ProductResult{ProductID: p.ExternalID, Name: p.Name}
+// ProductOf is the API's view of a catalogue product.
+func ProductOf(p catalog.Product) ProductResult {
+	res := ProductResult{ID: p.ID, ProductID: p.ExternalID, MatchedBy: p.MatchKind, SKU: p.SKU, Name: p.Name}
 	if p.RevenueRecognition != "" {
 		res.RevenueRecognition = &RevenueRecognition{Mode: p.RevenueRecognition, PeriodMonths: p.DefaultPeriodMonths}
 	}

@@ -163,7 +163,7 @@ type CreditBalancesResult struct {
 
 // ProductInput is the request of PUT /v1/products/{productId}.
 type ProductInput struct {
-	ProductID          string                   `path:"productId" required:"true" description:"the caller's article id (productId of the order lines)"`
+	ProductID          string                   `path:"productId" required:"true" description:"the caller's article id (productId of the order lines), or the catalogue id of GET /v1/products"`
 	RevenueRecognition *RevenueRecognitionInput `json:"revenueRecognition" required:"true" description:"{periodMonths: N} defers the revenue over N months; null recognises it at the date of supply"`
 }
 
@@ -174,7 +174,10 @@ type RevenueRecognitionInput struct {
 
 // ProductResult is the data of PUT /v1/products/{productId}.
 type ProductResult struct {
-	ProductID          string              `json:"productId" required:"true"`
+	ID                 string              `json:"id" required:"true" format:"uuid" description:"the catalogue id"`
+	ProductID          string              `json:"productId" required:"true" description:"the caller's article id; empty for products matched by sku or name"`
+	MatchedBy          string              `json:"matchedBy" required:"true" enum:"product_id,sku,name" description:"how order lines find the product"`
+	SKU                string              `json:"sku" required:"true" description:"empty when the product has none"`
 	Name               string              `json:"name" required:"true" description:"the name of the order line that created the product"`
 	RevenueRecognition *RevenueRecognition `json:"revenueRecognition" required:"true" description:"null: not set"`
 }

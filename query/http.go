@@ -153,6 +153,14 @@ func (s *Service) Routes() []httpx.Route {
 			Errors:    []int{422}, Handler: s.listTasks,
 		},
 		{
+			Method: http.MethodGet, Path: "/v1/products", Scope: httpx.ScopeOrdersWrite, Tag: "orders",
+			OperationID: "listProducts", Summary: "List the catalogue's products with their ids and revenue recognition, cursor-paginated",
+			Description: productsDescription,
+			Input:       ListProductsInput{},
+			Responses:   []httpx.Response{{Status: 200, Body: ProductPage{}}},
+			Errors:      []int{422}, Handler: s.listProducts,
+		},
+		{
 			Method: http.MethodGet, Path: "/v1/tasks/{id}", Scope: httpx.ScopeInvoicesRead, Tag: "tasks",
 			OperationID: "getTask", Summary: "One review task by its id",
 			Description: "404 task_not_found for an unknown id, a task of another project, or an id that is not a UUID. " +

@@ -125,6 +125,12 @@ func writeLine(w *writer, l *billing.Line) {
 		w.decimal("ram:RateApplicablePercent", l.Rate)
 	}
 	w.close("ram:ApplicableTradeTax")
+	if p := l.Period; p != nil {
+		w.open("ram:BillingSpecifiedPeriod") // BG-26
+		w.date("ram:StartDateTime", "udt", p.Start)
+		w.date("ram:EndDateTime", "udt", p.End)
+		w.close("ram:BillingSpecifiedPeriod")
+	}
 	if l.DiscountCents != 0 {
 		w.open("ram:SpecifiedTradeAllowanceCharge")
 		w.open("ram:ChargeIndicator")

@@ -694,6 +694,86 @@ func setDates(inv *Invoice, o *Order, ctx *Context, kind Kind) {
 	default:
 		inv.SupplyDate = first(ctx.PaymentDate, ctx.IssueDate)
 	}
+	if kind == KindInvoice && o.ServicePeriod == nil {
+		setDefaultPeriods(inv, o, first(inv.SupplyDate, ctx.PaymentDate, ctx.IssueDate))
+	}
+}
+
+// setDefaultPeriods gives the lines of products with a default service
+// period (spec: service_period rule 3, "without it, the product default
+// applies") their period: from the date of supply (for services the payment
+// date) for the product's months, ending the day before the same date
+// (15.11.2026 for 1 month: 15.11.2026-14.12.2026). When every line has the
+// same period it is the document's (BG-14), else each line carries its own
+// (BG-26) and lines without a default none.
+func setDefaultPeriods(inv *Invoice, o *Order, from time.Time) {
+	periods := map[string]*Period{}
+	var shared *Period
+	all := true
+	for i := range inv.Lines {
+		l := &inv.Lines[i]
+		months := 0
+		if l.Kind != LineShipping {
+			if idx, ok := itemIndex(l.source); ok && idx < len(o.Items) {
+				months = o.Items[idx].DefaultPeriodMonths
+			}
+		}
+		if months <= 0 {
+			all = all && l.Kind == LineShipping
+			continue
+		}
+		p := DefaultPeriod(from, months)
+		key := p.Start.Format(time.DateOnly) + p.End.Format(time.DateOnly)
+		if periods[key] == nil {
+			periods[key] = &p
+		}
+		l.Period = periods[key]
+		if shared == nil {
+			shared = l.Period
+		} else if shared != l.Period {
+			all = false
+		}
+	}
+	if shared == nil {
+		return
+	}
+	if all && len(periods) == 1 {
+		p := *shared
+		inv.Period = &p
+		for i := range inv.Lines {
+			inv.Lines[i].Period = nil
+		}
+		return
+	}
+	for i := range inv.Lines {
+		if p := inv.Lines[i].Period; p != nil {
+			c := *p
+			inv.Lines[i].Period = &c
+		}
+	}
+}
+
+// DefaultPeriod is a product default's service period: from start for
+// months, ending the day before the same date months later, or on the last
+// day of that month when it has no such date (§ 188 Abs. 2, 3 BGB: from 31
+// January for one month ends 28 February).
+func DefaultPeriod(start time.Time, months int) Period {
+	start = dateOf(start)
+	first := time.Date(start.Year(), start.Month()+time.Month(months), 1, 0, 0, 0, 0, time.UTC)
+	last := first.AddDate(0, 1, -1).Day()
+	if start.Day() > last {
+		return Period{Start: start, End: first.AddDate(0, 0, last-1)}
+	}
+	return Period{Start: start, End: first.AddDate(0, 0, start.Day()-2)}
+}
+
+// itemIndex reads the index of an items[i] line source.
+func itemIndex(source string) (int, bool) {
+	var i int
+	if _, err := fmt.Sscanf(source, "items[%d]", &i); err != nil {
+		return 0, false
+	}
+	return i, true
 }
 
 // appliedPayments are the order's provider payments that paid something,

@@ -129,6 +129,9 @@ type Line struct {
 	Rate     money.Decimal // BT-152, percent
 	// GrossPriced marks a line whose net was derived from the paid gross.
 	GrossPriced bool
+	// Period is the line's service period (BG-26) from its product's
+	// default, when the lines' periods differ; nil otherwise.
+	Period *Period `json:",omitempty"`
 	// source is the order input the line comes from ("items[2]",
 	// "shippingGrossCents"), so that a line the engine cannot bill is
 	// refused with that field.

@@ -66,6 +66,10 @@ type Item struct {
 	// the unit price stays undiscounted.
 	DiscountNetCents *int64
 	ProductID        string
+	// DefaultPeriodMonths is the catalogue product's default service
+	// period in months (a SaaS default), filled in by the caller from the
+	// catalogue; 0: none. Used when the order sends no service_period.
+	DefaultPeriodMonths int
 }
 
 // Period is a service period (EN 16931 BG-14); only the calendar dates count.

@@ -191,6 +191,17 @@ func Scenarios() []Scenario {
 		Seller: seller, Context: ctx("RE-2026-000126"),
 	})
 	add(Scenario{
+		Name: "product-default-periods", Description: "no service_period: each product's default period from the payment date, as line periods (BG-26) where they differ",
+		Order: Order{OrderNo: "1027", BillingAddress: deCompany, Email: "einkauf@kunde.example", PaymentRef: "pi_1027", PaymentGateway: "stripe",
+			Items: []Item{
+				{Name: "SaaS Team-Lizenz (Monat)", SKU: "SAAS-M", Quantity: qty("5"), UnitNetCents: cents(1900), TaxRate: rate("19"), DefaultPeriodMonths: 1},
+				{Name: "Wartungsvertrag (Jahr)", SKU: "WART-J", Quantity: qty("1"), UnitNetCents: cents(12000), TaxRate: rate("19"), DefaultPeriodMonths: 12},
+				{Name: "Einrichtung", SKU: "SETUP", Quantity: qty("1"), UnitNetCents: cents(5000), TaxRate: rate("19")},
+			},
+			Payments: []ReceivedPayment{{Provider: "Stripe", Reference: "pi_1027", Date: at(2026, 2, 26), Cents: 28305, Method: card}}},
+		Seller: seller, Context: ctx("RE-2026-000127"),
+	})
+	add(Scenario{
 		Name: "credit-full", Description: "store credit covers everything: amount due 0",
 		Order: Order{OrderNo: "1005", BillingAddress: de, Email: "max@example.org", FinancialStatus: "paid",
 			ServicePeriod: &Period{Start: day(2026, 3, 1), End: day(2026, 3, 31)},

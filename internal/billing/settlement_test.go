@@ -1,6 +1,7 @@
 package billing_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -244,3 +245,74 @@ func scenario(t *testing.T, name string) billing.Scenario {
 	t.Fatalf("no scenario %s", name)
 	return billing.Scenario{}
 }
+
+// TestProductDefaultPeriods: without service_period, a product's default
+// period runs from the date of supply (for services the payment date) for
+// its months, ending the day before the same date; the document's period
+// (BG-14) when every line shares it, else one per line (BG-26).
+func TestProductDefaultPeriods(t *testing.T) {
+	d := func(y int, m time.Month, day int) time.Time { return time.Date(y, m, day, 0, 0, 0, 0, time.UTC) }
+	one, twelve := 1, 12
+	cases := []struct {
+		name   string
+		months []int // per item, 0: no default
+		sent   *billing.Period
+		header string   // BG-14, "" none
+		lines  []string // BG-26 per line, "" none
+	}{
+		{"one product, one month", []int{one}, nil, "2026-11-15..2026-12-14", []string{""}},
+		{"two products, same months", []int{one, one}, nil, "2026-11-15..2026-12-14", []string{"", ""}},
+		{"different months: line periods", []int{one, twelve}, nil, "", []string{"2026-11-15..2026-12-14", "2026-11-15..2027-11-14"}},
+		{"a line without default", []int{twelve, 0}, nil, "", []string{"2026-11-15..2027-11-14", ""}},
+		{"no defaults", []int{0}, nil, "", []string{""}},
+		{"the order's period wins", []int{twelve}, &billing.Period{Start: d(2026, 11, 1), End: d(2026, 11, 30)}, "2026-11-01..2026-11-30", []string{""}},
+	}
+	span := func(p *billing.Period) string {
+		if p == nil {
+			return ""
+		}
+		return p.Start.Format(time.DateOnly) + ".." + p.End.Format(time.DateOnly)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := scenario(t, "card-paid").Order
+			o.Payments, o.ServicePeriod = nil, tc.sent
+			o.Items = nil
+			for i, m := range tc.months {
+				price := int64(1190 * (i + 1))
+				o.Items = append(o.Items, billing.Item{Name: fmt.Sprint("Abo ", i), Quantity: money.Int(1), UnitGrossCents: &price,
+					TaxRate: ptr(money.MustParse("19")), DefaultPeriodMonths: m})
+			}
+			docs, err := billing.Compute(o, billing.ExampleSeller(), billing.Context{IssueDate: d(2026, 11, 16), PaymentDate: d(2026, 11, 15), Numbers: []string{"RE-2026-000001"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inv := docs[0]
+			if got := span(inv.Period); got != tc.header {
+				t.Errorf("BG-14 %q, want %q", got, tc.header)
+			}
+			for i, want := range tc.lines {
+				if got := span(inv.Lines[i].Period); got != want {
+					t.Errorf("line %d BG-26 %q, want %q", i+1, got, want)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct {
+		start  time.Time
+		months int
+		want   string
+	}{
+		{d(2026, 1, 31), 1, "2026-01-31..2026-02-28"}, // February has no 31st: its last day
+		{d(2028, 1, 30), 1, "2028-01-30..2028-02-29"},
+		{d(2026, 1, 1), 1, "2026-01-01..2026-01-31"},
+		{d(2026, 3, 31), 1, "2026-03-31..2026-04-30"},
+		{d(2026, 12, 15), 3, "2026-12-15..2027-03-14"},
+	} {
+		if p := billing.DefaultPeriod(tc.start, tc.months); span(&p) != tc.want {
+			t.Errorf("%s + %d months: %s, want %s", tc.start.Format(time.DateOnly), tc.months, span(&p), tc.want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -200,6 +200,9 @@ func fromInvoice(inv *billing.Invoice) *doc {
 		if l.DiscountCents != 0 {
 			dl.ac = []allowance{{amount: some(l.DiscountCents.String()), reason: some("Rabatt")}}
 		}
+		if p := l.Period; p != nil {
+			dl.periodStart, dl.periodEnd = some(p.Start.Format("20060102")), some(p.End.Format("20060102"))
+		}
 		d.lines[i] = dl
 	}
 	return d

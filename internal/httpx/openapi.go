@@ -28,7 +28,8 @@ func OpenAPI(routes []Route) ([]byte, error) {
 	r.Spec.Info.WithTitle("Order-to-Invoice Service").WithVersion(APIVersion).WithDescription(apiDescription)
 	r.Spec.WithServers(openapi31.Server{URL: "http://127.0.0.1:8080"})
 	r.JSONSchemaReflector().DefaultOptions = append(r.JSONSchemaReflector().DefaultOptions,
-		jsonschema.InterceptDefName(func(_ reflect.Type, name string) string { return schemaName(name) }))
+		jsonschema.InterceptDefName(func(_ reflect.Type, name string) string { return schemaName(name) }),
+		jsonschema.InterceptNullability(nullableRef))
 	r.SpecEns().SetHTTPBearerTokenSecurity("bearer", "API key", "API key of one project: Authorization: Bearer <API key>")
 
 	for _, rt := range routes {
@@ -193,4 +194,18 @@ func schemaName(name string) string {
 		name += "Envelope"
 	}
 	return name
+}
+
+// nullableRef makes a required pointer to a struct, which the service sends
+// as null when absent, "that object or null": the reflector gives a bare
+// $ref, which a null does not match.
+func nullableRef(p jsonschema.InterceptNullabilityParams) {
+	if p.Type == nil || p.Type.Kind() != reflect.Ptr || p.Schema.Ref == nil || p.OmitEmpty || p.NullAdded {
+		return
+	}
+	ref := *p.Schema.Ref
+	p.Schema.Ref, p.Schema.Type = nil, nil
+	null := jsonschema.Schema{}
+	null.AddType(jsonschema.Null)
+	p.Schema.AnyOf = []jsonschema.SchemaOrBool{(&jsonschema.Schema{Ref: &ref}).ToSchemaOrBool(), null.ToSchemaOrBool()}
 }
