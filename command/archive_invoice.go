@@ -10,6 +10,7 @@ import (
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/outbox"
 	"github.com/o2i-service/o2i/internal/store"
@@ -95,7 +96,8 @@ func (s *Service) archiveDocument(ctx context.Context, a *archive.Archive, d *ar
 	until := archive.RetainUntil(d.issue, archive.RetentionYears)
 	body := d.manifest
 	if body == nil {
-		pdf, err := render.PDF(d.xml)
+		smallAmount := inv.Format == string(billing.FormatSmallAmount)
+		pdf, err := documentPDF(inv.Format, d.xml)
 		if err != nil {
 			return fmt.Errorf("render PDF: %w", err)
 		}
@@ -109,17 +111,22 @@ func (s *Service) archiveDocument(ctx context.Context, a *archive.Archive, d *ar
 		if err != nil {
 			return err
 		}
-		err = bounded(ctx, func(ctx context.Context) (err error) {
-			xmlSt, err = arc.Put(ctx, archive.InvoiceXMLKey(projectID, invoiceID), d.xml, "application/xml", until)
-			return err
-		})
-		if err != nil {
-			return err
-		}
+		objects := map[string]archive.Stored{"pdf": pdfSt}
 		m := archive.Manifest{ProjectID: projectID, NumberRange: d.rangeKey, InvoiceID: invoiceID, Number: inv.Number,
-			IssueDate: inv.IssueDate, Type: inv.Type, TestMode: inv.TestMode,
-			Objects: []archive.ManifestObject{archive.Object("xml", xmlSt), archive.Object("pdf", pdfSt)}}
-		if body, err = s.chainManifest(ctx, arc, m, d.issue, map[string]archive.Stored{"xml": xmlSt, "pdf": pdfSt}); err != nil {
+			IssueDate: inv.IssueDate, Type: inv.Type, TestMode: inv.TestMode}
+		if !smallAmount { // a small-amount invoice is its PDF alone
+			err = bounded(ctx, func(ctx context.Context) (err error) {
+				xmlSt, err = arc.Put(ctx, archive.InvoiceXMLKey(projectID, invoiceID), d.xml, "application/xml", until)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			objects["xml"] = xmlSt
+			m.Objects = append(m.Objects, archive.Object("xml", xmlSt))
+		}
+		m.Objects = append(m.Objects, archive.Object("pdf", pdfSt))
+		if body, err = s.chainManifest(ctx, arc, m, d.issue, objects); err != nil {
 			return err
 		}
 	}
@@ -216,12 +223,16 @@ func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m arc
 				test_mode, body, sha256, prev_sha256)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (invoice_id) DO NOTHING`,
 			m.InvoiceID, m.ProjectID, m.NumberRange, m.ChainSeq, m.Number, issue, issue.Year(), m.Type, m.TestMode, b, sum, prevPtr)
+		queued := 0
 		for _, kind := range []string{"xml", "pdf"} {
-			queueArchiveObject(insert, m.ProjectID, m.InvoiceID, kind, arc.Bucket(), objs[kind])
+			if st, ok := objs[kind]; ok {
+				queueArchiveObject(insert, m.ProjectID, m.InvoiceID, kind, arc.Bucket(), st)
+				queued++
+			}
 		}
 		br = tx.SendBatch(ctx, insert)
 		tag, err := br.Exec()
-		for range 2 {
+		for range queued {
 			if _, e := br.Exec(); err == nil {
 				err = e
 			}
@@ -274,4 +285,13 @@ func queueArchiveObject(b *pgx.Batch, projectID, invoiceID, kind, bucket string,
 	b.Queue(`INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (invoice_id, kind) DO NOTHING`,
 		invoiceID, kind, projectID, bucket, st.Key, st.VersionID, st.SHA256, st.Size, until)
+}
+
+// documentPDF renders the PDF of a document of format from its XML: a
+// small-amount invoice without the XML embedded (render.SmallAmountPDF).
+func documentPDF(format string, xml []byte) ([]byte, error) {
+	if format == string(billing.FormatSmallAmount) {
+		return render.SmallAmountPDF(xml)
+	}
+	return render.PDF(xml)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/o2i-service/o2i/archive"
+	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/mail"
 	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/store"
@@ -255,6 +256,9 @@ func (m *Mailer) documentMessage(ctx context.Context, d dueDelivery) (mail.Messa
 }
 
 func xmlNote(format string) string {
+	if format == string(billing.FormatSmallAmount) {
+		return " (Kleinbetragsrechnung nach § 33 UStDV)"
+	}
 	if format == "xrechnung" {
 		return "; maßgeblich ist die beigefügte XRechnung (XML-Datei), die PDF-Datei ist eine Lesekopie"
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/httpx"
 )
 
@@ -29,6 +30,7 @@ import (
 type archivedInvoice struct {
 	seq                    int64
 	invoiceID, number, typ string
+	format                 string // zugferd, xrechnung or small_amount (a PDF only)
 	issueDate              time.Time
 	rangeKey               string
 	chainSeq               int64
@@ -55,7 +57,7 @@ type archiveScope struct {
 // objects, after seq, at most limit, in seq order.
 func (s *Service) archivedInvoices(ctx context.Context, sc archiveScope, after int64, limit int) ([]archivedInvoice, error) {
 	rows, err := s.pool.Query(ctx, `SELECT seq, invoice_id::text, number, type, issue_date, range_key, chain_seq, test_mode, sha256,
-			COALESCE(prev_sha256, '')
+			COALESCE(prev_sha256, ''), COALESCE((SELECT i.format FROM invoices i WHERE i.id = archive_manifests.invoice_id), '')
 		FROM archive_manifests
 		WHERE project_id = $1 AND ($2 = 0 OR year = $2) AND ($3::boolean IS NULL OR test_mode = $3) AND seq > $4
 		AND ($6 = 0 OR seq <= $6) AND stored_at IS NOT NULL
@@ -65,7 +67,7 @@ func (s *Service) archivedInvoices(ctx context.Context, sc archiveScope, after i
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (archivedInvoice, error) {
 		var a archivedInvoice
-		err := r.Scan(&a.seq, &a.invoiceID, &a.number, &a.typ, &a.issueDate, &a.rangeKey, &a.chainSeq, &a.testMode, &a.manifestSHA, &a.prevSHA)
+		err := r.Scan(&a.seq, &a.invoiceID, &a.number, &a.typ, &a.issueDate, &a.rangeKey, &a.chainSeq, &a.testMode, &a.manifestSHA, &a.prevSHA, &a.format)
 		a.objects = map[string]anchored{}
 		return a, err
 	})
@@ -138,8 +140,17 @@ func (s *Service) boundScope(ctx context.Context, sc *archiveScope) (int, error)
 // objectKinds is the order of an invoice's objects everywhere.
 var objectKinds = []string{"xml", "pdf", "manifest"}
 
+// kinds are the objects a's document has: a small-amount invoice (§ 33
+// UStDV) is a PDF only.
+func (a archivedInvoice) kinds() []string {
+	if a.format == string(billing.FormatSmallAmount) {
+		return objectKinds[1:]
+	}
+	return objectKinds
+}
+
 func (a archivedInvoice) entry() ArchiveEntry {
-	e := ArchiveEntry{InvoiceID: a.invoiceID, Number: a.number, IssueDate: a.issueDate.Format(time.DateOnly), Type: a.typ,
+	e := ArchiveEntry{InvoiceID: a.invoiceID, Number: a.number, IssueDate: a.issueDate.Format(time.DateOnly), Type: a.typ, Format: a.format,
 		NumberRange: a.rangeKey, ChainSeq: a.chainSeq, ManifestSHA256: a.manifestSHA, Objects: []ArchiveObject{}}
 	if a.prevSHA != "" {
 		p := a.prevSHA
@@ -323,7 +334,7 @@ func (s *Service) verifyOne(ctx context.Context, rep *VerifyReport, a archivedIn
 		rep.Problems = append(rep.Problems, VerifyProblem{InvoiceID: a.invoiceID, Number: a.number, Kind: kind, Problem: p})
 	}
 	var manifest []byte
-	for _, kind := range objectKinds {
+	for _, kind := range a.kinds() {
 		o, ok := a.objects[kind]
 		if !ok {
 			problem(kind, archive.Problem{Kind: "unanchored", Detail: "no " + kind + " is recorded for this invoice"})
@@ -393,8 +404,8 @@ func manifestMismatch(b []byte, a archivedInvoice) string {
 			return fmt.Sprintf("the manifest's %s entry differs from the record", o.Kind)
 		}
 	}
-	if len(m.Objects) != 2 {
-		return fmt.Sprintf("the manifest lists %d documents, want xml and pdf", len(m.Objects))
+	if want := len(a.kinds()) - 1; len(m.Objects) != want {
+		return fmt.Sprintf("the manifest lists %d documents, want %s", len(m.Objects), strings.Join(a.kinds()[:want], " and "))
 	}
 	return ""
 }
@@ -450,7 +461,7 @@ func (s *Service) ExportArchive(ctx context.Context, w io.Writer, projectID stri
 	done := 0
 	err = s.eachArchived(ctx, sc, func(list []archivedInvoice) error {
 		for _, a := range list {
-			for _, kind := range objectKinds {
+			for _, kind := range a.kinds() {
 				o, ok := a.objects[kind]
 				if !ok {
 					return fmt.Errorf("invoice %s has no recorded %s", a.number, kind)
@@ -492,7 +503,7 @@ func (s *Service) ExportArchive(ctx context.Context, w io.Writer, projectID stri
 	}
 	err = s.eachArchived(ctx, sc, func(list []archivedInvoice) error {
 		for _, a := range list {
-			for _, kind := range objectKinds {
+			for _, kind := range a.kinds() {
 				o := a.objects[kind]
 				retain := ""
 				if !o.st.RetainUntil.IsZero() {
@@ -527,7 +538,7 @@ var exportColumns = []struct{ name, desc, typ string }{
 	{"Belegart", "invoice, voucher_sale, cancellation, credit_note", "A"},
 	{"Nummernkreis", "Nummernkreis (number range) der Hash-Kette", "A"},
 	{"Kettenposition", "Position des Manifests in der Hash-Kette des Nummernkreises", "N"},
-	{"Dateiart", "xml (EN 16931), pdf (ZUGFeRD PDF/A-3 oder Lesekopie), manifest", "A"},
+	{"Dateiart", "xml (EN 16931), pdf (ZUGFeRD PDF/A-3, Lesekopie oder Kleinbetragsrechnung nach § 33 UStDV ohne XML), manifest", "A"},
 	{"Datei", "Pfad der Datei in diesem Export", "A"},
 	{"SHA256", "SHA-256 der Datei (hex), bei der Archivierung festgehalten", "A"},
 	{"Groesse", "Groesse der Datei in Bytes", "N"},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/readmodel"
 	"github.com/o2i-service/o2i/internal/store"
@@ -44,7 +45,10 @@ func scanInvoice(row pgx.CollectableRow) (invoiceRow, error) {
 	}
 	r.URL = readmodel.InvoiceURL(r.ID)
 	r.PDFURL = r.URL + "/pdf"
-	r.XMLURL = r.URL + "/xml"
+	if r.Format != string(billing.FormatSmallAmount) {
+		x := r.URL + "/xml"
+		r.XMLURL = &x
+	}
 	r.IssueDate = issue.Format(time.DateOnly)
 	r.CreatedAt = created.UTC().Format(time.RFC3339Nano)
 	if archived != nil {
@@ -265,6 +269,9 @@ func (s *Service) getDocument(w http.ResponseWriter, r *http.Request) error {
 	contentType, ext, kind := "application/xml", ".xml", "xml"
 	if strings.HasSuffix(r.URL.Path, "/pdf") {
 		contentType, ext, kind = "application/pdf", ".pdf", "pdf"
+	} else if inv.Format == string(billing.FormatSmallAmount) {
+		return apperr.New(apperr.Conflict, "xml_not_applicable",
+			"invoice %s is a small-amount invoice (§ 33 UStDV): a PDF only, there is no XML; fetch .../pdf", inv.Number)
 	}
 	doc, err := s.archivedDocument(r.Context(), projectID, inv.ID, kind)
 	if err != nil {

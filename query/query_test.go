@@ -239,7 +239,7 @@ func TestInvoiceByEveryReferenceKind(t *testing.T) {
 	want := query.Invoice{ID: first, Number: "TEST-2026-201", Status: "archived", URL: "/v1/invoices/" + first, OrderNo: "R-1",
 		PaymentRef: ptr("pay-r1"), Type: "invoice", Format: "zugferd", IssueDate: "2026-11-22", Currency: "EUR",
 		TotalNetCents: 10000, TotalTaxCents: 1900, TotalGrossCents: 11900, TestMode: true,
-		PDFURL: "/v1/invoices/" + first + "/pdf", XMLURL: "/v1/invoices/" + first + "/xml",
+		PDFURL: "/v1/invoices/" + first + "/pdf", XMLURL: ptr("/v1/invoices/" + first + "/xml"),
 		CreatedAt: t0.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)}
 	if diff := cmp.Diff(want, body.Data); diff != "" {
 		t.Errorf("metadata (-want +got):\n%s", diff)

@@ -23,7 +23,7 @@ type Invoice struct {
 	OrderNo         string  `json:"orderNo" required:"true"`
 	PaymentRef      *string `json:"paymentRef" required:"true"`
 	Type            string  `json:"type" required:"true" enum:"invoice,voucher_sale,cancellation,credit_note" description:"invoice; voucher_sale (gift cards, not subject to VAT, a separate document of the order); cancellation (Stornorechnung); credit_note (Rechnungskorrektur of a partial refund, or the cancellation of what partial refunds left of an invoice when its order is cancelled)"`
-	Format          string  `json:"format" required:"true" enum:"zugferd,xrechnung"`
+	Format          string  `json:"format" required:"true" enum:"zugferd,xrechnung,small_amount" description:"small_amount: a small-amount invoice (Kleinbetragsrechnung, § 33 UStDV), a PDF only"`
 	IssueDate       string  `json:"issueDate" required:"true" format:"date"`
 	Currency        string  `json:"currency" required:"true"`
 	TotalNetCents   int64   `json:"totalNetCents" required:"true"`
@@ -31,7 +31,7 @@ type Invoice struct {
 	TotalGrossCents int64   `json:"totalGrossCents" required:"true"`
 	TestMode        bool    `json:"testMode" required:"true"`
 	PDFURL          string  `json:"pdfUrl" required:"true"`
-	XMLURL          string  `json:"xmlUrl" required:"true"`
+	XMLURL          *string `json:"xmlUrl" required:"true" description:"null for a small-amount invoice (format small_amount, § 33 UStDV), which is a PDF only"`
 	CreatedAt       string  `json:"createdAt" required:"true" format:"date-time"`
 	ArchivedAt      *string `json:"archivedAt" required:"true" format:"date-time"`
 	// Delivery is set by GET /v1/invoices/{reference} when the document is
@@ -158,6 +158,7 @@ type ArchiveEntry struct {
 	Number                 string          `json:"number" required:"true"`
 	IssueDate              string          `json:"issueDate" required:"true" format:"date"`
 	Type                   string          `json:"type" required:"true" enum:"invoice,voucher_sale,cancellation,credit_note"`
+	Format                 string          `json:"format" required:"true" enum:"zugferd,xrechnung,small_amount" description:"small_amount: a small-amount invoice (§ 33 UStDV), archived as its PDF alone"`
 	NumberRange            string          `json:"numberRange" required:"true" description:"the number range whose hash chain the manifest belongs to"`
 	ChainSeq               int64           `json:"chainSeq" required:"true" description:"position of the invoice's manifest in its number range's chain, from 1"`
 	ManifestSHA256         string          `json:"manifestSha256" required:"true" description:"SHA-256 (hex) of the invoice's manifest: the chain hash"`

@@ -22,7 +22,7 @@ func BenchmarkLayout(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		v, err := readView(x)
+		v, err := readView(x, false)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -37,8 +37,17 @@ const fontFamily = "LiberationSans"
 // as CII writes it (empty, not XML, another root, a missing mandatory
 // element, an amount that is not a decimal), never returning a partial PDF.
 // It is safe for concurrent use.
-func PDF(xml []byte) ([]byte, error) {
-	v, err := readView(xml)
+func PDF(xml []byte) ([]byte, error) { return renderPDF(xml, false) }
+
+// SmallAmountPDF renders a small-amount invoice (Kleinbetragsrechnung, § 33
+// UStDV: up to 250 euros gross) from the CII that CII writes of it: the
+// same layout, titled as such, with the buyer as far as known, and a PDF/A-3
+// without an embedded XML, since a small-amount invoice is no e-invoice
+// (the XML is not archived or served either).
+func SmallAmountPDF(xml []byte) ([]byte, error) { return renderPDF(xml, true) }
+
+func renderPDF(xml []byte, smallAmount bool) ([]byte, error) {
+	v, err := readView(xml, smallAmount)
 	if err != nil {
 		return nil, fmt.Errorf("render: PDF: %w", err)
 	}
@@ -46,7 +55,11 @@ func PDF(xml []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render: PDF %s: layout: %w", v.Number, err)
 	}
-	out, err := toPDFA3(doc, fonts, xml, v)
+	embed := xml
+	if smallAmount {
+		embed = nil
+	}
+	out, err := toPDFA3(doc, fonts, embed, v)
 	if err != nil {
 		return nil, fmt.Errorf("render: PDF %s: PDF/A-3: %w", v.Number, err)
 	}
@@ -394,6 +407,9 @@ func payment(v *view) []core.Row {
 
 // closing names the embedded XML as the document that counts.
 func closing(v *view) string {
+	if v.SmallAmount {
+		return "Kleinbetragsrechnung nach § 33 UStDV (Gesamtbetrag bis 250 Euro): Entgelt und Steuerbetrag in einer Summe mit dem Steuersatz."
+	}
 	if v.XRechnung {
 		return "Lesekopie der XRechnung " + v.Number + " (eingebettet als " + attachmentName +
 			"). Maßgeblich ist ausschließlich die XRechnung (XML)."

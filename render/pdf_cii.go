@@ -23,6 +23,7 @@ type view struct {
 	Title         string // German document title
 	TitleEN       string
 	XRechnung     bool
+	SmallAmount   bool // § 33 UStDV: no XML is embedded
 	Test          bool
 	IssueDate     time.Time // midnight UTC; also the PDF's creation date
 	Issue         string    // 02.01.2006
@@ -74,8 +75,9 @@ type labelled struct{ Label, Value string }
 // errNotCII is returned for input that is not a CII invoice as CII writes it.
 var errNotCII = errors.New("not a CII invoice written by render.CII")
 
-// readView parses xml and formats every field of the PDF.
-func readView(data []byte) (*view, error) {
+// readView parses xml and formats every field of the PDF; a small-amount
+// invoice (§ 33 UStDV) needs no buyer name or address.
+func readView(data []byte, smallAmount bool) (*view, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: empty input", errNotCII)
 	}
@@ -90,12 +92,16 @@ func readView(data []byte) (*view, error) {
 		Number: r.required("BT-1 invoice number", d.Number),
 	}
 	v.XRechnung = d.Guideline == billing.GuidelineXRechnung
+	v.SmallAmount = smallAmount
 	if d.Guideline != billing.GuidelineEN16931 && !v.XRechnung {
 		r.fail("BT-24 guideline %q is neither EN 16931 nor XRechnung 3.0", d.Guideline)
 	}
 	switch d.TypeCode {
 	case string(billing.TypeInvoice):
 		v.Title, v.TitleEN = "Rechnung", "Invoice"
+		if smallAmount {
+			v.Title, v.TitleEN = "Kleinbetragsrechnung", "Small-amount invoice (§ 33 UStDV)"
+		}
 	case string(billing.TypeCreditNote):
 		// billing issues 381 as a cancellation or, for a partial refund, a
 		// correction (its note begins "Rechnungskorrektur"); a seller's
@@ -122,7 +128,7 @@ func readView(data []byte) (*view, error) {
 	v.OrderNo = d.OrderReference
 	v.BuyerRef = d.BuyerReference
 	v.Seller = r.party("seller", &d.Seller, true)
-	v.Buyer = r.party("buyer", &d.Buyer, true)
+	v.Buyer = r.party("buyer", &d.Buyer, !smallAmount)
 	if st := d.ShipTo; st != nil {
 		p := r.party("ship-to", st, false)
 		v.ShipTo = &p

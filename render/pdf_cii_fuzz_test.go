@@ -30,7 +30,7 @@ func FuzzReadView(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := readView(data)
+		v, err := readView(data, false)
 		if err != nil {
 			if v != nil || !errors.Is(err, errNotCII) {
 				t.Fatalf("want errNotCII and no view, got %v, %v", v != nil, err)

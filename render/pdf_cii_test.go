@@ -49,7 +49,7 @@ func TestReadViewTitles(t *testing.T) {
 	seen := map[string]bool{}
 	for _, s := range samples {
 		for _, d := range s.Documents {
-			v, err := readView(d.XML)
+			v, err := readView(d.XML, false)
 			if err != nil {
 				t.Fatalf("%s: %v", s.Scenario.Name, err)
 			}
@@ -87,7 +87,7 @@ func TestReadViewBankTransfer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := readView(xml)
+	v, err := readView(xml, false)
 	if err != nil {
 		t.Fatal(err)
 	}

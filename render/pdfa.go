@@ -101,13 +101,19 @@ func toPDFA3(plain []byte, fonts []*fontUse, xmlData []byte, v *view) ([]byte, e
 		return nil, errors.New("a font placeholder is not in the PDF")
 	}
 
-	// The XML as associated file.
+	// The XML as associated file (none for a small-amount invoice).
 	date := pdfString(meta.pdfDate())
 	sum := md5.Sum(xmlData)
-	ef := w.stream(fmt.Sprintf("/Type /EmbeddedFile /Subtype /text#2Fxml /Params <</Size %d /CreationDate %s /ModDate %s /CheckSum <%x>>>",
-		len(xmlData), date, date, sum), xmlData, true)
-	spec := w.object(fmt.Sprintf("<</Type /Filespec /F %s /UF %s /Desc %s /AFRelationship /%s /EF <</F %d 0 R /UF %d 0 R>>>>",
-		pdfString(attachmentName), pdfString(attachmentName), pdfString(meta.attachmentDesc()), meta.relationship(), ef, ef))
+	attached := ""
+	if xmlData != nil {
+		ef := w.stream(fmt.Sprintf("/Type /EmbeddedFile /Subtype /text#2Fxml /Params <</Size %d /CreationDate %s /ModDate %s /CheckSum <%x>>>",
+			len(xmlData), date, date, sum), xmlData, true)
+		spec := w.object(fmt.Sprintf("<</Type /Filespec /F %s /UF %s /Desc %s /AFRelationship /%s /EF <</F %d 0 R /UF %d 0 R>>>>",
+			pdfString(attachmentName), pdfString(attachmentName), pdfString(meta.attachmentDesc()), meta.relationship(), ef, ef))
+		attached = fmt.Sprintf(" /AF [%d 0 R] /Names <</EmbeddedFiles <</Names [%s %d 0 R]>>>>", spec, pdfString(attachmentName), spec)
+	} else {
+		meta.noAttachment = true
+	}
 	// XMP metadata: uncompressed, as PDF/A requires.
 	xmp := w.stream("/Type /Metadata /Subtype /XML", meta.xmp(), false)
 	// Output intent with the sRGB profile: maroto paints in DeviceRGB.
@@ -115,9 +121,9 @@ func toPDFA3(plain []byte, fonts []*fontUse, xmlData []byte, v *view) ([]byte, e
 
 	w.objectAt(src.root, fmt.Sprintf("<</Type /Catalog /Pages %d 0 R /Metadata %d 0 R /OutputIntents [<</Type /OutputIntent /S /GTS_PDFA1"+
 		" /OutputConditionIdentifier %s /Info %s /RegistryName %s /DestOutputProfile %d 0 R>>]"+
-		" /AF [%d 0 R] /Names <</EmbeddedFiles <</Names [%s %d 0 R]>>>> /Lang %s /ViewerPreferences <</DisplayDocTitle true>>>>",
+		"%s /Lang %s /ViewerPreferences <</DisplayDocTitle true>>>>",
 		src.pages, xmp, pdfString(iccName), pdfString(iccName), pdfString("http://www.color.org"), icc,
-		spec, pdfString(attachmentName), spec, pdfString("de-DE")))
+		attached, pdfString("de-DE")))
 	var info strings.Builder
 	info.WriteString("<<")
 	for _, e := range meta.info() {
@@ -431,6 +437,7 @@ type docMeta struct {
 	title, author, subject string
 	level                  string // fx:ConformanceLevel
 	xrechnung              bool
+	noAttachment           bool // no XML embedded: no Factur-X metadata either
 	date                   time.Time // issue date, midnight UTC
 }
 
@@ -522,6 +529,12 @@ func (m docMeta) xmp() []byte {
   </rdf:Description>
 `, "\uFEFF", esc(m.title), esc(m.author), esc(m.subject), esc(pdfProducer), esc(pdfCreator),
 		m.xmpDate(), m.xmpDate(), m.xmpDate())
+	if m.noAttachment {
+		b.WriteString(" </rdf:RDF>\n</x:xmpmeta>\n")
+		b.WriteString(strings.Repeat(strings.Repeat(" ", 99)+"\n", 20))
+		b.WriteString(`<?xpacket end="w"?>`)
+		return b.Bytes()
+	}
 	b.WriteString(`  <rdf:Description rdf:about=""
     xmlns:pdfaExtension="http://www.aiim.org/pdfa/ns/extension/"
     xmlns:pdfaSchema="http://www.aiim.org/pdfa/ns/schema#"

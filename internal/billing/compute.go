@@ -111,7 +111,12 @@ func compute(o *Order, s *Seller, ctx *Context) ([]Invoice, error) {
 	fail := func(field, format string, args ...any) {
 		errs = append(errs, &FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
-	validateParties(o, fail)
+	// A buyer without full name and address can still get a small-amount
+	// invoice; whether the order is one is known once it is computed.
+	var incomplete FieldErrors
+	validateParties(o, fail, func(field, format string, args ...any) {
+		incomplete = append(incomplete, &FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	})
 	if len(o.Items) == 0 {
 		fail("items", "at least one item is required")
 	}
@@ -187,6 +192,15 @@ func compute(o *Order, s *Seller, ctx *Context) ([]Invoice, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	small := len(incomplete) > 0
+	if small {
+		if why := SmallAmountRefused(o, treat, payable, len(invs)); why != "" {
+			for _, fe := range incomplete {
+				fe.Message += " (" + why + ")"
+			}
+			return nil, incomplete
+		}
+	}
 	validating := ctx == nil
 	if validating {
 		ctx = &Context{Numbers: validationNumbers(s)}
@@ -208,6 +222,9 @@ func compute(o *Order, s *Seller, ctx *Context) ([]Invoice, error) {
 		inv.Kind = p.kind
 		inv.TypeCode = TypeInvoice
 		inv.Format = FormatZUGFeRD
+		if small {
+			inv.Format = FormatSmallAmount
+		}
 		if xr {
 			inv.Format = FormatXRechnung
 			inv.BuyerReference = strings.ToUpper(strings.TrimSpace(o.BillingAddress.LeitwegID))
@@ -268,22 +285,25 @@ func compute(o *Order, s *Seller, ctx *Context) ([]Invoice, error) {
 	return invs, nil
 }
 
-func validateParties(o *Order, fail func(string, string, ...any)) {
+// validateParties checks the buyer's data; what only a full invoice needs
+// (name and address) goes to incomplete, which a small-amount invoice does
+// without (SmallAmount).
+func validateParties(o *Order, fail, incomplete func(string, string, ...any)) {
 	b := &o.BillingAddress
 	if len(b.CountryCode) != 2 || strings.ToUpper(b.CountryCode) != b.CountryCode {
 		fail("billingAddress.country_code", "must be an ISO 3166-1 alpha-2 code")
 	}
 	if strings.TrimSpace(b.DisplayName()) == "" {
-		fail("billingAddress.name", "name or company_name is required for an invoice")
+		incomplete("billingAddress.name", "name or company_name is required for an invoice")
 	}
 	if strings.TrimSpace(b.Street) == "" {
-		fail("billingAddress.street", "is required for an invoice")
+		incomplete("billingAddress.street", "is required for an invoice")
 	}
 	if strings.TrimSpace(b.PostalCode) == "" {
-		fail("billingAddress.postal_code", "is required for an invoice")
+		incomplete("billingAddress.postal_code", "is required for an invoice")
 	}
 	if strings.TrimSpace(b.City) == "" {
-		fail("billingAddress.city", "is required for an invoice")
+		incomplete("billingAddress.city", "is required for an invoice")
 	}
 	if id := strings.TrimSpace(b.LeitwegID); id != "" && !ValidLeitwegID(id) {
 		fail("billingAddress.leitweg_id", "is not a valid Leitweg-ID (format or check digits)")

@@ -17,6 +17,10 @@ const (
 	// FormatXRechnung is XRechnung 3.0 (CII), used when the buyer has a valid
 	// Leitweg-ID.
 	FormatXRechnung Format = "xrechnung"
+	// FormatSmallAmount is a small-amount invoice (Kleinbetragsrechnung,
+	// § 33 UStDV): a PDF only, for a consumer whose name and address are not
+	// known; no XML is archived or served (see SmallAmountRefused).
+	FormatSmallAmount Format = "small_amount"
 )
 
 // Guideline IDs (BT-24) and the XRechnung business process (BT-23).

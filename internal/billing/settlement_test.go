@@ -316,3 +316,60 @@ func TestProductDefaultPeriods(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSmallAmount: a consumer order up to 250 EUR gross, taxed in Germany,
+// whose buyer is only a country and an e-mail, gets a small-amount invoice
+// (§ 33 UStDV); anything else without name and address stays refused, with
+// the fields that are missing and why.
+func TestSmallAmount(t *testing.T) {
+	d := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	r7 := money.MustParse("7")
+	order := func(country string, gross int64) billing.Order {
+		return billing.Order{OrderNo: "K-1", Email: "kunde@example.org", BillingAddress: billing.Address{CountryCode: country},
+			Items: []billing.Item{{Name: "E-Book", Quantity: money.Int(1), UnitGrossCents: &gross, TaxRate: &r7}}}
+	}
+	cases := []struct {
+		name   string
+		order  func() billing.Order
+		small  bool
+		reason string // part of the refusal
+	}{
+		{"German consumer, 20.00", func() billing.Order { return order("DE", 2000) }, true, ""},
+		{"exactly 250.00", func() billing.Order { return order("DE", 25000) }, true, ""},
+		{"250.01", func() billing.Order { return order("DE", 25001) }, false, "limited to 250.00 EUR gross"},
+		{"a name but no address", func() billing.Order { o := order("DE", 2000); o.BillingAddress.Name = "Erika"; return o }, true, ""},
+		{"a company", func() billing.Order { o := order("DE", 2000); o.BillingAddress.CompanyName = "Kunde AG"; return o }, false, "business buyer"},
+		{"a VAT id", func() billing.Order { o := order("DE", 2000); o.BillingAddress.VATID = "DE123456789"; return o }, false, "business buyer"},
+		{"consumer in Austria, OSS", func() billing.Order { o := order("AT", 2000); o.Items[0].TaxRate = nil; return o }, false, "only for supplies taxed in Germany"},
+		{"consumer in Switzerland (export)", func() billing.Order { o := order("CH", 2000); o.RequiresShipping = true; return o }, false, "only for supplies taxed in Germany"},
+		{"a gift card beside", func() billing.Order {
+			o := order("DE", 2000)
+			g := int64(1000)
+			o.Items = append(o.Items, billing.Item{Name: "Gutschein", Quantity: money.Int(1), UnitGrossCents: &g, GiftCard: true})
+			return o
+		}, false, "gift-card sale"},
+		{"full address: a regular invoice", func() billing.Order {
+			o := order("DE", 2000)
+			o.BillingAddress = billing.Address{CountryCode: "DE", Name: "Erika", Street: "Weg 1", PostalCode: "10115", City: "Berlin"}
+			return o
+		}, false, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.order()
+			docs, err := billing.Compute(o, billing.ExampleSeller(), billing.Context{IssueDate: d, PaymentDate: d, Numbers: []string{"RE-2026-000001", "RE-2026-000002"}})
+			if tc.reason != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.reason) || !strings.Contains(err.Error(), "billingAddress.street") {
+					t.Fatalf("error %v, want the missing fields and %q", err, tc.reason)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := docs[0].Format == billing.FormatSmallAmount; got != tc.small {
+				t.Errorf("format %s, small amount %v", docs[0].Format, tc.small)
+			}
+		})
+	}
+}
