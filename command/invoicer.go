@@ -39,8 +39,8 @@ const DefaultInvoicerWorkers = 16
 func decideEvent(o event.Order, gateways func() ([]string, error), paid func() (bool, error)) (lifecycle.Decision, error) {
 	f := lifecycle.Facts{Status: o.Status, RequiresShipping: o.RequiresShipping, Fulfilled: o.FulfillmentStatus == "fulfilled",
 		CoveredByCredit: coveredByCredit(o.OrderContent)}
-	if d := lifecycle.Decide(f); d.WaitingFor != lifecycle.WaitingPayment {
-		return d, nil
+	if !slices.Equal(lifecycle.Waits(f), []lifecycle.Waiting{lifecycle.WaitingPayment}) {
+		return lifecycle.Decide(f), nil // the payment decides nothing (yet)
 	}
 	if o.PaymentGateway != "" {
 		enabled, err := gateways()

@@ -53,3 +53,31 @@ func TestDecideEvent(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideEventLooksUpThePaymentOnlyWhenItDecides: goods not shipped yet
+// are not due whatever the payment, so neither the project's gateways nor
+// the provider's payment are read for them.
+func TestDecideEventLooksUpThePaymentOnlyWhenItDecides(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		fulfillment string
+		lookups     int
+	}{
+		{"goods not shipped", "unfulfilled", 0},
+		{"goods partly shipped", "partial", 0},
+		{"goods shipped", "fulfilled", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			n := 0
+			o := event.Order{Status: "created", FulfillmentStatus: tt.fulfillment,
+				OrderContent: event.OrderContent{PaymentGateway: "stripe", RequiresShipping: true}}
+			d, err := decideEvent(o, func() ([]string, error) { n++; return nil, nil }, func() (bool, error) { n++; return false, nil })
+			if err != nil || d.Due || n != tt.lookups {
+				t.Errorf("decideEvent = %+v, %v after %d lookups; want not due after %d", d, err, n, tt.lookups)
+			}
+		})
+	}
+}

@@ -133,6 +133,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		return nil, nil, err
 	}
 	seller := p.Seller()
+	seller.TestMode = o.testMode // the order's mode, fixed when it was received; not the project's now
 	now := time.Now().UTC()
 
 	// Documents that no longer match the order are cancelled first.

@@ -43,6 +43,7 @@ type lockedOrderRow struct {
 	paidCents        *int64 // the provider's payment, when matched
 	refundedCents    int64  // what the provider reported refunded in all
 	content          []byte
+	testMode         bool // taken while its project was in test mode: its documents are test documents
 }
 
 // lockOrder locks the project's order whose column (order_no or
@@ -51,11 +52,11 @@ func lockOrder(ctx context.Context, tx pgx.Tx, projectID, column, value string) 
 	var o lockedOrderRow
 	err := tx.QueryRow(ctx, `SELECT id::text, order_no, version, status, fulfillment_status, shipped_at, supplied_at, tracking_number,
   created_at, updated_at, invoiced_at, correction_pending, refund_pending_cents, requires_shipping, paid_at, paid_cents,
-  refunded_cents, holds, content
+  refunded_cents, holds, content, test_mode
 FROM orders WHERE project_id = $1 AND `+column+` = $2 FOR UPDATE`, projectID, value).
 		Scan(&o.id, &o.orderNo, &o.version, &o.status, &o.fulfillmentStatus, &o.shippedAt, &o.suppliedAt, &o.trackingNumber,
 			&o.createdAt, &o.updatedAt, &o.invoicedAt, &o.correctionPending, &o.refundPending, &o.requiresShipping, &o.paidAt, &o.paidCents,
-			&o.refundedCents, &o.holds, &o.content)
+			&o.refundedCents, &o.holds, &o.content, &o.testMode)
 	return o, err
 }
 

@@ -27,13 +27,23 @@ type ResetResult struct {
 	NumberRanges   []string `json:"numberRangesRestarted"` // the test number ranges, restarted at 1
 }
 
-// ResetTestData discards a project's test data: the orders taken in test
-// mode (with their fulfillments, payments, dead letters, idempotency
-// records, review tasks and status records in PostgreSQL and Redis) unless
-// a live document was issued for them, every test document (invoice rows,
-// read-model rows, archive anchors and manifests, and the objects in the
-// test bucket), and the test number ranges, which start again at 1. Live
-// data is never touched: every statement is bounded to test_mode rows.
+// testOrder is the condition on an order o of project $1 that a reset
+// discards: its mode, fixed when it was received, is test, whatever the
+// project's mode is now. A test order given a live document (possible
+// before documents followed their order's mode) stays: a live document is
+// never discarded.
+const testOrder = `o.project_id = $1 AND o.test_mode
+	AND NOT EXISTS (SELECT 1 FROM invoices l WHERE l.order_id = o.id AND NOT l.test_mode)`
+
+// ResetTestData discards a project's test data, selected by each order's
+// mode (fixed when it was received), not by the project's: the test orders
+// (with their fulfillments, payments, dead letters, idempotency records,
+// review tasks and status records in PostgreSQL and Redis), waiting or
+// invoiced, and their documents (invoice rows, read-model rows, archive
+// anchors and manifests, and the objects in the test bucket), and restarts
+// their test number ranges at 1. Live orders and their documents are never
+// touched; a test document of a live order (issued before documents
+// followed their order's mode) stays, and so does its number range.
 // Documents archived under retention cannot be removed and are counted as
 // kept. Test events still on their way through the broker can recreate a
 // status record; reset while no test order is in flight.
@@ -49,11 +59,12 @@ func (s *Service) ResetTestData(ctx context.Context, a *archive.Archive, rdb red
 	}
 	// The archive first: a failure leaves the database as it was, and a
 	// second run finds the same objects again.
-	rows, err := s.pool.Query(ctx, `SELECT o.bucket, o.object_key FROM archive_objects o JOIN invoices i ON i.id = o.invoice_id
-		WHERE i.project_id = $1 AND i.test_mode
-		UNION SELECT '', k FROM invoices i, unnest(ARRAY[$1::text || '/invoices/' || i.id || '.xml', $1::text || '/invoices/' || i.id || '.pdf',
-			$1::text || '/manifests/' || i.id || '.json']) k
-		WHERE i.project_id = $1 AND i.test_mode AND NOT EXISTS (SELECT 1 FROM archive_objects o WHERE o.invoice_id = i.id)`, projectID)
+	rows, err := s.pool.Query(ctx, `WITH docs AS (SELECT i.id FROM invoices i JOIN orders o ON o.id = i.order_id
+			WHERE i.project_id = $1 AND i.test_mode AND `+testOrder+`)
+		SELECT a.bucket, a.object_key FROM archive_objects a JOIN docs ON docs.id = a.invoice_id
+		UNION SELECT '', k FROM docs, unnest(ARRAY[$1::text || '/invoices/' || docs.id || '.xml', $1::text || '/invoices/' || docs.id || '.pdf',
+			$1::text || '/manifests/' || docs.id || '.json']) k
+		WHERE NOT EXISTS (SELECT 1 FROM archive_objects a WHERE a.invoice_id = docs.id)`, projectID)
 	if err != nil {
 		return res, err
 	}
@@ -82,9 +93,7 @@ func (s *Service) ResetTestData(ctx context.Context, a *archive.Archive, rdb red
 	var orderNos []string
 	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		res.Orders, res.Invoices, res.Tasks, orderNos, res.NumberRanges = 0, 0, 0, nil, []string{}
-		// The test orders: taken in test mode, no live document issued.
-		rows, err := tx.Query(ctx, `SELECT o.id::text, o.order_no FROM orders o WHERE o.project_id = $1 AND o.test_mode
-			AND NOT EXISTS (SELECT 1 FROM invoices i WHERE i.order_id = o.id AND NOT i.test_mode) FOR UPDATE`, projectID)
+		rows, err := tx.Query(ctx, `SELECT o.id::text, o.order_no FROM orders o WHERE `+testOrder+` FOR UPDATE`, projectID)
 		if err != nil {
 			return err
 		}
@@ -93,7 +102,17 @@ func (s *Service) ResetTestData(ctx context.Context, a *archive.Archive, rdb red
 		if _, err := pgx.ForEachRow(rows, []any{&id, &no}, func() error { ids, orderNos = append(ids, id), append(orderNos, no); return nil }); err != nil {
 			return err
 		}
-		if rows, err = tx.Query(ctx, `SELECT DISTINCT range_key FROM invoices WHERE project_id = $1 AND test_mode ORDER BY 1`, projectID); err != nil {
+		// Their documents, and the number ranges that only they use.
+		if rows, err = tx.Query(ctx, `SELECT id::text FROM invoices WHERE project_id = $1 AND order_id = ANY($2::uuid[]) AND test_mode`, projectID, ids); err != nil {
+			return err
+		}
+		docs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		if rows, err = tx.Query(ctx, `SELECT DISTINCT range_key FROM invoices i WHERE i.id = ANY($2::uuid[])
+			AND NOT EXISTS (SELECT 1 FROM invoices k WHERE k.project_id = $1 AND k.range_key = i.range_key AND k.id <> ALL($2::uuid[]))
+			ORDER BY 1`, projectID, docs); err != nil {
 			return err
 		}
 		if res.NumberRanges, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
@@ -111,12 +130,12 @@ func (s *Service) ResetTestData(ctx context.Context, a *archive.Archive, rdb red
 			sql  string
 			args []any
 		}{
-			{nil, `DELETE FROM archive_objects o USING invoices i WHERE o.invoice_id = i.id AND i.project_id = $1 AND i.test_mode`, []any{projectID}},
-			{nil, `DELETE FROM archive_manifests WHERE project_id = $1 AND test_mode`, []any{projectID}},
+			{nil, `DELETE FROM archive_objects WHERE invoice_id = ANY($1::uuid[])`, []any{docs}},
+			{nil, `DELETE FROM archive_manifests WHERE project_id = $1 AND invoice_id = ANY($2::uuid[])`, []any{projectID, docs}},
 			{&res.Tasks, `DELETE FROM tasks t WHERE t.project_id = $1 AND ((t.subject = ANY($2) AND t.kind NOT IN ('payment_without_order', 'credit_balance_mismatch'))
-				OR t.details->>'invoiceId' IN (SELECT id::text FROM invoices WHERE project_id = $1 AND test_mode))`, []any{projectID, orderNos}},
-			{&res.Invoices, `DELETE FROM invoices WHERE project_id = $1 AND test_mode`, []any{projectID}},
-			{nil, `DELETE FROM invoice_view WHERE project_id = $1 AND test_mode`, []any{projectID}},
+				OR t.details->>'invoiceId' = ANY($3))`, []any{projectID, orderNos, docs}},
+			{&res.Invoices, `DELETE FROM invoices WHERE project_id = $1 AND id = ANY($2::uuid[])`, []any{projectID, docs}},
+			{nil, `DELETE FROM invoice_view WHERE project_id = $1 AND id = ANY($2::uuid[])`, []any{projectID, docs}},
 			{nil, `DELETE FROM number_ranges WHERE project_id = $1 AND range_key = ANY($2)`, []any{projectID, res.NumberRanges}},
 			{nil, `DELETE FROM fulfillments WHERE order_id = ANY($1::uuid[])`, []any{ids}},
 			{nil, `DELETE FROM payments WHERE order_id = ANY($1::uuid[])`, []any{ids}},

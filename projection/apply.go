@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,9 +48,10 @@ type orderState struct {
 	version           int64
 	status            string
 	fulfillmentStatus string
-	waitingFor        string // decided by resolveWaiting
-	payment           string // decided by resolveWaiting
-	holds             []byte // JSON [{type, taskId}]
+	waitingFor        string   // decided by resolveWaiting
+	waitingForAll     []string // decided by resolveWaiting
+	payment           string   // decided by resolveWaiting
+	holds             []byte   // JSON [{type, taskId}]
 	facts             lifecycle.Facts
 	paymentGateway    string
 }
@@ -155,25 +157,28 @@ func queueOrders(b *pgx.Batch, t Tables, orders map[orderRef]orderState) {
 	if len(orders) == 0 {
 		return
 	}
-	var projects, orderNos, ids, statuses, fulfillments, waiting, holds, payments []string
+	var projects, orderNos, ids, statuses, fulfillments, waiting, waitingAll, holds, payments []string
 	var versions []int64
 	for ref, o := range orders {
 		projects, orderNos, ids = append(projects, ref.projectID), append(orderNos, ref.orderNo), append(ids, o.orderID)
 		versions, statuses, fulfillments = append(versions, o.version), append(statuses, o.status), append(fulfillments, o.fulfillmentStatus)
 		waiting, holds, payments = append(waiting, o.waitingFor), append(holds, string(o.holds)), append(payments, o.payment)
+		// One text per order (unnest cannot take an array of arrays): the
+		// values are words of the lifecycle rules, never with a comma.
+		waitingAll = append(waitingAll, strings.Join(o.waitingForAll, ","))
 	}
-	b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, order_id, order_version, status, fulfillment_status, waiting_for, holds,
-			payment, rev, updated_at)
-		SELECT k.project_id, k.order_no, k.order_id, k.order_version, k.status, k.fulfillment_status, k.waiting_for, k.holds::jsonb,
-			k.payment, nextval('read_model_rev'), now()
-		FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
-			AS k(project_id, order_no, order_id, order_version, status, fulfillment_status, waiting_for, holds, payment)
+	b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, order_id, order_version, status, fulfillment_status, waiting_for,
+			waiting_for_all, holds, payment, rev, updated_at)
+		SELECT k.project_id, k.order_no, k.order_id, k.order_version, k.status, k.fulfillment_status, k.waiting_for,
+			string_to_array(k.waiting_for_all, ','), k.holds::jsonb, k.payment, nextval('read_model_rev'), now()
+		FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+			AS k(project_id, order_no, order_id, order_version, status, fulfillment_status, waiting_for, waiting_for_all, holds, payment)
 		ORDER BY k.project_id, k.order_no
 		ON CONFLICT (project_id, order_no) DO UPDATE SET order_id = EXCLUDED.order_id, order_version = EXCLUDED.order_version,
 			status = EXCLUDED.status, fulfillment_status = EXCLUDED.fulfillment_status, waiting_for = EXCLUDED.waiting_for,
-			holds = EXCLUDED.holds, payment = EXCLUDED.payment, rev = EXCLUDED.rev, updated_at = now()
+			waiting_for_all = EXCLUDED.waiting_for_all, holds = EXCLUDED.holds, payment = EXCLUDED.payment, rev = EXCLUDED.rev, updated_at = now()
 		WHERE v.order_version < EXCLUDED.order_version`,
-		projects, orderNos, ids, versions, statuses, fulfillments, waiting, holds, payments)
+		projects, orderNos, ids, versions, statuses, fulfillments, waiting, waitingAll, holds, payments)
 }
 
 // statusRow is an order_view row as the status record needs it.
@@ -195,7 +200,8 @@ func loadStatus(ctx context.Context, q interface {
 	for i, r := range refs {
 		projects[i], orders[i] = r.projectID, r.orderNo
 	}
-	rows, err := q.Query(ctx, `SELECT v.project_id::text, v.order_no, v.rev, v.status, v.fulfillment_status, v.invoices, v.waiting_for, v.holds, v.payment
+	rows, err := q.Query(ctx, `SELECT v.project_id::text, v.order_no, v.rev, v.status, v.fulfillment_status, v.invoices, v.waiting_for,
+		v.waiting_for_all, v.holds, v.payment
 		FROM unnest($1::uuid[], $2::text[]) AS k(project_id, order_no)
 		JOIN `+table+` v ON v.project_id = k.project_id AND v.order_no = k.order_no`, projects, orders)
 	if err != nil {
@@ -207,7 +213,8 @@ func loadStatus(ctx context.Context, q interface {
 func scanStatus(row pgx.CollectableRow) (statusRow, error) {
 	var r statusRow
 	m := readmodel.Row{OrderNo: r.ref.orderNo}
-	if err := row.Scan(&r.ref.projectID, &r.ref.orderNo, &r.rev, &m.Status, &m.FulfillmentStatus, &m.Invoices, &m.WaitingFor, &m.Holds, &m.Payment); err != nil {
+	if err := row.Scan(&r.ref.projectID, &r.ref.orderNo, &r.rev, &m.Status, &m.FulfillmentStatus, &m.Invoices, &m.WaitingFor,
+		&m.WaitingForAll, &m.Holds, &m.Payment); err != nil {
 		return r, err
 	}
 	m.OrderNo = r.ref.orderNo

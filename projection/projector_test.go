@@ -151,8 +151,9 @@ func (f *fixture) status(orderNo string) (readmodel.OrderStatus, int64) {
 	ctx := context.Background()
 	var rev int64
 	row := readmodel.Row{OrderNo: orderNo}
-	err := f.pool.QueryRow(ctx, `SELECT rev, status, fulfillment_status, invoices, waiting_for, holds, payment FROM `+f.tables.Orders+`
-		WHERE project_id = $1 AND order_no = $2`, f.project, orderNo).Scan(&rev, &row.Status, &row.FulfillmentStatus, &row.Invoices, &row.WaitingFor, &row.Holds, &row.Payment)
+	err := f.pool.QueryRow(ctx, `SELECT rev, status, fulfillment_status, invoices, waiting_for, waiting_for_all, holds, payment FROM `+f.tables.Orders+`
+		WHERE project_id = $1 AND order_no = $2`, f.project, orderNo).Scan(&rev, &row.Status, &row.FulfillmentStatus, &row.Invoices, &row.WaitingFor,
+		&row.WaitingForAll, &row.Holds, &row.Payment)
 	if err != nil {
 		f.t.Fatalf("order_view %s: %v", orderNo, err)
 	}
@@ -182,7 +183,8 @@ func TestProjectsEachEventType(t *testing.T) {
 
 	f.apply(orderEvent(t, event.OrderCreated, f.project, "A-1", orderID, 1, "created", "unfulfilled"))
 	got, _ := f.status("A-1")
-	want := readmodel.OrderStatus{OrderNo: "A-1", Status: "created", FulfillmentStatus: "unfulfilled", Invoices: []readmodel.InvoiceRef{}, WaitingFor: "payment", Holds: []readmodel.Hold{}, Payment: "pending"} // no payment, no credit
+	want := readmodel.OrderStatus{OrderNo: "A-1", Status: "created", FulfillmentStatus: "unfulfilled", Invoices: []readmodel.InvoiceRef{}, WaitingFor: "payment",
+		WaitingForAll: []readmodel.Waiting{"payment"}, Holds: []readmodel.Hold{}, Payment: "pending"} // no payment, no credit
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after order.created (-want +got):\n%s", diff)
 	}
@@ -195,8 +197,9 @@ func TestProjectsEachEventType(t *testing.T) {
 	f.apply(orderEvent(t, event.OrderUpdated, f.project, "A-1", orderID, 4, "invoiced", "fulfilled"))
 	f.apply(invoiceEvent(t, event.InvoiceCreated, f.project, "A-1", invID, "TEST-2026-1", "created", 1, t0))
 	got, _ = f.status("A-1")
-	want = readmodel.OrderStatus{OrderNo: "A-1", Status: "invoiced", FulfillmentStatus: "fulfilled", WaitingFor: "none", Holds: []readmodel.Hold{}, Payment: "pending", Invoices: []readmodel.InvoiceRef{
-		{ID: invID, Number: "TEST-2026-1", Status: "created", URL: "/v1/invoices/" + invID, Type: "invoice"}}}
+	want = readmodel.OrderStatus{OrderNo: "A-1", Status: "invoiced", FulfillmentStatus: "fulfilled", WaitingFor: "none", WaitingForAll: []readmodel.Waiting{},
+		Holds: []readmodel.Hold{}, Payment: "pending", Invoices: []readmodel.InvoiceRef{
+			{ID: invID, Number: "TEST-2026-1", Status: "created", URL: "/v1/invoices/" + invID, Type: "invoice"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after invoice.created (-want +got):\n%s", diff)
 	}
@@ -336,6 +339,90 @@ func TestConsumesFromKafka(t *testing.T) {
 		return err == nil && rrev == rev
 	})
 	f.status("K-7")
+}
+
+// goodsEvent is an order event of goods (requiresShipping), paid or not.
+func goodsEvent(t *testing.T, typ, project, orderNo, orderID string, version int64, fulfillment string, paid bool) event.Event {
+	t.Helper()
+	o := event.Order{ID: orderID, ProjectID: project, Status: "created", Version: version, FulfillmentStatus: fulfillment,
+		CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	o.OrderNo, o.Currency, o.RequiresShipping, o.PaymentGateway = orderNo, "EUR", true, "stripe"
+	if paid {
+		at := time.Now().UTC()
+		o.PaidAt = &at
+	}
+	ev, err := event.New(typ, project, "order", orderID, orderNo, version, time.Now(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// TestWaitingForAll: the status record lists everything an order waits for,
+// payment before fulfillment, and waitingFor names the first, in PostgreSQL
+// and Redis alike (status compares them), and again after Redis is rebuilt
+// from PostgreSQL and both are rebuilt from the events.
+func TestWaitingForAll(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 0)
+	ctx := context.Background()
+	w := func(ws ...readmodel.Waiting) []readmodel.Waiting { return append([]readmodel.Waiting{}, ws...) }
+	check := func(step, orderNo, first string, all []readmodel.Waiting) {
+		t.Helper()
+		got, _ := f.status(orderNo)
+		if got.WaitingFor != first || !cmp.Equal(got.WaitingForAll, all) {
+			t.Errorf("%s: %s waits for %q, all %v; want %q, %v", step, orderNo, got.WaitingFor, got.WaitingForAll, first, all)
+		}
+	}
+	a, b := uuid.NewString(), uuid.NewString()
+	evs := []event.Event{
+		goodsEvent(t, event.OrderCreated, f.project, "W-1", a, 1, "unfulfilled", false),
+		goodsEvent(t, event.OrderCreated, f.project, "W-2", b, 1, "partial", true),
+	}
+	f.apply(evs...)
+	check("unpaid, unshipped", "W-1", "payment", w("payment", "fulfillment"))
+	check("paid, partly shipped", "W-2", "fulfillment", w("fulfillment"))
+
+	more := []event.Event{
+		goodsEvent(t, event.OrderFulfilled, f.project, "W-1", a, 2, "fulfilled", false),
+		goodsEvent(t, event.OrderUpdated, f.project, "W-2", b, 2, "partial", true),
+	}
+	f.apply(more...)
+	check("unpaid, shipped", "W-1", "payment", w("payment"))
+	check("paid, partly shipped, updated", "W-2", "fulfillment", w("fulfillment"))
+	last := goodsEvent(t, event.OrderUpdated, f.project, "W-1", a, 3, "fulfilled", true)
+	f.apply(last)
+	check("paid and shipped", "W-1", "none", w())
+
+	// A goods order that waits for both, for the rebuilds.
+	c := uuid.NewString()
+	both := goodsEvent(t, event.OrderCreated, f.project, "W-3", c, 1, "unfulfilled", false)
+	f.apply(both)
+	f.publish(append(append(evs, more...), last, both)...)
+	forget := func() { // this test's records only: Redis is shared
+		t.Helper()
+		for _, no := range []string{"W-1", "W-2", "W-3"} {
+			if err := f.rdb.Del(ctx, readmodel.OrderKey(f.project, no)).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	forget()
+	if err := f.p.RebuildRedisInto(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("Redis rebuilt", "W-3", "payment", w("payment", "fulfillment"))
+	check("Redis rebuilt", "W-2", "fulfillment", w("fulfillment"))
+	if _, err := f.pool.Exec(ctx, `DELETE FROM `+f.tables.Orders+` WHERE project_id = $1`, f.project); err != nil {
+		t.Fatal(err)
+	}
+	forget()
+	if err := f.p.RebuildFromEvents(ctx, func(string, int64, int64) {}); err != nil {
+		t.Fatal(err)
+	}
+	check("rebuilt from the events", "W-3", "payment", w("payment", "fulfillment"))
+	check("rebuilt from the events", "W-2", "fulfillment", w("fulfillment"))
+	check("rebuilt from the events", "W-1", "none", w())
 }
 
 // TestRebuildRestoresIdenticalReadModels flushes Redis (its own database) and

@@ -31,7 +31,8 @@ func rebuildRedis(ctx context.Context, pool *pgxpool.Pool, rdb *redis.Client, ta
 	progress("redis", 0, total)
 	var lastProject, lastOrder = "00000000-0000-0000-0000-000000000000", ""
 	for {
-		rows, err := pool.Query(ctx, `SELECT project_id::text, order_no, rev, status, fulfillment_status, invoices, waiting_for, holds, payment
+		rows, err := pool.Query(ctx, `SELECT project_id::text, order_no, rev, status, fulfillment_status, invoices, waiting_for,
+				waiting_for_all, holds, payment
 			FROM `+table+` WHERE (project_id, order_no) > ($1::uuid, $2) ORDER BY project_id, order_no LIMIT 2000`, lastProject, lastOrder)
 		if err != nil {
 			return done, err

@@ -53,7 +53,8 @@ func invoiceFirstGateways(ctx context.Context, q interface {
 	return list, nil
 }
 
-// resolveWaiting decides waitingFor and payment of every order state of a batch.
+// resolveWaiting decides waitingFor, waitingForAll and payment of every
+// order state of a batch.
 func resolveWaiting(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, orders map[orderRef]orderState) error {
@@ -69,6 +70,11 @@ func resolveWaiting(ctx context.Context, q interface {
 			f.InvoiceFirst = slices.Contains(list, o.paymentGateway) || o.paymentGateway == "provider_transfer"
 		}
 		o.waitingFor = string(lifecycle.Decide(f).WaitingFor)
+		w := lifecycle.Waits(f)
+		o.waitingForAll = make([]string, len(w))
+		for i := range w {
+			o.waitingForAll[i] = string(w[i])
+		}
 		o.payment = lifecycle.PaymentOf(f)
 		orders[ref] = o
 	}

@@ -44,9 +44,9 @@ func (s *Service) OrderStatus(ctx context.Context, projectID, orderNo string) (i
 func (s *Service) orderStatusFromDB(ctx context.Context, projectID, orderNo string) (int64, []byte, error) {
 	var rev int64
 	row := readmodel.Row{OrderNo: orderNo}
-	err := store.QueryRow(ctx, s.pool, `SELECT rev, status, fulfillment_status, invoices, waiting_for, holds, payment FROM order_view
-		WHERE project_id = $1 AND order_no = $2`, projectID, orderNo).
-		Scan(&rev, &row.Status, &row.FulfillmentStatus, &row.Invoices, &row.WaitingFor, &row.Holds, &row.Payment)
+	err := store.QueryRow(ctx, s.pool, `SELECT rev, status, fulfillment_status, invoices, waiting_for, waiting_for_all, holds, payment
+		FROM order_view WHERE project_id = $1 AND order_no = $2`, projectID, orderNo).
+		Scan(&rev, &row.Status, &row.FulfillmentStatus, &row.Invoices, &row.WaitingFor, &row.WaitingForAll, &row.Holds, &row.Payment)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil, apperr.New(apperr.NotFound, "order_not_found", "no order %q", orderNo)
 	}

@@ -128,7 +128,8 @@ func TestOrderStatusServedWithETagAnd304(t *testing.T) {
 	if err := json.Unmarshal(r.Body, &body); err != nil {
 		t.Fatal(err)
 	}
-	want := readmodel.OrderStatus{OrderNo: "S-1", Status: "invoiced", FulfillmentStatus: "fulfilled", WaitingFor: "none", Holds: []readmodel.Hold{}, Payment: "pending",
+	want := readmodel.OrderStatus{OrderNo: "S-1", Status: "invoiced", FulfillmentStatus: "fulfilled", WaitingFor: "none", WaitingForAll: []readmodel.Waiting{},
+		Holds: []readmodel.Hold{}, Payment: "pending",
 		Invoices: []readmodel.InvoiceRef{{ID: inv, Number: "TEST-2026-100", Status: "archived", URL: "/v1/invoices/" + inv, Type: "invoice"}}}
 	if diff := cmp.Diff(want, body.Data); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -151,8 +152,22 @@ func TestOrderStatusServedWithETagAnd304(t *testing.T) {
 func TestOrderStatusFallsBackToPostgreSQL(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	e.apply(e.order("F-1", 1, "created", "partial"))
+	// Goods, not paid, partly shipped: waiting for both.
+	f1 := e.order("F-1", 1, "created", "partial")
+	var o event.Order
+	if err := f1.DecodeData(&o); err != nil {
+		t.Fatal(err)
+	}
+	o.RequiresShipping = true
+	f1, err := event.New(event.OrderCreated, e.project, "order", o.ID, o.OrderNo, 1, time.Now(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.apply(f1)
 	fromRedis := e.c.Do("GET", "/v1/orders/F-1", e.key, nil)
+	if d := fromRedis.JSON(t)["data"].(map[string]any); d["waitingFor"] != "payment" || !cmp.Equal(d["waitingForAll"], []any{"payment", "fulfillment"}) {
+		t.Fatalf("from Redis: %s, want waitingFor payment, waitingForAll [payment fulfillment]", fromRedis.Body)
+	}
 
 	// Redis down: a client pointing where nothing listens.
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})

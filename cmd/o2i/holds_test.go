@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -160,9 +161,12 @@ func TestHoldsReleaseThemselves(t *testing.T) {
 	}
 }
 
-// TestStatusSaysWhatTheOrderWaitsFor: waitingFor in the status record is
-// payment for an order whose provider payment has not arrived, fulfillment
-// for paid goods not shipped yet, and none once invoiced.
+// TestStatusSaysWhatTheOrderWaitsFor: the status record lists everything an
+// order waits for in process order (waitingForAll: payment, then
+// fulfillment) and names the first in waitingFor. An unpaid order of goods
+// not shipped waits for both; whichever arrives first, the other is left;
+// once invoiced it waits for nothing. Paid first, then shipped; and shipped
+// first, then paid.
 func TestStatusSaysWhatTheOrderWaitsFor(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -174,22 +178,53 @@ func TestStatusSaysWhatTheOrderWaitsFor(t *testing.T) {
 	}
 	key := testenv.Key(t, pool, pid)
 	c := client(t)
-	no := "WAIT-" + uuid.NewString()[:8]
-	if r := c.Do("POST", "/v1/orders", key, []byte(fmt.Sprintf(`{"orderNo":%q,"paymentRef":"pi_%s","paymentGateway":"stripe","requiresShipping":true,
-		"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
-		"items":[{"name":"Tee","quantity":1,"unitGrossCents":1190,"taxRate":19}]}`, no, no)), "Idempotency-Key", no); r.Status != http.StatusCreated {
-		t.Fatalf("order: %d %s", r.Status, r.Body)
+	waits := func(no, first string, all ...any) {
+		t.Helper()
+		if all == nil {
+			all = []any{}
+		}
+		var last map[string]any
+		testenv.Eventually(t, 60*time.Second, fmt.Sprintf("%s waiting for %s %v", no, first, all), func() bool {
+			last = waitStatus(t, c, key, no, func(map[string]any) bool { return true })
+			return last["waitingFor"] == first && reflect.DeepEqual(last["waitingForAll"], all)
+		})
 	}
-	waitStatus(t, c, key, no, func(d map[string]any) bool { return d["waitingFor"] == "fulfillment" })
-	if r := c.Do("POST", "/v1/fulfillments", key, []byte(fmt.Sprintf(`{"orderNo":%q,"status":"fulfilled"}`, no)), "Idempotency-Key", no+"-f"); r.Status != 200 {
-		t.Fatalf("fulfilled: %d %s", r.Status, r.Body)
+	order := func(no string) {
+		t.Helper()
+		if r := c.Do("POST", "/v1/orders", key, []byte(fmt.Sprintf(`{"orderNo":%q,"paymentRef":"pi_%s","paymentGateway":"stripe","requiresShipping":true,
+			"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+			"items":[{"name":"Tee","quantity":1,"unitGrossCents":1190,"taxRate":19}]}`, no, no)), "Idempotency-Key", no); r.Status != http.StatusCreated {
+			t.Fatalf("order: %d %s", r.Status, r.Body)
+		}
 	}
-	waitStatus(t, c, key, no, func(d map[string]any) bool { return d["waitingFor"] == "payment" })
-	stripeEvent(t, pid, secret, "payment_intent.succeeded", fmt.Sprintf(`{"id":"pi_%s","object":"payment_intent","amount":1190,"amount_received":1190,"currency":"eur"}`, no))
-	documents(t, c, key, no, "invoiced", 1)
-	if d := waitStatus(t, c, key, no, func(map[string]any) bool { return true }); d["waitingFor"] != "none" {
-		t.Errorf("invoiced order waits for %v", d["waitingFor"])
+	ship := func(no string) {
+		t.Helper()
+		if r := c.Do("POST", "/v1/fulfillments", key, []byte(fmt.Sprintf(`{"orderNo":%q,"status":"fulfilled"}`, no)), "Idempotency-Key", no+"-f"); r.Status != 200 {
+			t.Fatalf("fulfilled: %d %s", r.Status, r.Body)
+		}
 	}
+	pay := func(no string) {
+		t.Helper()
+		stripeEvent(t, pid, secret, "payment_intent.succeeded", fmt.Sprintf(`{"id":"pi_%s","object":"payment_intent","amount":1190,"amount_received":1190,"currency":"eur"}`, no))
+	}
+
+	shippedFirst := "WAIT-" + uuid.NewString()[:8]
+	order(shippedFirst)
+	waits(shippedFirst, "payment", "payment", "fulfillment")
+	ship(shippedFirst)
+	waits(shippedFirst, "payment", "payment")
+	pay(shippedFirst)
+	documents(t, c, key, shippedFirst, "invoiced", 1)
+	waits(shippedFirst, "none")
+
+	paidFirst := "WAIT-" + uuid.NewString()[:8]
+	order(paidFirst)
+	waits(paidFirst, "payment", "payment", "fulfillment")
+	pay(paidFirst)
+	waits(paidFirst, "fulfillment", "fulfillment")
+	ship(paidFirst)
+	documents(t, c, key, paidFirst, "invoiced", 1)
+	waits(paidFirst, "none")
 }
 
 // TestPriorYearRevenue: under accrual accounting, a service period that

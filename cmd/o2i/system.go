@@ -2,6 +2,8 @@ package main
 
 import (
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -14,18 +16,17 @@ func systemRoutes(h *health, reg *prometheus.Registry, all func() []httpx.Route)
 	return []httpx.Route{
 		{
 			Method: http.MethodGet, Path: "/api/health", OperationID: "getHealth", Tag: "system",
-			Summary:     "Health: status ok and db true when the process serves and PostgreSQL answers",
-			Description: "Check both values, not only the HTTP status. 503 with db false when PostgreSQL does not answer.",
+			Summary:     "Health: status reports the process (ok), db the database (true when PostgreSQL answers)",
+			Description: "Check both values, not only the HTTP status: status is ok whenever the process answers; db is false, with HTTP 503 and Retry-After, when PostgreSQL does not answer.",
 			Responses: []httpx.Response{
-				{Status: 200, Body: httpx.HealthBody{}, Description: "healthy"},
-				{Status: 503, Body: httpx.HealthBody{}, Description: "the database does not answer"},
+				{Status: 200, Body: httpx.HealthBody{}, Description: "the process serves and the database answers"},
+				{Status: 503, Body: httpx.HealthBody{}, Description: "the process serves (status ok) and the database does not answer (db false); an overloaded server answers the error body (code unavailable) instead"},
 			},
 			Handler: func(w http.ResponseWriter, r *http.Request) error {
-				res := h.check(r.Context())
-				body := httpx.HealthBody{Status: "ok", DB: res["db"], Checks: res, RequestID: httpx.RequestID(r.Context())}
-				status := http.StatusOK
-				if !body.DB {
-					body.Status, status = "degraded", http.StatusServiceUnavailable
+				status, retryAfter, body := httpx.Health(h.check(r.Context()))
+				body.RequestID = httpx.RequestID(r.Context())
+				if retryAfter > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
 				}
 				httpx.WriteJSON(w, r, status, body)
 				return nil

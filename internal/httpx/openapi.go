@@ -55,6 +55,10 @@ func OpenAPI(routes []Route) ([]byte, error) {
 		if rt.Input != nil {
 			oc.AddReqStructure(rt.Input)
 		}
+		// A body of the route's own at an error status (the health check's
+		// 503) is one of two: its own or the error body that every route
+		// can answer there (an overloaded server's 503).
+		own := map[int]map[string]any{}
 		for _, resp := range rt.Responses {
 			opts := []openapi.ContentOption{openapi.WithHTTPStatus(resp.Status)}
 			if resp.ContentType != "" {
@@ -64,10 +68,19 @@ func OpenAPI(routes []Route) ([]byte, error) {
 				d := resp.Description
 				opts = append(opts, func(cu *openapi.ContentUnit) { cu.Description = d })
 			}
+			if status := resp.Status; status >= 400 && resp.ContentType == "" {
+				opts = append(opts, openapi.WithCustomize(func(cor openapi.ContentOrReference) {
+					own[status] = jsonSchemaOf(cor)
+				}))
+			}
 			oc.AddRespStructure(resp.Body, opts...)
 		}
 		for _, status := range errorStatuses(rt) {
-			oc.AddRespStructure(ErrorBody{}, openapi.WithHTTPStatus(status))
+			oc.AddRespStructure(ErrorBody{}, openapi.WithHTTPStatus(status), openapi.WithCustomize(func(cor openapi.ContentOrReference) {
+				if mine := own[status]; mine != nil {
+					setJSONSchema(cor, map[string]any{"oneOf": []any{mine, jsonSchemaOf(cor)}})
+				}
+			}))
 		}
 		if err := r.AddOperation(oc); err != nil {
 			return nil, fmt.Errorf("openapi %s %s: %w", rt.Method, rt.Path, err)
@@ -163,6 +176,26 @@ func decorate(raw []byte) ([]byte, error) {
 		}
 	}
 	return json.MarshalIndent(doc, "", "  ")
+}
+
+// jsonSchemaOf returns the application/json schema of a response, or nil.
+func jsonSchemaOf(cor openapi.ContentOrReference) map[string]any {
+	r, ok := cor.(*openapi31.ResponseOrReference)
+	if !ok || r.Response == nil {
+		return nil
+	}
+	return r.Response.Content["application/json"].Schema
+}
+
+// setJSONSchema replaces the application/json schema of a response.
+func setJSONSchema(cor openapi.ContentOrReference, schema map[string]any) {
+	r, ok := cor.(*openapi31.ResponseOrReference)
+	if !ok || r.Response == nil {
+		return
+	}
+	mt := r.Response.Content["application/json"]
+	mt.Schema = schema
+	r.Response.Content["application/json"] = mt
 }
 
 func get(v any, keys ...string) any {

@@ -42,26 +42,43 @@ const (
 // Decision is what comes next for an order.
 type Decision struct {
 	Due        bool    // issue the invoice now
-	WaitingFor Waiting // why it is not due yet
+	WaitingFor Waiting // why it is not due yet: the first of Waits, or none
 	Hold       string  // the hold kind that keeps a due order back, or ""
+}
+
+// Waits returns everything an order still misses before its invoice is due,
+// in process order: the payment (unless store credit covers everything or an
+// invoice-first gateway invoices it as an open item), then the fulfilled
+// report of goods. It is empty for an order not in status created (invoiced
+// or cancelled) and for one that misses nothing, held or not.
+func Waits(f Facts) []Waiting {
+	if f.Status != "created" {
+		return nil
+	}
+	var w []Waiting
+	if !f.CoveredByCredit && !f.InvoiceFirst && !f.Paid {
+		w = append(w, WaitingPayment)
+	}
+	if f.RequiresShipping && !f.Fulfilled {
+		w = append(w, WaitingFulfillment)
+	}
+	return w
 }
 
 // Decide returns the decision for f:
 //   - only an order in status created can become due;
-//   - goods wait for the fulfilled report;
-//   - then the order needs a payment: store credit covering everything, an
-//     invoice-first gateway (an open item), or the provider's payment;
+//   - it waits for what Waits lists (the payment: store credit covering
+//     everything, an invoice-first gateway, or the provider's payment; the
+//     fulfilled report of goods), WaitingFor naming the first;
 //   - a due order is held while XRechnung lacks the contact's phone, or while
 //     a service under accrual accounting has neither a service period nor a
 //     product revenue recognition.
 func Decide(f Facts) Decision {
-	switch {
-	case f.Status != "created":
+	if f.Status != "created" {
 		return Decision{WaitingFor: WaitingNone}
-	case f.RequiresShipping && !f.Fulfilled:
-		return Decision{WaitingFor: WaitingFulfillment}
-	case !f.CoveredByCredit && !f.InvoiceFirst && !f.Paid:
-		return Decision{WaitingFor: WaitingPayment}
+	}
+	if w := Waits(f); len(w) > 0 {
+		return Decision{WaitingFor: w[0]}
 	}
 	if h := HoldOf(f); h != "" {
 		return Decision{WaitingFor: WaitingNone, Hold: h}

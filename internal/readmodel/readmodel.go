@@ -28,10 +28,17 @@ type OrderStatus struct {
 	Status            string       `json:"status" required:"true" description:"created (no valid invoice yet: waiting, held, or a correction in progress), invoiced, or cancelled (more values may be added)"`
 	FulfillmentStatus string       `json:"fulfillmentStatus" required:"true" enum:"unfulfilled,partial,fulfilled"`
 	Invoices          []InvoiceRef `json:"invoices" required:"true" description:"every document of the order, oldest first"`
-	WaitingFor        string       `json:"waitingFor" required:"true" enum:"none,payment,fulfillment" description:"what the order waits for before its invoice is due: the provider's payment (matched by paymentRef), the fulfilled report of goods, or none (due, invoiced, cancelled, or held: see holds)"`
+	WaitingFor        string       `json:"waitingFor" required:"true" enum:"none,payment,fulfillment" description:"the first thing the order waits for before its invoice is due, in process order: the provider's payment (matched by paymentRef), then the fulfilled report of goods; none when it waits for nothing (due, invoiced, cancelled, or held: see holds). waitingForAll lists everything"`
+	WaitingForAll     []Waiting    `json:"waitingForAll" required:"true" description:"everything the order waits for before its invoice is due, in process order (payment, then fulfillment): an unpaid order of goods not shipped yet waits for both. Its first entry is waitingFor; empty when waitingFor is none"`
 	Holds             []Hold       `json:"holds" required:"true" description:"review tasks that hold the due order back without an invoice number (GET /v1/tasks/{taskId}); empty when none"`
 	Payment           string       `json:"payment" required:"true" enum:"pending,open,paid,credit" description:"pending: no payment yet; open: invoiced as an open item of an invoice-first gateway, the payment is due (see the invoice's due date); paid: the provider's payment is matched; credit: store credit pays the whole order"`
 }
+
+// Waiting is one thing an order waits for: payment or fulfillment.
+type Waiting string
+
+// Enum lists the values, for the OpenAPI document.
+func (Waiting) Enum() []any { return []any{"payment", "fulfillment"} }
 
 // Hold is a review task holding an order back.
 type Hold struct {
@@ -42,6 +49,7 @@ type Hold struct {
 // Row is an order_view row as the status record is made from it.
 type Row struct {
 	OrderNo, Status, FulfillmentStatus, WaitingFor, Payment string
+	WaitingForAll                                           []string
 	Invoices, Holds                                         []byte // JSON arrays
 }
 
@@ -110,6 +118,19 @@ func Encode(r Row) ([]byte, error) {
 	}
 	if s.WaitingFor == "" {
 		s.WaitingFor = "none"
+	}
+	// waitingFor is the first entry of waitingForAll, also in a row that a
+	// projector of an earlier release wrote (it set waiting_for alone).
+	switch {
+	case s.WaitingFor == "none":
+		s.WaitingForAll = []Waiting{}
+	case len(r.WaitingForAll) == 0 || r.WaitingForAll[0] != s.WaitingFor:
+		s.WaitingForAll = []Waiting{Waiting(s.WaitingFor)}
+	default:
+		s.WaitingForAll = make([]Waiting, len(r.WaitingForAll))
+		for i, w := range r.WaitingForAll {
+			s.WaitingForAll[i] = Waiting(w)
+		}
 	}
 	if s.Payment == "" {
 		s.Payment = "pending"
