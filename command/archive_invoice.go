@@ -25,8 +25,10 @@ import (
 // the order's address (deliver_mail.go). Live documents get COMPLIANCE
 // retention to the end of the eighth year after the year of issue; test
 // documents go to the test archive without retention (a reset removes
-// them). A failed document is never archived. Calling it again is harmless:
-// a retry after a failure finds what was anchored and goes on from there.
+// them). A failed document (its archiving failed after the invoicer's
+// attempts) is archived the same way, under its number; one that broke rules
+// (recorded so by earlier versions) never. Calling it again is harmless: a
+// retry after a failure finds what was anchored and goes on from there.
 func (s *Service) ArchiveInvoice(ctx context.Context, a *archive.Archive, projectID, invoiceID string) (err error) {
 	defer apperr.Wrap(&err, "archive invoice %s", invoiceID)
 	d, err := s.readArchivable(ctx, projectID, invoiceID)
@@ -58,27 +60,28 @@ type archivable struct {
 
 // readArchivable reads a document that is still to be archived, with the
 // manifest an earlier attempt anchored; nil when there is nothing to do
-// (archived already, or failed: never archived).
+// (archived already, or a document that broke rules: never archived).
 func (s *Service) readArchivable(ctx context.Context, projectID, invoiceID string) (*archivable, error) {
 	var d archivable
 	var paymentRef *string
+	var failedRules []string
 	inv := &d.inv
 	err := s.pool.QueryRow(ctx, `SELECT i.id::text, i.project_id::text, i.order_id::text, i.order_no, i.payment_ref, i.number, i.status, i.version,
 			i.type, i.format, i.issue_date, i.currency, i.total_net_cents, i.total_tax_cents, i.total_gross_cents, i.test_mode, i.created_at,
-			i.xml, i.range_key, m.body
+			i.failed_rules, i.xml, i.range_key, m.body
 		FROM invoices i LEFT JOIN archive_manifests m ON m.invoice_id = i.id
 		WHERE i.project_id = $1 AND i.id = $2`, projectID, invoiceID).
 		Scan(&inv.ID, &inv.ProjectID, &inv.OrderID, &inv.OrderNo, &paymentRef, &inv.Number, &inv.Status, &inv.Version, &inv.Type,
 			&inv.Format, &d.issue, &inv.Currency, &inv.TotalNetCents, &inv.TotalTaxCents, &inv.TotalGrossCents, &inv.TestMode,
-			&inv.CreatedAt, &d.xml, &d.rangeKey, &d.manifest)
+			&inv.CreatedAt, &failedRules, &d.xml, &d.rangeKey, &d.manifest)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "invoice_not_found", "no invoice %s", invoiceID)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if inv.Status != "created" {
-		return nil, nil // archived already, or failed (never archived)
+	if !awaitsArchive(inv.Status, failedRules) {
+		return nil, nil // archived already, or broke rules (never archived)
 	}
 	if paymentRef != nil {
 		inv.PaymentRef = *paymentRef
@@ -88,7 +91,8 @@ func (s *Service) readArchivable(ctx context.Context, projectID, invoiceID strin
 }
 
 // archiveDocument stores d's PDF and XML, chains and stores its manifest,
-// and marks it archived (ArchiveInvoice).
+// and marks it archived (ArchiveInvoice): from created, or from failed,
+// whose reason and task it clears.
 func (s *Service) archiveDocument(ctx context.Context, a *archive.Archive, d *archivable) error {
 	inv := d.inv
 	projectID, invoiceID := inv.ProjectID, inv.ID
@@ -145,8 +149,9 @@ func (s *Service) archiveDocument(ctx context.Context, a *archive.Archive, d *ar
 		// One round trip for the anchor, the manifest's mark and the status.
 		b := &pgx.Batch{}
 		queueManifestRecord(b, projectID, invoiceID, arc.Bucket(), mSt, now)
-		b.Queue(`UPDATE invoices SET status = 'archived', archived_at = $3, version = version + 1
-			WHERE project_id = $1 AND id = $2 AND status = 'created' RETURNING version`, projectID, invoiceID, now)
+		b.Queue(`UPDATE invoices SET status = 'archived', archived_at = $3, version = version + 1, failure_reason = NULL, failure_task_id = NULL
+			WHERE project_id = $1 AND id = $2 AND (status = 'created' OR status = 'failed' AND failed_rules = '{}') RETURNING version`,
+			projectID, invoiceID, now)
 		br := tx.SendBatch(ctx, b)
 		_, err1 := br.Exec()
 		_, err2 := br.Exec()

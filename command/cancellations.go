@@ -57,7 +57,9 @@ func (s *Service) CancelSuperseded(ctx context.Context, projectID, orderID strin
 
 // cancelDocumentsTx issues a cancellation (billing.DefaultCancellation,
 // referencing the original's number and date) for every document of the
-// order that is neither failed, a cancellation, nor cancelled already. Each
+// order that is neither a cancellation, cancelled already, nor one that
+// broke rules (failed_rules: recorded so by earlier versions; a document
+// failed in archiving is issued and is cancelled like any other). Each
 // takes the next number of the range of its original's mode (test or live)
 // for the year of issueDate. When the order is cancelled (not corrected), an
 // invoice that credit notes of partial refunds corrected already is
@@ -68,7 +70,7 @@ func (s *Service) CancelSuperseded(ctx context.Context, projectID, orderID strin
 func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow, paymentRef string,
 	seller billing.Seller, issueDate, now time.Time) ([]Issued, []event.Event, error) {
 	rows, err := tx.Query(ctx, `SELECT id::text, number, document FROM invoices i
-		WHERE order_id = $1 AND type IN ('invoice', 'voucher_sale') AND status <> 'failed'
+		WHERE order_id = $1 AND type IN ('invoice', 'voucher_sale') AND failed_rules = '{}'
 		AND NOT EXISTS (SELECT 1 FROM invoices c WHERE c.cancels = i.id)
 		ORDER BY created_at, seq`, o.id)
 	if err != nil {
@@ -143,10 +145,10 @@ func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID st
 }
 
 // creditNotesTx returns the credit notes of partial refunds of the order
-// (not failed), by the number of the invoice each corrects.
+// (but one that broke rules), by the number of the invoice each corrects.
 func creditNotesTx(ctx context.Context, tx pgx.Tx, orderID string) (map[string][]billing.Invoice, error) {
 	rows, err := tx.Query(ctx, `SELECT number, document FROM invoices
-		WHERE order_id = $1 AND type = 'credit_note' AND status <> 'failed'
+		WHERE order_id = $1 AND type = 'credit_note' AND failed_rules = '{}'
 		ORDER BY created_at, seq`, orderID)
 	if err != nil {
 		return nil, err

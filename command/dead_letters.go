@@ -12,15 +12,16 @@ import (
 
 // TaskInvoicingFailed is the review task of an order whose invoice the
 // invoicer could not issue or archive after its attempts. The order event
-// is kept as a dead letter and retried with a growing delay; the task is
-// resolved when a retry succeeds.
+// is kept as a dead letter and retried with a growing delay; a document
+// whose rendering or archiving failed is failed meanwhile and names the
+// task. The task is resolved when a retry succeeds.
 const TaskInvoicingFailed = "invoicing_failed"
 
 // deadLetter is an order event the invoicer gave up on for now.
 type deadLetter struct {
-	id, projectID, orderNo string
-	payload                []byte
-	retries                int
+	id, projectID, orderID, orderNo string
+	payload                         []byte
+	retries                         int
 }
 
 // deadLetterRetryDelay is how long the reconciler waits before retrying a
@@ -31,7 +32,8 @@ func deadLetterRetryDelay(n int) time.Duration {
 }
 
 // recordDeadLetter keeps an order event that failed with cause after
-// attempts tries, and opens its review task, in one transaction. A later
+// attempts tries, opens its review task and marks the documents whose
+// rendering or archiving failed as failed, in one transaction. A later
 // failing event of the same order replaces the open dead letter's payload.
 func (s *Service) recordDeadLetter(ctx context.Context, j orderJob, cause error, attempts int) error {
 	return store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -44,22 +46,25 @@ func (s *Service) recordDeadLetter(ctx context.Context, j orderJob, cause error,
 		if err != nil {
 			return err
 		}
-		return openTask(ctx, tx, j.projectID, TaskInvoicingFailed, j.order.OrderNo, map[string]any{
+		if err := openTask(ctx, tx, j.projectID, TaskInvoicingFailed, j.order.OrderNo, map[string]any{
 			"orderNo": j.order.OrderNo, "error": cause.Error(), "attempts": attempts,
-		})
+		}); err != nil {
+			return err
+		}
+		return failDocumentsTx(ctx, tx, j.projectID, j.order.OrderNo, failedDocuments(cause))
 	})
 }
 
 // dueDeadLetters returns up to limit open dead letters whose retry is due.
 func (s *Service) dueDeadLetters(ctx context.Context, limit int) ([]deadLetter, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id::text, project_id::text, order_no, payload, retries FROM invoicing_dead_letters
+	rows, err := s.pool.Query(ctx, `SELECT id::text, project_id::text, order_id::text, order_no, payload, retries FROM invoicing_dead_letters
 		WHERE resolved_at IS NULL AND next_retry_at <= now() ORDER BY next_retry_at LIMIT $1`, limit)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (deadLetter, error) {
 		var d deadLetter
-		err := r.Scan(&d.id, &d.projectID, &d.orderNo, &d.payload, &d.retries)
+		err := r.Scan(&d.id, &d.projectID, &d.orderID, &d.orderNo, &d.payload, &d.retries)
 		return d, err
 	})
 }
@@ -74,11 +79,18 @@ func (s *Service) resolveDeadLetter(ctx context.Context, d deadLetter) error {
 	})
 }
 
-// retryDeadLetterLater records another failed retry and when to try again.
+// retryDeadLetterLater records another failed retry and when to try again;
+// the documents whose rendering or archiving failed in it are (still)
+// failed, with this retry's reason.
 func (s *Service) retryDeadLetterLater(ctx context.Context, d deadLetter, cause error) error {
-	_, err := s.pool.Exec(ctx, `UPDATE invoicing_dead_letters SET retries = retries + 1, error = $2, next_retry_at = now() + $3::bigint * interval '1 millisecond'
-		WHERE id = $1`, d.id, cause.Error(), deadLetterRetryDelay(d.retries+1).Milliseconds())
-	return err
+	return store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE invoicing_dead_letters SET retries = retries + 1, error = $2, next_retry_at = now() + $3::bigint * interval '1 millisecond'
+			WHERE id = $1`, d.id, cause.Error(), deadLetterRetryDelay(d.retries+1).Milliseconds())
+		if err != nil {
+			return err
+		}
+		return failDocumentsTx(ctx, tx, d.projectID, d.orderNo, failedDocuments(cause))
+	})
 }
 
 // resolveTask resolves the open task of that kind and subject, if any.

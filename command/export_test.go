@@ -25,3 +25,9 @@ func (s *Service) CreateBatches() (statements, orders, fallbacks int64) {
 func (s *Service) PaidAt(ctx context.Context, projectID, orderID string) (*time.Time, error) {
 	return s.paidAt(ctx, projectID, orderID)
 }
+
+// Process exposes the invoicer's handling of one order event: its tries,
+// then the dead letter with its task and the failed documents.
+func (iv *Invoicer) Process(ctx context.Context, raw []byte) error {
+	return iv.process(ctx, raw)
+}

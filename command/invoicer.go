@@ -179,7 +179,9 @@ func (iv *Invoicer) handleBatch(ctx context.Context, batch []kafka.Message) erro
 
 // process handles one event, trying a failing one Attempts times (at once
 // when the failure can never go away) before keeping it as a dead letter
-// with a task. It fails only when the dead letter cannot be recorded.
+// with a task; the documents whose rendering or archiving failed in the
+// last try become failed (failed_invoices.go). It fails only when the dead
+// letter cannot be recorded.
 func (iv *Invoicer) process(ctx context.Context, raw []byte) error {
 	j, ok := parseOrderEvent(raw)
 	if !ok {
@@ -323,18 +325,22 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 	return nil
 }
 
-// archiveAll archives the issued documents. A failure tries the event
-// again: issuing is idempotent, so only the archiving is repeated.
+// archiveAll archives the issued documents that are still to be archived
+// (created or failed), each on its own: one failing does not keep the others
+// from the archive. A failure tries the event again (issuing is idempotent,
+// so only the archiving is repeated); it names each document that failed
+// (*archiveError), so that after the last try they become failed.
 func (iv *Invoicer) archiveAll(ctx context.Context, projectID string, issued []Issued) error {
+	var errs []error
 	for _, d := range issued {
-		if d.Status == "failed" {
-			continue // never archived; a review task lists the rules
+		if !awaitsArchive(d.Status, d.FailedRules) {
+			continue
 		}
 		if err := iv.svc.ArchiveIssued(ctx, iv.archive, projectID, d); err != nil {
-			return err
+			errs = append(errs, &archiveError{invoiceID: d.ID, err: err})
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // permanent reports whether err can never go away by trying again: the

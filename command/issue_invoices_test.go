@@ -322,7 +322,7 @@ func TestFailingValidationHoldsWithoutANumber(t *testing.T) {
 	}
 }
 
-func TestArchiveInvoiceIsWriteOnceAndSkipsFailedDocuments(t *testing.T) {
+func TestArchiveInvoiceIsWriteOnceAndRetriesFailedDocuments(t *testing.T) {
 	t.Parallel()
 	c := testenv.S3(t)
 	a := archive.New(c, "test-cmd-archive-"+strings.ReplaceAll(uuid.NewString(), "-", "")[:12])
@@ -350,16 +350,38 @@ func TestArchiveInvoiceIsWriteOnceAndSkipsFailedDocuments(t *testing.T) {
 	if err != nil || !bytes.Equal(got, stored) {
 		t.Errorf("archived XML differs from the issued one (%v)", err)
 	}
-	// A failed document (recorded by earlier versions, which kept documents
-	// that broke a rule) is never archived.
-	failed := v.issue(v.place(simpleOrder("A-2", "")))[0]
-	if _, err := v.pool.Exec(ctx, `UPDATE invoices SET status = 'failed' WHERE id = $1`, failed.ID); err != nil {
+	// A document that broke rules (recorded as failed by earlier versions,
+	// which kept such documents) is never archived.
+	broken := v.issue(v.place(simpleOrder("A-2", "")))[0]
+	if _, err := v.pool.Exec(ctx, `UPDATE invoices SET status = 'failed', failed_rules = '{BR-CO-26}' WHERE id = $1`, broken.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.svc.ArchiveInvoice(ctx, a, v.project, broken.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Stat(ctx, archive.InvoiceXMLKey(v.project, broken.ID)); !errors.Is(err, archive.ErrNotFound) {
+		t.Errorf("a document that broke rules reached the archive: %v", err)
+	}
+	// A document failed in archiving is archived by the retry, under its
+	// number, and its failure is cleared.
+	failed := v.issue(v.place(simpleOrder("A-3", "")))[0]
+	if _, err := v.pool.Exec(ctx, `UPDATE invoices SET status = 'failed', failure_reason = 'archive down', version = 2 WHERE id = $1`, failed.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := v.svc.ArchiveInvoice(ctx, a, v.project, failed.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Stat(ctx, archive.InvoiceXMLKey(v.project, failed.ID)); !errors.Is(err, archive.ErrNotFound) {
-		t.Errorf("a failed document reached the archive: %v", err)
+	var number string
+	var reason *string
+	if err := v.pool.QueryRow(ctx, `SELECT status, version, number, failure_reason FROM invoices WHERE id = $1`, failed.ID).
+		Scan(&status, &version, &number, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if status != "archived" || version != 3 || number != failed.Number || reason != nil {
+		t.Errorf("failed document after the retry: %s version %d number %s reason %v, want archived 3 %s without reason",
+			status, version, number, reason, failed.Number)
+	}
+	if _, err := a.Stat(ctx, archive.InvoiceXMLKey(v.project, failed.ID)); err != nil {
+		t.Errorf("the failed document's retry did not archive it: %v", err)
 	}
 }

@@ -286,7 +286,7 @@ WHERE id = $1 RETURNING version, updated_at`, o.id, at, amount).Scan(&o.version,
 	if o.status == "invoiced" {
 		var due int64
 		if err := tx.QueryRow(ctx, `SELECT coalesce(sum(due_cents), 0) FROM invoices i
-			WHERE order_id = $1 AND type IN ('invoice', 'voucher_sale') AND status <> 'failed'
+			WHERE order_id = $1 AND type IN ('invoice', 'voucher_sale') AND failed_rules = '{}'
 			AND NOT EXISTS (SELECT 1 FROM invoices c WHERE c.cancels = i.id)`, o.id).Scan(&due); err != nil {
 			return "", false, err
 		}

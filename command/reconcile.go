@@ -12,12 +12,15 @@ import (
 
 // The invoicer's reconciler: no order depends on a later event arriving.
 // Every ReconcileEvery it
-//   - retries the dead letters whose retry is due (dead_letters.go);
+//   - retries the dead letters whose retry is due (dead_letters.go), with
+//     the failed documents of their orders (failed_invoices.go);
 //   - re-evaluates orders held as a task (contact phone, revenue
 //     recognition, not invoiceable, a document that would break the rules):
 //     a hold whose cause has cleared (the phone, the product setting or the
 //     seller data was set) is invoiced and its task resolved;
-//   - archives documents issued but not archived a minute later.
+//   - archives documents issued but not archived a minute later, and failed
+//     documents whose order has no open dead letter (left from an earlier
+//     failure) at once.
 
 // holdKinds are the tasks that hold an order back without an invoice number.
 var holdKinds = []string{HoldContactPhone, HoldRevenueRecognition, HoldNotInvoiceable, TaskValidationFailed, TaskProviderRightsMissing}
@@ -52,18 +55,17 @@ func (iv *Invoicer) reconcile(ctx context.Context) {
 	}
 }
 
-// RetryDeadLetters tries every due dead letter once more: one that succeeds
-// is resolved with its task, one that fails waits longer.
+// RetryDeadLetters tries every due dead letter once more, and archives the
+// failed documents of its order: one that succeeds is resolved with its task
+// (its documents are archived under their numbers), one that fails waits
+// longer (its documents whose archiving failed again stay failed).
 func (iv *Invoicer) RetryDeadLetters(ctx context.Context) error {
 	due, err := iv.svc.dueDeadLetters(ctx, 100)
 	if err != nil {
 		return err
 	}
 	for _, d := range due {
-		j, ok := parseOrderEvent(d.payload)
-		if !ok {
-			err = iv.svc.resolveDeadLetter(ctx, d)
-		} else if cause := iv.invoice(ctx, j); cause != nil {
+		if cause := iv.retryDeadLetter(ctx, d); cause != nil {
 			err = iv.svc.retryDeadLetterLater(ctx, d, cause)
 		} else {
 			err = iv.svc.resolveDeadLetter(ctx, d)
@@ -73,6 +75,17 @@ func (iv *Invoicer) RetryDeadLetters(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// retryDeadLetter handles a dead letter's event once more (an event the
+// invoicer cannot read is not its own: nothing to do) and archives the
+// order's documents that are failed still, also when the event fails.
+func (iv *Invoicer) retryDeadLetter(ctx context.Context, d deadLetter) error {
+	var err error
+	if j, ok := parseOrderEvent(d.payload); ok {
+		err = iv.invoice(ctx, j)
+	}
+	return errors.Join(err, iv.archiveFailedOf(ctx, d.projectID, d.orderID))
 }
 
 // ReleaseHolds re-evaluates the next page of held orders: each is invoiced
@@ -93,10 +106,14 @@ func (iv *Invoicer) ReleaseHolds(ctx context.Context) error {
 }
 
 // ArchiveStuck archives documents issued more than a minute ago and not
-// archived yet (an archive outage outlasted the invoicer's attempts).
+// archived yet (the invoicer stopped between issuing and archiving), and
+// failed documents whose order has no open dead letter to retry them.
 func (iv *Invoicer) ArchiveStuck(ctx context.Context) error {
-	rows, err := iv.svc.pool.Query(ctx, `SELECT project_id::text, id::text FROM invoices
-		WHERE status = 'created' AND created_at < now() - interval '1 minute' ORDER BY created_at LIMIT 100`)
+	rows, err := iv.svc.pool.Query(ctx, `SELECT project_id::text, id::text FROM invoices i
+		WHERE i.status = 'created' AND i.created_at < now() - interval '1 minute'
+			OR i.status = 'failed' AND i.failed_rules = '{}' AND NOT EXISTS (
+				SELECT 1 FROM invoicing_dead_letters d WHERE d.order_id = i.order_id AND d.resolved_at IS NULL)
+		ORDER BY created_at LIMIT 100`)
 	if err != nil {
 		return err
 	}

@@ -104,7 +104,7 @@ func (s *Service) IssueCreditNotes(ctx context.Context, projectID, orderID strin
 			var id string
 			var document []byte
 			err := tx.QueryRow(ctx, `SELECT id::text, document FROM invoices i
-				WHERE order_id = $1 AND type = 'invoice' AND status <> 'failed'
+				WHERE order_id = $1 AND type = 'invoice' AND failed_rules = '{}'
 				AND NOT EXISTS (SELECT 1 FROM invoices c WHERE c.cancels = i.id)
 				ORDER BY created_at DESC, seq DESC LIMIT 1`, o.id).Scan(&id, &document)
 			if errors.Is(err, pgx.ErrNoRows) {

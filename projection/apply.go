@@ -123,19 +123,29 @@ func queue(b *pgx.Batch, orders map[orderRef]orderState, t Tables, ev event.Even
 		if inv.OrderNo == "" || !isUUID(ev.ProjectID) || !isUUID(inv.ID) {
 			return orderRef{}, poisonError{fmt.Errorf("%s without orderNo, or with an invalid projectId or id", ev.Type)}
 		}
-		var paymentRef *string
+		var paymentRef, failureReason, failureTask *string
 		if inv.PaymentRef != "" {
 			paymentRef = &inv.PaymentRef
 		}
+		// A failed document shows why and its review task; a document that
+		// is not failed (any more) shows neither.
+		if inv.Status == "failed" && inv.FailureReason != "" {
+			failureReason = &inv.FailureReason
+		}
+		if inv.Status == "failed" && isUUID(inv.TaskID) {
+			failureTask = &inv.TaskID
+		}
 		b.Queue(`INSERT INTO `+t.Invoices+` AS v (project_id, id, version, number, status, order_no, payment_ref, type, format,
-				issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, test_mode, created_at, archived_at, rev)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, nextval('read_model_rev'))
+				issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, test_mode, created_at, archived_at,
+				failure_reason, failure_task_id, rev)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, nextval('read_model_rev'))
 			ON CONFLICT (project_id, id) DO UPDATE SET version = EXCLUDED.version, number = EXCLUDED.number,
-				status = EXCLUDED.status, payment_ref = EXCLUDED.payment_ref, archived_at = EXCLUDED.archived_at, rev = EXCLUDED.rev
+				status = EXCLUDED.status, payment_ref = EXCLUDED.payment_ref, archived_at = EXCLUDED.archived_at,
+				failure_reason = EXCLUDED.failure_reason, failure_task_id = EXCLUDED.failure_task_id, rev = EXCLUDED.rev
 			WHERE v.version < EXCLUDED.version`,
 			ev.ProjectID, inv.ID, inv.Version, inv.Number, inv.Status, inv.OrderNo, paymentRef, inv.Type, inv.Format,
 			inv.IssueDate, inv.Currency, inv.TotalNetCents, inv.TotalTaxCents, inv.TotalGrossCents, inv.TestMode,
-			inv.CreatedAt, inv.ArchivedAt)
+			inv.CreatedAt, inv.ArchivedAt, failureReason, failureTask)
 		// The order's list of documents is derived from the invoice rows, so
 		// it is right whatever order the invoice events arrive in.
 		b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, invoices, rev, updated_at)

@@ -190,10 +190,12 @@ func (s *Service) reportDocuments(ctx context.Context, projectID string, p accou
 // with deferrals those issued earlier whose service period reaches into the
 // range (their releases may fall into it). A document without its stored
 // computation cannot be booked: a conflict, never a silent gap. progress,
-// when set, is told each document read.
+// when set, is told each document read. A document failed in archiving is
+// issued and booked; only one that broke rules (recorded so by earlier
+// versions, failed_rules) is not.
 func loadDocuments(ctx context.Context, tx pgx.Tx, projectID string, from, to time.Time, deferrals bool, progress Progress) ([]accounting.Document, error) {
 	const where = `FROM invoices
-WHERE project_id = $1 AND NOT test_mode AND status <> 'failed' AND issue_date <= $3
+WHERE project_id = $1 AND NOT test_mode AND failed_rules = '{}' AND issue_date <= $3
   AND (issue_date >= $2 OR ($4 AND jsonb_typeof(document->'Period') = 'object'
        AND (document->'Period'->>'End')::timestamptz >= $2::date))`
 	total := 0

@@ -87,7 +87,7 @@ func (s *Service) Routes() []httpx.Route {
 		{
 			Method: http.MethodGet, Path: "/v1/invoices/{reference}/pdf", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
 			OperationID: "getInvoicePDF", Summary: "The archived PDF (ZUGFeRD PDF/A-3, or the XRechnung reading copy)",
-			Description: "409 document_not_archived while the invoice is not archived yet (retry later) or when it failed validation.",
+			Description: "409 document_not_archived while the invoice is not archived yet or is failed (both retry later; a failed one is retried by the service), or when it failed validation (recorded so by earlier versions).",
 			Input:       DocumentInput{},
 			Responses:   []httpx.Response{{Status: 200, Body: []byte{}, ContentType: "application/pdf"}},
 			Errors:      []int{404, 409, 501}, Handler: s.getDocument,
@@ -95,7 +95,7 @@ func (s *Service) Routes() []httpx.Route {
 		{
 			Method: http.MethodGet, Path: "/v1/invoices/{reference}/xml", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
 			OperationID: "getInvoiceXML", Summary: "The archived EN 16931 XML; 409 when not archived yet or not applicable",
-			Description: "409 document_not_archived while the invoice is not archived yet (retry later) or when it failed validation.",
+			Description: "409 document_not_archived while the invoice is not archived yet or is failed (both retry later; a failed one is retried by the service), or when it failed validation (recorded so by earlier versions).",
 			Input:       DocumentInput{},
 			Responses:   []httpx.Response{{Status: 200, Body: "", ContentType: "application/xml"}},
 			Errors:      []int{404, 409, 501}, Handler: s.getDocument,
@@ -139,11 +139,11 @@ func (s *Service) Routes() []httpx.Route {
 				"- xrechnung_contact_phone_missing: an order with a Leitweg-ID waits, XRechnung needs a telephone number on the invoice contact (BR-DE-6) [orderNo, details]\n" +
 				"- product_without_revenue_recognition: accrual accounting, a service without service_period and without a revenue recognition default on its product; the order waits [orderNo, details]\n" +
 				"- order_not_invoiceable: the invoice engine rejects the order, for example a tax rate not allowed at the place of supply; the order waits [orderNo, details]\n" +
-				"- invoice_validation_failed: a document broke EN 16931 / XRechnung rules; it is recorded as failed and never archived [orderNo, invoiceId, number, rules, findings]\n" +
+				"- invoice_validation_failed: a document would break EN 16931 / XRechnung rules; the order waits without a number until the cause is fixed [orderNo, document, rules, findings]\n" +
 				"- payment_amount_mismatch: the provider's payment is not the amount due; the invoice is issued anyway [orderNo, paidCents, dueCents]\n" +
 				"- payment_without_order: a provider payment whose paymentRef matches no order; resolved when the order arrives [paymentRef, eventId, amountCents, currency]\n" +
 				"- credit_balance_mismatch: a reported store-credit balance differs from the transaction history [email, reportedCents, computedCents]\n" +
-				"- invoicing_failed: the invoicer could not issue or archive the order's invoices; retried with a growing delay and resolved when a retry succeeds [orderNo, error, attempts]\n\n" +
+				"- invoicing_failed: the invoicer could not issue or archive the order's invoices; retried with a growing delay and resolved when a retry succeeds. A document whose rendering or archiving failed is failed meanwhile and names this task (failureTaskId) [orderNo, error, attempts]\n\n" +
 				"Other types may be added; the type filter accepts any type. Keyset pagination by creation time, oldest first: " +
 				"walking all pages returns each task exactly once. nextCursor is always set: on the last page (hasMore false) it " +
 				"points after the last task, so passing it later continues with tasks recorded since. A cursor is bound to the " +

@@ -32,14 +32,15 @@ const (
 var InvoiceStatuses = []string{"created", "archived", "failed"}
 
 const invoiceColumns = `id::text, number, status, order_no, payment_ref, type, format, issue_date, currency,
-	total_net_cents, total_tax_cents, total_gross_cents, test_mode, created_at, archived_at, rev, seq`
+	total_net_cents, total_tax_cents, total_gross_cents, test_mode, created_at, archived_at, failure_reason, failure_task_id::text, rev, seq`
 
 func scanInvoice(row pgx.CollectableRow) (invoiceRow, error) {
 	var r invoiceRow
 	var issue, created time.Time
 	var archived *time.Time
 	err := row.Scan(&r.ID, &r.Number, &r.Status, &r.OrderNo, &r.PaymentRef, &r.Type, &r.Format, &issue, &r.Currency,
-		&r.TotalNetCents, &r.TotalTaxCents, &r.TotalGrossCents, &r.TestMode, &created, &archived, &r.rev, &r.seq)
+		&r.TotalNetCents, &r.TotalTaxCents, &r.TotalGrossCents, &r.TestMode, &created, &archived, &r.FailureReason, &r.FailureTaskID,
+		&r.rev, &r.seq)
 	if err != nil {
 		return r, err
 	}
@@ -248,17 +249,24 @@ func (s *Service) listInvoices(w http.ResponseWriter, r *http.Request) error {
 
 // getDocument answers GET /v1/invoices/{reference}/pdf and /xml. Documents
 // are served only from the archive: before the invoice is archived the
-// answer is 409 document_not_archived (retry later); a failed document is
-// never archived.
+// answer is 409 document_not_archived (retry later), also while it is
+// failed (its archiving is retried); one that broke rules (recorded so by
+// earlier versions, without a failure reason) is never archived.
 func (s *Service) getDocument(w http.ResponseWriter, r *http.Request) error {
 	inv, err := s.Invoice(r.Context(), httpx.ProjectID(r.Context()), chi.URLParam(r, "reference"))
 	if err != nil {
 		return err
 	}
-	switch inv.Status {
-	case "failed":
+	switch {
+	case inv.Status == "failed" && inv.FailureReason == nil:
 		return apperr.New(apperr.Conflict, "document_not_archived", "invoice %s failed validation and is never archived; see its review task", inv.Number)
-	case "created":
+	case inv.Status == "failed":
+		msg := fmt.Sprintf("archiving invoice %s failed (%s); it is retried", inv.Number, *inv.FailureReason)
+		if inv.FailureTaskID != nil {
+			msg += " under review task " + *inv.FailureTaskID
+		}
+		return &apperr.Error{Kind: apperr.Conflict, Code: "document_not_archived", RetryAfter: time.Minute, Message: msg}
+	case inv.Status == "created":
 		return &apperr.Error{Kind: apperr.Conflict, Code: "document_not_archived", RetryAfter: 5 * time.Second,
 			Message: fmt.Sprintf("invoice %s is not archived yet; fetch again later", inv.Number)}
 	}

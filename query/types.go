@@ -18,7 +18,7 @@ type OrderStatusInput struct {
 type Invoice struct {
 	ID              string  `json:"id" required:"true" format:"uuid"`
 	Number          string  `json:"number" required:"true"`
-	Status          string  `json:"status" required:"true" enum:"created,archived,failed"`
+	Status          string  `json:"status" required:"true" enum:"created,archived,failed" description:"created (issued: number taken, XML computed, being archived), archived (PDF and XML can be fetched), failed (rendering or archiving failed after the invoicer's attempts: see failureReason and failureTaskId; retried, the same document becomes archived under the same number)"`
 	URL             string  `json:"url" required:"true"`
 	OrderNo         string  `json:"orderNo" required:"true"`
 	PaymentRef      *string `json:"paymentRef" required:"true"`
@@ -34,6 +34,8 @@ type Invoice struct {
 	XMLURL          *string `json:"xmlUrl" required:"true" description:"null for a small-amount invoice (format small_amount, § 33 UStDV), which is a PDF only"`
 	CreatedAt       string  `json:"createdAt" required:"true" format:"date-time"`
 	ArchivedAt      *string `json:"archivedAt" required:"true" format:"date-time"`
+	FailureReason   *string `json:"failureReason" required:"true" description:"while status is failed: why rendering or archiving the document failed after the invoicer's attempts (the last retry's error); it keeps its number and is retried until archived. null otherwise"`
+	FailureTaskID   *string `json:"failureTaskId" required:"true" format:"uuid" description:"while status is failed: the order's invoicing_failed review task (GET /v1/tasks/{id}), resolved when a retry archives the document. null otherwise"`
 	// Delivery is set by GET /v1/invoices/{reference} when the document is
 	// e-mailed (its order has an e-mail); never in the list.
 	Delivery *Delivery `json:"delivery,omitempty" description:"the e-mail of the document to the order's address (GET /v1/invoices/{reference} only; absent when the order has no e-mail)"`

@@ -8,7 +8,7 @@ import "time"
 const (
 	InvoiceCreated  = "invoice.created"  // a document was issued: number assigned, XML computed
 	InvoiceArchived = "invoice.archived" // the document is stored write-once; PDF and XML can be fetched
-	InvoiceFailed   = "invoice.failed"   // validation failed; a review task lists the rule ids
+	InvoiceFailed   = "invoice.failed"   // rendering or archiving failed after the invoicer's attempts: retried, failureReason and taskId say why and where
 )
 
 // Invoice is the full metadata of one document after a change.
@@ -31,6 +31,8 @@ type Invoice struct {
 	TestMode        bool       `json:"testMode"`
 	CreatedAt       time.Time  `json:"createdAt"`
 	ArchivedAt      *time.Time `json:"archivedAt,omitempty"`
-	FailedRules     []string   `json:"failedRules,omitempty"` // rule ids when status is failed
-	Cancels         string     `json:"cancels,omitempty"`     // UUID of the invoice a cancellation cancels
+	FailedRules     []string   `json:"failedRules,omitempty"`   // rule ids of a document that broke them (recorded so by earlier versions only)
+	FailureReason   string     `json:"failureReason,omitempty"` // why rendering or archiving failed, when status is failed
+	TaskID          string     `json:"taskId,omitempty"`        // UUID of the invoicing_failed review task, when status is failed
+	Cancels         string     `json:"cancels,omitempty"`       // UUID of the invoice a cancellation cancels
 }

@@ -17,7 +17,7 @@ import (
 type InvoiceRef struct {
 	ID     string `json:"id" required:"true" format:"uuid"`
 	Number string `json:"number" required:"true"`
-	Status string `json:"status" required:"true" enum:"created,archived,failed" description:"archive status of the document"`
+	Status string `json:"status" required:"true" enum:"created,archived,failed" description:"archive status of the document: created (being archived), archived, failed (archiving failed after the invoicer's attempts; retried, the invoice metadata at url says why)"`
 	URL    string `json:"url" required:"true" description:"path of the invoice metadata resource, /v1/invoices/<invoice uuid>"`
 	Type   string `json:"type" required:"true" enum:"invoice,voucher_sale,cancellation,credit_note" description:"invoice; voucher_sale (gift cards, a separate document); cancellation (Stornorechnung of an earlier document of the order); credit_note (Rechnungskorrektur of a partial refund, or the cancellation of what partial refunds left of an invoice when its order is cancelled)"`
 }
