@@ -181,7 +181,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 
 	// Holds: the order waits as a task and takes no number.
 	switch lifecycle.HoldOf(lifecycle.Facts{XRechnung: order.BillingAddress.LeitwegID != "", ContactPhone: seller.ContactPhone != "",
-		Accrual: p.Accounting == project.Accrual, RequiresShipping: order.RequiresShipping, ServicePeriod: order.ServicePeriod != nil,
+		Accrual: p.AccountingIn(d.IssueDate.Year()) == project.Accrual, RequiresShipping: order.RequiresShipping, ServicePeriod: order.ServicePeriod != nil,
 		RevenueRecognised: recognised}) {
 	case HoldContactPhone:
 		return hold(&HeldError{HoldContactPhone, "XRechnung needs a telephone number on the invoice contact (BR-DE-6): o2i project set --contact-phone"})
@@ -252,8 +252,9 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	}
 	// Revenue of an earlier (usually closed) financial year under accrual
 	// accounting: the invoice is issued, and the accountant is told (spec:
-	// service_period rule 4; the financial year is the calendar year).
-	if sp := order.ServicePeriod; sp != nil && p.Accounting == project.Accrual && sp.Start.Year() < d.IssueDate.Year() {
+	// service_period rule 4; the financial year is the calendar year, its
+	// method the one in force in the invoice's year).
+	if sp := order.ServicePeriod; sp != nil && p.AccountingIn(d.IssueDate.Year()) == project.Accrual && sp.Start.Year() < d.IssueDate.Year() {
 		if err := openTask(ctx, tx, projectID, TaskPriorYearRevenue, o.orderNo, map[string]any{
 			"orderNo": o.orderNo, "numbers": numbers, "servicePeriodStart": sp.Start.Format(time.DateOnly),
 			"financialYear": sp.Start.Year(), "details": "assign the revenue to the prior financial year",

@@ -70,7 +70,9 @@ func ParseExportRange(from, to string) (time.Time, time.Time, error) {
 	return f, t, nil
 }
 
-// accountingSettings reads the project's accounting settings.
+// accountingSettings reads the project's accounting settings, with its
+// accounting history: each document is booked by the method of its fiscal
+// year.
 func accountingSettings(p project.Project) (accounting.Settings, error) {
 	chart, err := accounting.ParseChart(p.Settings.ChartOfAccounts)
 	if err != nil {
@@ -84,7 +86,7 @@ func accountingSettings(p project.Project) (accounting.Settings, error) {
 	if err != nil {
 		return accounting.Settings{}, err
 	}
-	return accounting.Settings{Chart: chart, Accounts: accts, Debtors: debtors}, nil
+	return accounting.Settings{Chart: chart, Accounts: accts, Debtors: debtors, Methods: p.AccountingHistory}, nil
 }
 
 // DATEVExport returns the project's DATEV Buchungsstapel of the bookings
@@ -188,7 +190,8 @@ func (s *Service) reportDocuments(ctx context.Context, projectID string, p accou
 
 // loadDocuments reads the project's live documents issued from..to, and
 // with deferrals those issued earlier whose service period reaches into the
-// range (their releases may fall into it). A document without its stored
+// range (their releases may fall into it, if accrual accounting was in
+// force in their fiscal year). A document without its stored
 // computation cannot be booked: a conflict, never a silent gap. progress,
 // when set, is told each document read. A document failed in archiving is
 // issued and booked; only one that broke rules (recorded so by earlier

@@ -191,7 +191,9 @@ func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writ
 	id := f.String("project", "", "project id (required)")
 	name := f.String("name", "", "project name")
 	testMode := f.Bool("test-mode", true, "test mode")
-	accounting := f.String("accounting", "", "accrual or cash")
+	accounting := f.String("accounting", "", "accrual or cash, from the fiscal year of --accounting-from")
+	accountingFrom := f.Int("accounting-from", 0, "fiscal year YYYY --accounting takes effect from (earlier years keep their method); "+
+		"default: the current year, or the next once live documents of the current year exist; never a year with live documents")
 	gateways := f.String("invoice-first-gateways", "", "comma-separated invoice-first payment gateways (exact spelling)")
 	oss := f.Bool("oss-registered", false, "registered for the one-stop shop (destination-country VAT for EU consumers)")
 	termDays := f.Int("payment-term-days", 0, "payment term of invoice-first invoices (open items) in days; 0: the default, 14")
@@ -226,6 +228,9 @@ func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writ
 			return err
 		}
 	}
+	if f.isSet("accounting-from") && !f.isSet("accounting") {
+		return fmt.Errorf("--accounting-from needs --accounting")
+	}
 	if *termDays < 0 || *termDays > 365 {
 		return fmt.Errorf("--payment-term-days: %d is not from 0 to 365", *termDays)
 	}
@@ -247,6 +252,9 @@ func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writ
 	}
 	if f.isSet("accounting") {
 		u.Accounting = accounting
+		if f.isSet("accounting-from") {
+			u.AccountingFrom = accountingFrom
+		}
 	}
 	if f.isSet("rate-limit") {
 		u.RateLimitRPS = rps

@@ -2,8 +2,10 @@
 // an accountant and the tax office receive: the DATEV bookings (the
 // "Buchungsstapel", EXTF header record version 700, Windows-1252), the
 // one-stop-shop report per quarter and the EC sales list per period. It
-// decides every booking, account, deferral and sum; the callers load the
-// documents and write the bytes out. Test documents never appear.
+// decides every booking, account, deferral and sum, and which accounting
+// method (accrual or cash-basis) applies to a document: only accrual
+// accounting defers; the callers load the documents and the project's
+// accounting history and write the bytes out. Test documents never appear.
 // Pure: it imports only the standard library, internal/billing,
 // internal/money and golang.org/x/text (the Windows-1252 encoder).
 package accounting
@@ -151,4 +153,7 @@ type Settings struct {
 	Chart    Chart
 	Accounts Accounts // Standard(Chart) with the project's overrides
 	Debtors  string   // DebtorsCollective or DebtorsPerCustomer
+	// Methods is the project's accounting history: the method in force for
+	// each fiscal year (see MethodIn); empty means accrual throughout.
+	Methods []MethodChange
 }

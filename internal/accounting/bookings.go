@@ -19,7 +19,7 @@ import (
 //	provider payment                   payments      to debtor, the amount received, on its own date
 //	                                   (also when it is in BT-113 of a paid-before-issue invoice: booked once)
 //	cancellation's offset (in BT-113)  nothing: no money moves
-//	service period after the issue month:
+//	service period after the issue month, under accrual accounting in the document's fiscal year:
 //	  at issue, per breakdown entry    revenue       to deferred revenue, the net of the later months (BU 40)
 //	  1st of each later month          deferred      to revenue, that month's net (BU 40)
 //	cancellation, credit note          the same bookings with debit and credit swapped
@@ -186,7 +186,7 @@ func documentBookings(s Settings, d Document) ([]Booking, error) {
 		b.Text = "Guthaben eingelöst " + inv.OrderNo
 		out = append(out, b)
 	}
-	if inv.Period != nil && inv.Kind != billing.KindVoucherSale {
+	if s.Defers(inv) { // accrual accounting only: under cash-basis accounting revenue counts at once
 		for _, v := range inv.VAT {
 			acct, err := revenueAccount(a, inv, v)
 			if err != nil {

@@ -1,6 +1,8 @@
 // Package project holds a project (one seller account): its test mode,
-// accounting method, rate limit, seller data and invoice contact, in one place.
-// It imports internal/apperr, internal/billing (the seller of its invoices) and pgx.
+// accounting method (a history by fiscal year), rate limit, seller data and
+// invoice contact, in one place. It imports internal/apperr,
+// internal/accounting (the accounting methods), internal/billing (the seller
+// of its invoices) and pgx.
 package project
 
 import (
@@ -8,20 +10,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/o2i-service/o2i/internal/accounting"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/billing"
 )
 
 // Accounting methods.
 const (
-	Accrual = "accrual"
-	Cash    = "cash"
+	Accrual = accounting.Accrual
+	Cash    = accounting.Cash
 )
 
 // Settings are the seller data, invoice contact and connection settings the
@@ -65,12 +69,17 @@ type Project struct {
 	ID             string    `json:"id"`
 	Name           string    `json:"name"`
 	TestMode       bool      `json:"testMode"`
-	Accounting     string    `json:"accounting"`
+	Accounting     string    `json:"accounting"` // the method of the latest change of AccountingHistory
 	RateLimitRPS   int       `json:"rateLimitRps"`
 	RateLimitBurst int       `json:"rateLimitBurst"`
 	Settings       Settings  `json:"settings"`
 	CreatedAt      time.Time `json:"createdAt"`
 	UpdatedAt      time.Time `json:"updatedAt"`
+
+	// AccountingHistory is each change of accounting method with the fiscal
+	// year it takes effect from, oldest first; AccountingIn(year) is the
+	// method of a year.
+	AccountingHistory []accounting.MethodChange `json:"accountingHistory"`
 }
 
 // Masked returns a copy with secrets reduced to their first characters, for printing.
@@ -90,10 +99,18 @@ func mask(s string) string {
 	return s[:8] + "****"
 }
 
+// AccountingIn returns the accounting method in force in fiscal year year
+// (the calendar year).
+func (p Project) AccountingIn(year int) string {
+	return accounting.MethodIn(p.AccountingHistory, year)
+}
+
 // ValidAccounting reports whether a is an accounting method.
 func ValidAccounting(a string) bool { return a == Accrual || a == Cash }
 
-// Create inserts a new project; a new project is in test mode unless told otherwise.
+// Create inserts a new project; a new project is in test mode unless told
+// otherwise. Its accounting method is in force from the year it is created
+// (and, having no documents, for any earlier year).
 func Create(ctx context.Context, pool *pgxpool.Pool, name string, testMode bool, accounting string) (Project, error) {
 	if name == "" {
 		return Project{}, apperr.Field("name", "name is required")
@@ -102,7 +119,10 @@ func Create(ctx context.Context, pool *pgxpool.Pool, name string, testMode bool,
 		return Project{}, apperr.Field("accounting", "accounting must be accrual or cash")
 	}
 	id := uuid.New().String()
-	_, err := pool.Exec(ctx, `INSERT INTO projects (id, name, test_mode, accounting) VALUES ($1, $2, $3, $4)`,
+	_, err := pool.Exec(ctx, `WITH p AS (
+  INSERT INTO projects (id, name, test_mode, accounting) VALUES ($1, $2, $3, $4) RETURNING id, created_at)
+INSERT INTO accounting_methods (project_id, from_year, method)
+SELECT id, extract(year FROM created_at AT TIME ZONE 'UTC')::integer, $4 FROM p`,
 		id, name, testMode, accounting)
 	if err != nil {
 		return Project{}, fmt.Errorf("create project: %w", err)
@@ -118,10 +138,12 @@ func Get(ctx context.Context, q interface {
 		return Project{}, apperr.New(apperr.NotFound, "project_not_found", "no project %q", id)
 	}
 	var p Project
-	var raw []byte
-	err := q.QueryRow(ctx, `SELECT id::text, name, test_mode, accounting, rate_limit_rps, rate_limit_burst, settings, created_at, updated_at
+	var raw, methods []byte
+	err := q.QueryRow(ctx, `SELECT id::text, name, test_mode, accounting, rate_limit_rps, rate_limit_burst, settings, created_at, updated_at,
+		(SELECT jsonb_agg(jsonb_build_object('fromYear', m.from_year, 'method', m.method) ORDER BY m.from_year)
+		   FROM accounting_methods m WHERE m.project_id = projects.id)
 		FROM projects WHERE id = $1`, id).
-		Scan(&p.ID, &p.Name, &p.TestMode, &p.Accounting, &p.RateLimitRPS, &p.RateLimitBurst, &raw, &p.CreatedAt, &p.UpdatedAt)
+		Scan(&p.ID, &p.Name, &p.TestMode, &p.Accounting, &p.RateLimitRPS, &p.RateLimitBurst, &raw, &p.CreatedAt, &p.UpdatedAt, &methods)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Project{}, apperr.New(apperr.NotFound, "project_not_found", "no project %q", id)
 	}
@@ -130,6 +152,13 @@ func Get(ctx context.Context, q interface {
 	}
 	if err := json.Unmarshal(raw, &p.Settings); err != nil {
 		return Project{}, fmt.Errorf("project %s settings: %w", id, err)
+	}
+	if methods != nil {
+		if err := json.Unmarshal(methods, &p.AccountingHistory); err != nil {
+			return Project{}, fmt.Errorf("project %s accounting history: %w", id, err)
+		}
+	} else { // created by a version without the history: one method throughout
+		p.AccountingHistory = []accounting.MethodChange{{From: p.CreatedAt.UTC().Year(), Method: p.Accounting}}
 	}
 	return p, nil
 }
@@ -142,12 +171,23 @@ type Update struct {
 	RateLimitRPS   *int
 	RateLimitBurst *int
 	Settings       func(*Settings) // applied to the stored settings
+
+	// AccountingFrom is the fiscal year Accounting takes effect from; nil:
+	// the current year, or the next once the current one has documents
+	// (see accounting.ChangeYear). A year with documents keeps its method.
+	AccountingFrom *int
 }
 
-// Apply changes a project in one transaction and returns it.
+// Apply changes a project in one transaction and returns it. A change of
+// accounting method is recorded in its history from its fiscal year on; a
+// year with live documents is refused (apperr validation error naming
+// accountingFrom), so exports of earlier years stay as they were.
 func Apply(ctx context.Context, pool *pgxpool.Pool, id string, u Update) (Project, error) {
 	if u.Accounting != nil && !ValidAccounting(*u.Accounting) {
 		return Project{}, apperr.Field("accounting", "accounting must be accrual or cash")
+	}
+	if u.AccountingFrom != nil && u.Accounting == nil {
+		return Project{}, apperr.Field("accountingFrom", "a fiscal year to change from needs the accounting method")
 	}
 	if u.RateLimitRPS != nil && *u.RateLimitRPS <= 0 {
 		return Project{}, apperr.Field("rateLimitRps", "rate limit must be positive")
@@ -174,7 +214,9 @@ func Apply(ctx context.Context, pool *pgxpool.Pool, id string, u Update) (Projec
 			p.TestMode = *u.TestMode
 		}
 		if u.Accounting != nil {
-			p.Accounting = *u.Accounting
+			if err := changeAccountingTx(ctx, tx, &p, *u.Accounting, u.AccountingFrom, time.Now().UTC().Year()); err != nil {
+				return err
+			}
 		}
 		if u.RateLimitRPS != nil {
 			p.RateLimitRPS = *u.RateLimitRPS
@@ -199,6 +241,52 @@ func Apply(ctx context.Context, pool *pgxpool.Pool, id string, u Update) (Projec
 		return err
 	})
 	return out, err
+}
+
+// changeAccountingTx records method from fiscal year from (nil: the
+// default) in p's history, stored anew, and sets p.Accounting to the method
+// of the latest change. current is the current fiscal year. A project
+// without live documents changing from this year or an earlier one has no
+// year to keep: its history starts afresh.
+func changeAccountingTx(ctx context.Context, tx pgx.Tx, p *Project, method string, from *int, current int) error {
+	var last *time.Time
+	if err := tx.QueryRow(ctx, `SELECT max(issue_date) FROM invoices WHERE project_id = $1 AND NOT test_mode AND status <> 'failed'`,
+		p.ID).Scan(&last); err != nil {
+		return err
+	}
+	lastYear, fromYear := 0, 0
+	if last != nil {
+		lastYear = last.Year()
+	}
+	if from != nil {
+		fromYear = *from
+	}
+	year, err := accounting.ChangeYear(fromYear, current, lastYear)
+	if err != nil {
+		if fromYear != 0 && slices.Equal(accounting.WithChange(p.AccountingHistory, fromYear, method), p.AccountingHistory) {
+			return nil // it changes nothing: a repeated command stays harmless
+		}
+		return apperr.Field("accountingFrom", "%v", err)
+	}
+	history := accounting.WithChange(p.AccountingHistory, year, method)
+	if lastYear == 0 && year <= current { // no live documents, none to come before year: nothing to keep
+		history = []accounting.MethodChange{{From: year, Method: method}}
+	}
+	if slices.Equal(history, p.AccountingHistory) {
+		return nil
+	}
+	p.AccountingHistory = history
+	p.Accounting = history[len(history)-1].Method
+	if _, err := tx.Exec(ctx, `DELETE FROM accounting_methods WHERE project_id = $1`, p.ID); err != nil {
+		return err
+	}
+	for _, c := range p.AccountingHistory {
+		if _, err := tx.Exec(ctx, `INSERT INTO accounting_methods (project_id, from_year, method) VALUES ($1, $2, $3)`,
+			p.ID, c.From, c.Method); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Seller returns the seller data of the invoices of p.
