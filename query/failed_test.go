@@ -46,7 +46,7 @@ func TestFailedInvoiceShowsReasonAndTask(t *testing.T) {
 	want := query.Invoice{ID: id, Number: "TEST-2026-FA1", Status: "failed", URL: "/v1/invoices/" + id, OrderNo: "FA-1",
 		Type: "invoice", Format: "zugferd", IssueDate: "2026-11-22", Currency: "EUR",
 		TotalNetCents: 10000, TotalTaxCents: 1900, TotalGrossCents: 11900, TestMode: true,
-		PDFURL: "/v1/invoices/" + id + "/pdf", XMLURL: "/v1/invoices/" + id + "/xml",
+		PDFURL: "/v1/invoices/" + id + "/pdf", XMLURL: ptr("/v1/invoices/" + id + "/xml"),
 		CreatedAt: t0.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano), FailureReason: ptr(failed.FailureReason), FailureTaskID: ptr(task)}
 	metadata := func() query.Invoice {
 		t.Helper()
