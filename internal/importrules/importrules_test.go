@@ -82,8 +82,8 @@ var rules = []rule{
 		only: []string{"internal/apperr", "internal/httpx", "internal/store"}},
 	{pkgs: []string{"internal/catalog"}, doc: "It imports internal/apperr, internal/money, internal/store (bounded connection waits) and pgx.",
 		only: []string{"internal/apperr", "internal/money", "internal/store"}},
-	{pkgs: []string{"internal/project"}, doc: "It imports internal/apperr, internal/billing (the seller of its invoices) and pgx.",
-		only: []string{"internal/apperr", "internal/billing"}},
+	{pkgs: []string{"internal/project"}, doc: "It imports internal/apperr, internal/accounting (the accounting methods), internal/billing (the seller of its invoices) and pgx.",
+		only: []string{"internal/apperr", "internal/accounting", "internal/billing"}},
 	{pkgs: []string{"internal/ratelimit"}, doc: "It imports internal/httpx and go-redis.",
 		only: []string{"internal/httpx"}},
 	// The doc comment names internal/httpx only; the package uses
