@@ -5,7 +5,8 @@
 // decides every booking, account, deferral and sum; the callers load the
 // documents and write the bytes out. Test documents never appear.
 // Pure: it imports only the standard library, internal/billing,
-// internal/money and golang.org/x/text (the Windows-1252 encoder).
+// internal/money, internal/vatid and golang.org/x/text (the Windows-1252
+// encoder).
 package accounting
 
 import (
