@@ -234,10 +234,10 @@ func buyerID(o *Order) (vatid.ID, bool) {
 	return id, err == nil
 }
 
-// BuyerVATID is the buyer's VAT ID as the invoice states it (BT-48): a
+// buyerVATID is the buyer's VAT ID as the invoice states it (BT-48): a
 // valid VAT ID normalised (upper case, without spaces, dots and hyphens),
 // any other identifier upper-cased without spaces.
-func BuyerVATID(s string) string {
+func buyerVATID(s string) string {
 	if id, err := vatid.Parse(s); err == nil {
 		return string(id)
 	}
