@@ -266,7 +266,11 @@ func TestBoundedInputAtTheLimitsIsAccepted(t *testing.T) {
 			for _, k := range []string{"name", "company_name", "street", "additional_address_line", "city"} {
 				ba(m)[k] = emoji(300)
 			}
-			ba(m)["postal_code"], ba(m)["vat_id"] = emoji(50), emoji(50)
+			// Outside the EU a vat_id is the buyer's identifier as sent.
+			ba(m)["country_code"], ba(m)["postal_code"], ba(m)["vat_id"] = "CH", emoji(50), emoji(50)
+		}, status: 201},
+		{name: "vat_id 50 with separators", change: func(m map[string]any) {
+			ba(m)["vat_id"] = "DE" + strings.Repeat(" ", 37) + "123.456.789" // 50 characters, DE123456789
 		}, status: 201},
 		{name: "leitweg_id 46", change: func(m map[string]any) {
 			ba(m)["leitweg_id"] = "123456789012-ABCDEFGHIJKLMNOPQRSTUVWXYZ1234-" + leitwegCheck("123456789012ABCDEFGHIJKLMNOPQRSTUVWXYZ1234")

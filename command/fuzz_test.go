@@ -10,6 +10,7 @@ import (
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/vatid"
 )
 
 // Fuzz targets of the body parsers. `go test` runs their seeds; `make fuzz`
@@ -63,6 +64,8 @@ func FuzzParseOrder(f *testing.F) {
 		`{"orderNo":"F","billingAddress":{"country_code":"DE"},"items":[{"name":"\u0000","quantity":1,"unitGrossCents":1}],"service_period":{"start_date":"2026-02-30","end_date":"2026-01-01"}}`,
 		`{"orderNo":"G","billingAddress":{"country_code":"DE"},"items":[null],"creditRedemptions":[{}]}`,
 		"{\"orderNo\":\"\xff\",\"billingAddress\":{\"country_code\":\"DE\"},\"items\":[{\"name\":\"\\ud800\",\"quantity\":1,\"unitGrossCents\":1}]}",
+		`{"orderNo":"V","billingAddress":{"country_code":"GR","vat_id":"el 123.456-789"},"shippingAddress":{"country_code":"GB","vat_id":"XI12"},"items":[{"name":"x","quantity":1,"unitGrossCents":1}]}`,
+		`{"orderNo":"W","billingAddress":{"country_code":"FR","vat_id":"FR12,345678901\r\nDE1"},"items":[{"name":"x","quantity":1,"unitGrossCents":1}]}`,
 		`{"orderNo":"H","billingAddress":{"country_code":"DE"},"items":[{"name":"x","quantity":1,"unitGrossCents":1}],"email":"Name <a@b.c>"}`,
 		`[1]`, `{}`, ``, `{"a":1}x`, `{"orderNo":12}`, `null`, `{"items":[[[[[[]]]]]]}`,
 	} {
@@ -95,6 +98,14 @@ func checkOrder(t *testing.T, c event.OrderContent) {
 	}
 	if !countryRE.MatchString(c.BillingAddress.CountryCode) || !currencyRE.MatchString(c.Currency) {
 		t.Fatalf("country %q, currency %q accepted", c.BillingAddress.CountryCode, c.Currency)
+	}
+	for _, a := range []*event.Address{&c.BillingAddress, c.ShippingAddress} {
+		if a == nil || vatid.Normalize(a.VATID) == "" || !vatid.IsMemberState(a.CountryCode) {
+			continue
+		}
+		if _, err := vatid.Parse(a.VATID); err != nil {
+			t.Fatalf("VAT id %q of an address in %s accepted: %v", a.VATID, a.CountryCode, err)
+		}
 	}
 	if len(c.Items) == 0 || len(c.Items) > maxItems || len(c.CreditRedemptions) > maxCreditRedemptions {
 		t.Fatalf("%d items, %d redemptions accepted", len(c.Items), len(c.CreditRedemptions))

@@ -50,6 +50,7 @@ const (
 	TaskValidationFailed      = "invoice_validation_failed"      // a document would break EN 16931 / XRechnung rules: held, no number taken, issued once the cause is fixed
 	TaskPaymentAmountMismatch = "payment_amount_mismatch"        // the provider's payment is not the amount due; the invoice is issued
 	TaskPriorYearRevenue      = "prior_year_revenue"             // accrual accounting, a service period starting in an earlier financial year; the invoice is issued
+	TaskVATIDReview           = "vat_id_review"                  // the buyer's VAT ID decides a supply abroad and needs confirming (billing.VATIDReview); the invoice is issued
 )
 
 // HeldError says why an order was held back as a review task.
@@ -260,6 +261,25 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 			"financialYear": sp.Start.Year(), "details": "assign the revenue to the prior financial year",
 		}); err != nil {
 			return nil, nil, err
+		}
+	}
+	// A VAT ID that decides the treatment of a supply abroad and needs a
+	// person to confirm it (not the buyer's country, not valid, ...): the
+	// invoice is issued as determined, and the accountant is told what it
+	// relies on. Gift cards alone are not taxed at sale: no VAT ID matters.
+	for _, inv := range docs {
+		if inv.Kind != billing.KindInvoice {
+			continue
+		}
+		if why := billing.VATIDReview(order); why != "" {
+			details := map[string]any{"orderNo": o.orderNo, "number": inv.Number, "treatment": inv.Treatment,
+				"vatId": order.BillingAddress.VATID, "country": order.BillingAddress.CountryCode, "details": why}
+			if sa := order.ShippingAddress; sa != nil {
+				details["shippingCountry"] = sa.CountryCode
+			}
+			if err := openTask(ctx, tx, projectID, TaskVATIDReview, o.orderNo, details); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	// Whatever held the order has cleared.

@@ -2,11 +2,13 @@ package command
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/leitweg"
 	"github.com/o2i-service/o2i/internal/money"
+	"github.com/o2i-service/o2i/internal/vatid"
 )
 
 // The size of one order. Every order.* event carries the whole order (its
@@ -55,7 +57,8 @@ func parseOrder(body []byte) (event.OrderContent, error) {
 		return c, err
 	}
 	if !ok {
-		return c, apperr.Field("billingAddress", "billingAddress is required (at least country_code, needed for VAT determination)")
+		// The country is what is missing first: it decides the VAT (spec: Address).
+		return c, apperr.Field("billingAddress.country_code", "billingAddress.country_code is required: send billingAddress with at least country_code, needed for VAT determination")
 	}
 	if c.BillingAddress, err = parseAddress(ba); err != nil {
 		return c, err
@@ -207,7 +210,27 @@ func parseAddress(a obj) (event.Address, error) {
 			return r, apperr.Field(a.at("leitweg_id"), "%s is not a valid Leitweg-ID: %s", a.at("leitweg_id"), why)
 		}
 	}
-	return r, nil
+	return r, checkVATID(a.at("vat_id"), r.CountryCode, r.VATID)
+}
+
+// checkVATID refuses a VAT id that cannot be one: on an address in an EU
+// member state it must be a VAT id of a member state (EL for Greece) or of
+// Northern Ireland (XI), by the issuing state's syntax, and so must any
+// value with Northern Ireland's prefix XI. Spaces, dots and hyphens do not
+// count (the value is stored as sent; the invoice shows it normalised). On
+// an address outside the EU the value is the buyer's identifier there (a
+// Swiss UID, a UK VAT number), kept as sent: it appears on the invoice and
+// never zero-rates a sale. A value of only spaces, dots and hyphens is no
+// VAT id.
+func checkVATID(path, country, raw string) error {
+	n := vatid.Normalize(raw)
+	if n == "" || !vatid.IsMemberState(country) && !strings.HasPrefix(n, "XI") {
+		return nil
+	}
+	if _, err := vatid.Parse(n); err != nil {
+		return apperr.Field(path, "%s %q %v", path, raw, err)
+	}
+	return nil
 }
 
 func parseItem(it obj) (event.Item, error) {

@@ -62,7 +62,10 @@ func TestPlaceOrderValidation(t *testing.T) {
 		{name: "orderNo number", change: func(m map[string]any) { m["orderNo"] = json.Number("12") }, status: 422, code: "validation_failed", field: "orderNo"},
 
 		// addresses
-		{name: "billingAddress missing", change: func(m map[string]any) { delete(m, "billingAddress") }, status: 422, code: "validation_failed", field: "billingAddress"},
+		{name: "billingAddress missing", change: func(m map[string]any) { delete(m, "billingAddress") }, status: 422, code: "validation_failed", field: "billingAddress.country_code"},
+		{name: "billingAddress null", change: func(m map[string]any) { m["billingAddress"] = nil }, status: 422, code: "validation_failed", field: "billingAddress.country_code"},
+		{name: "billingAddress empty", change: func(m map[string]any) { m["billingAddress"] = map[string]any{} }, status: 422, code: "validation_failed", field: "billingAddress.country_code"},
+		{name: "country empty", change: func(m map[string]any) { ba(m)["country_code"] = "" }, status: 422, code: "validation_failed", field: "billingAddress.country_code"},
 		{name: "billingAddress not an object", change: func(m map[string]any) { m["billingAddress"] = "DE" }, status: 422, code: "validation_failed", field: "billingAddress"},
 		{name: "country missing", change: func(m map[string]any) { delete(ba(m), "country_code") }, status: 422, code: "validation_failed", field: "billingAddress.country_code"},
 		{name: "country lower case", change: func(m map[string]any) { ba(m)["country_code"] = "de" }, status: 422, code: "validation_failed", field: "billingAddress.country_code"},
@@ -74,6 +77,32 @@ func TestPlaceOrderValidation(t *testing.T) {
 		{name: "leitweg check digits", change: func(m map[string]any) { ba(m)["leitweg_id"] = "04011000-1234512345-07" }, status: 422, code: "validation_failed", field: "billingAddress.leitweg_id"},
 		{name: "leitweg format", change: func(m map[string]any) { ba(m)["leitweg_id"] = "4-1234512345-06" }, status: 422, code: "validation_failed", field: "billingAddress.leitweg_id"},
 		{name: "leitweg lower case", change: func(m map[string]any) { ba(m)["leitweg_id"] = "991-33333test-33" }, status: 422, code: "validation_failed", field: "billingAddress.leitweg_id"},
+
+		// VAT ids: by the issuing member state's syntax on EU addresses
+		// (spaces, dots and hyphens do not count), and any XI id; other
+		// countries' identifiers as sent.
+		{name: "vat id DE", change: func(m map[string]any) { ba(m)["vat_id"] = "DE123456789" }, status: 201},
+		{name: "vat id formatted", change: func(m map[string]any) { ba(m)["vat_id"] = "de 123.456-789" }, status: 201},
+		{name: "vat id FR", change: func(m map[string]any) { ba(m)["country_code"], ba(m)["vat_id"] = "FR", "FR 12 345678901" }, status: 201},
+		{name: "vat id of another member state", change: func(m map[string]any) { ba(m)["country_code"], ba(m)["vat_id"] = "FR", "BE0123456789" }, status: 201},
+		{name: "vat id EL for Greece", change: func(m map[string]any) { ba(m)["country_code"], ba(m)["vat_id"] = "GR", "EL123456789" }, status: 201},
+		{name: "vat id XI for Northern Ireland", change: func(m map[string]any) { ba(m)["country_code"], ba(m)["vat_id"] = "GB", "XI 123 4567 89" }, status: 201},
+		{name: "vat id UK", change: func(m map[string]any) { ba(m)["country_code"], ba(m)["vat_id"] = "GB", "GB123456789" }, status: 201},
+		{name: "vat id Swiss UID", change: func(m map[string]any) { ba(m)["country_code"], ba(m)["vat_id"] = "CH", "CHE-123.456.789 MWST" }, status: 201},
+		{name: "vat id blank", change: func(m map[string]any) { ba(m)["vat_id"] = " " }, status: 201},
+		{name: "vat id shipping", change: func(m map[string]any) {
+			m["shippingAddress"] = map[string]any{"country_code": "AT", "vat_id": "ATU12345678", "city": "Wien"}
+		}, status: 201},
+		{name: "vat id too short", change: func(m map[string]any) { ba(m)["vat_id"] = "DE12345678" }, status: 422, code: "validation_failed", field: "billingAddress.vat_id"},
+		{name: "vat id free text", change: func(m map[string]any) { ba(m)["vat_id"] = "n/a" }, status: 422, code: "validation_failed", field: "billingAddress.vat_id"},
+		{name: "vat id without prefix", change: func(m map[string]any) { ba(m)["country_code"], ba(m)["vat_id"] = "FR", "12345678901" }, status: 422, code: "validation_failed", field: "billingAddress.vat_id"},
+		{name: "vat id GR prefix", change: func(m map[string]any) { ba(m)["country_code"], ba(m)["vat_id"] = "GR", "GR123456789" }, status: 422, code: "validation_failed", field: "billingAddress.vat_id"},
+		{name: "vat id non-EU on an EU address", change: func(m map[string]any) { ba(m)["country_code"], ba(m)["vat_id"] = "AT", "CHE-123.456.789" }, status: 422, code: "validation_failed", field: "billingAddress.vat_id"},
+		{name: "vat id with a line break", change: func(m map[string]any) { ba(m)["country_code"], ba(m)["vat_id"] = "FR", "FR12,345678901\r\nDE1" }, status: 422, code: "validation_failed", field: "billingAddress.vat_id"},
+		{name: "vat id XI malformed", change: func(m map[string]any) { ba(m)["country_code"], ba(m)["vat_id"] = "GB", "XI12345" }, status: 422, code: "validation_failed", field: "billingAddress.vat_id"},
+		{name: "vat id shipping malformed", change: func(m map[string]any) {
+			m["shippingAddress"] = map[string]any{"country_code": "AT", "vat_id": "AT12345678", "city": "Wien"}
+		}, status: 422, code: "validation_failed", field: "shippingAddress.vat_id"},
 
 		// items
 		{name: "items missing", change: func(m map[string]any) { delete(m, "items") }, status: 422, code: "validation_failed", field: "items"},

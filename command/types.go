@@ -37,7 +37,7 @@ type Address struct {
 	CountryCode           string  `json:"country_code" required:"true" pattern:"^[A-Z]{2}$" description:"ISO 3166-1 alpha-2 country code; needed for VAT determination"`
 	Name                  *string `json:"name,omitempty" maxLength:"300"`
 	CompanyName           *string `json:"company_name,omitempty" maxLength:"300"`
-	VATID                 *string `json:"vat_id,omitempty" maxLength:"50"`
+	VATID                 *string `json:"vat_id,omitempty" maxLength:"50" description:"the buyer's VAT ID; on an address in an EU member state (and with the prefix XI) a VAT ID by the issuing member state's syntax: its prefix (EL for Greece, XI for Northern Ireland) and national number, spaces, dots and hyphens ignored; elsewhere the buyer's identifier as sent"`
 	Street                *string `json:"street,omitempty" maxLength:"300"`
 	AdditionalAddressLine *string `json:"additional_address_line,omitempty" maxLength:"300"`
 	PostalCode            *string `json:"postal_code,omitempty" maxLength:"50"`

@@ -141,6 +141,7 @@ func (s *Service) Routes() []httpx.Route {
 				"- order_not_invoiceable: the invoice engine rejects the order, for example a tax rate not allowed at the place of supply; the order waits [orderNo, details]\n" +
 				"- invoice_validation_failed: a document would break EN 16931 / XRechnung rules; the order waits without a number until the cause is fixed [orderNo, document, rules, findings]\n" +
 				"- payment_amount_mismatch: the provider's payment is not the amount due; the invoice is issued anyway [orderNo, paidCents, dueCents]\n" +
+				"- vat_id_review: the buyer's VAT ID decides a supply abroad and needs confirming (for example it is not of the buyer's country); the invoice is issued as determined [orderNo, number, treatment, vatId, country, shippingCountry, details]\n" +
 				"- payment_without_order: a provider payment whose paymentRef matches no order; resolved when the order arrives [paymentRef, eventId, amountCents, currency]\n" +
 				"- credit_balance_mismatch: a reported store-credit balance differs from the transaction history [email, reportedCents, computedCents]\n" +
 				"- invoicing_failed: the invoicer could not issue or archive the order's invoices; retried with a growing delay and resolved when a retry succeeds. A document whose rendering or archiving failed is failed meanwhile and names this task (failureTaskId) [orderNo, error, attempts]\n\n" +

@@ -7,7 +7,8 @@
 // accounting defers; the callers load the documents and the project's
 // accounting history and write the bytes out. Test documents never appear.
 // Pure: it imports only the standard library, internal/billing,
-// internal/money and golang.org/x/text (the Windows-1252 encoder).
+// internal/money, internal/vatid and golang.org/x/text (the Windows-1252
+// encoder).
 package accounting
 
 import (

@@ -1,7 +1,6 @@
 package accounting
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -23,7 +22,8 @@ import (
 // Windows-1252 (characters it lacks become '?'). Amounts have a decimal
 // comma and no sign (the direction is the Soll/Haben-Kennzeichen), dates in
 // a booking are DDMM (the year comes from the header), text fields are quoted
-// with '"' and a '"' inside is doubled.
+// with '"' and a '"' inside is doubled; free text is neutralised (see
+// records.go).
 
 // Header is what the header record states about a batch.
 type Header struct {
@@ -94,78 +94,74 @@ func CheckRange(from, to time.Time) (field string, err error) {
 }
 
 // WriteDATEV writes the batch of bookings with header h to w, Windows-1252.
+// Every field goes through one recordWriter (records.go): the booking
+// text and the label are free text (neutralised), VAT IDs, document
+// numbers and codes are written unchanged; all are quoted. It fails on a
+// booking that is not positive and on an amount, date or account that holds
+// a separator, a quote or a line break.
 func WriteDATEV(w io.Writer, h Header, bookings []Booking) error {
 	if _, err := CheckRange(h.From, h.To); err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	label := h.Label
-	if r := []rune(label); len(r) > 30 {
-		label = string(r[:30])
-	}
+	rw := recordWriter{f: datevFormat}
 	skr := "03"
 	if h.Chart == SKR04 {
 		skr = "04"
 	}
-	header := []string{
-		q("EXTF"), "700", "21", q("Buchungsstapel"), "13", h.Created.UTC().Format("20060102150405") + fmt.Sprintf("%03d", h.Created.Nanosecond()/1e6),
-		"", q("RE"), q("o2i"), q(""), strconv.Itoa(h.Consultant), strconv.Itoa(h.Client), h.FiscalYearStart.Format("20060102"), "4",
-		h.From.Format("20060102"), h.To.Format("20060102"), q(label), q(""), "1", "0", "0", q("EUR"),
-		"", q(""), "", "", q(skr), "", "", q(""), q(""),
+	rw.write(
+		ident("EXTF"), plain("700"), plain("21"), ident("Buchungsstapel"), plain("13"),
+		plain(h.Created.UTC().Format("20060102150405")+fmt.Sprintf("%03d", h.Created.Nanosecond()/1e6)),
+		plain(""), ident("RE"), ident("o2i"), ident(""), plain(strconv.Itoa(h.Consultant)), plain(strconv.Itoa(h.Client)),
+		plain(h.FiscalYearStart.Format("20060102")), plain("4"), plain(h.From.Format("20060102")), plain(h.To.Format("20060102")),
+		text(h.Label, 30), ident(""), plain("1"), plain("0"), plain("0"), ident("EUR"),
+		plain(""), ident(""), plain(""), plain(""), ident(skr), plain(""), plain(""), ident(""), ident(""),
+	)
+	names := make([]field, len(Columns))
+	for i, c := range Columns {
+		names[i] = plain(c)
 	}
-	buf.WriteString(strings.Join(header, ";"))
-	buf.WriteString("\r\n")
-	buf.WriteString(strings.Join(Columns, ";"))
-	buf.WriteString("\r\n")
-	row := make([]string, len(Columns))
+	rw.write(names...)
+	row := make([]field, len(Columns))
 	for _, b := range bookings {
 		if b.Cents <= 0 {
 			return fmt.Errorf("accounting: booking %s of %s: amount %s is not positive", b.Text, b.Document, b.Cents)
 		}
 		for i := range row {
-			row[i] = ""
+			row[i] = plain("")
 		}
-		row[colAmount] = centsComma(b.Cents)
-		row[colSH] = q("S")
-		row[colCurrency] = q("EUR")
-		row[colAccount] = b.Debit
-		row[colContra] = b.Credit
+		row[colAmount] = plain(centsComma(b.Cents))
+		row[colSH] = ident("S")
+		row[colCurrency] = ident("EUR")
+		row[colAccount] = plain(b.Debit)
+		row[colContra] = plain(b.Credit)
 		if b.BU != "" {
-			row[colBU] = q(b.BU)
+			row[colBU] = ident(b.BU)
 		}
-		row[colDate] = b.Date.Format("0201")
-		row[colDoc1] = q(docField(b.Document))
-		row[colText] = q(cut(b.Text, 60))
+		row[colDate] = plain(b.Date.Format("0201"))
+		row[colDoc1] = ident(docField(b.Document))
+		row[colText] = text(b.Text, 60)
 		if b.EUVATID != "" {
-			row[colEUVATID] = q(b.EUVATID)
+			row[colEUVATID] = ident(b.EUVATID)
 		}
 		if b.EURate != "" {
-			row[colEURate] = b.EURate
+			row[colEURate] = plain(b.EURate)
 		}
-		row[colLocked] = "0"
+		row[colLocked] = plain("0")
 		if !b.ServiceDate.IsZero() {
-			row[colServiceDate] = b.ServiceDate.Format("02012006")
+			row[colServiceDate] = plain(b.ServiceDate.Format("02012006"))
 		}
-		buf.WriteString(strings.Join(row, ";"))
-		buf.WriteString("\r\n")
+		rw.write(row...)
+	}
+	if rw.err != nil {
+		return rw.err
 	}
 	enc := encoding.ReplaceUnsupported(charmap.Windows1252.NewEncoder())
-	out, err := enc.Bytes(buf.Bytes())
+	out, err := enc.Bytes(rw.buf.Bytes())
 	if err != nil {
 		return fmt.Errorf("accounting: encode Windows-1252: %w", err)
 	}
 	_, err = w.Write(out)
 	return err
-}
-
-// q quotes a text field: '"' around it, a '"' inside doubled.
-func q(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-
-func cut(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n])
-	}
-	return s
 }
 
 // docField is Belegfeld 1: at most 36 characters of a-z A-Z 0-9 $ & % * + - /

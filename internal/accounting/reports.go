@@ -1,7 +1,6 @@
 package accounting
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"sort"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/money"
+	"github.com/o2i-service/o2i/internal/vatid"
 )
 
 // Period is a reporting period: a calendar month or a quarter.
@@ -113,20 +113,27 @@ func OSS(docs []billing.Invoice, p Period) []OSSRow {
 // WriteOSS writes the OSS rows as the CSV of the tax office's upload
 // (BZSt, EU scheme): two version lines, the column names, then per row
 // "3" (supplies from Germany), member state, STANDARD or REDUCED, the rate,
-// net and VAT with a decimal point. UTF-8.
+// net and VAT with a decimal point. UTF-8. Every field goes through one
+// recordWriter (records.go): the member state is an identifier, written
+// unchanged and quoted only if it holds a comma, a quote or a line break.
 func WriteOSS(w io.Writer, rows []OSSRow) error {
-	var b bytes.Buffer
-	b.WriteString("#v1.0\r\n#ve1.2\r\n")
-	b.WriteString("Satzart,Land des Verbrauchs,Umsatzsteuertyp,Umsatzsteuersatz,Steuerbemessungsgrundlage,Umsatzsteuerbetrag\r\n")
+	rw := recordWriter{f: bzstFormat}
+	rw.write(plain("#v1.0"))
+	rw.write(plain("#ve1.2"))
+	rw.write(plain("Satzart"), plain("Land des Verbrauchs"), plain("Umsatzsteuertyp"), plain("Umsatzsteuersatz"),
+		plain("Steuerbemessungsgrundlage"), plain("Umsatzsteuerbetrag"))
 	for _, r := range rows {
 		typ := "REDUCED"
 		if r.Standard {
 			typ = "STANDARD"
 		}
-		fmt.Fprintf(&b, "3,%s,%s,%s,%s,%s\r\n", r.Country, typ, strings.ReplaceAll(decimalComma(r.Rate, 2), ",", "."),
-			r.NetCents.String(), r.TaxCents.String())
+		rw.write(plain("3"), ident(r.Country), ident(typ), plain(strings.ReplaceAll(decimalComma(r.Rate, 2), ",", ".")),
+			plain(r.NetCents.String()), plain(r.TaxCents.String()))
 	}
-	_, err := w.Write(b.Bytes())
+	if rw.err != nil {
+		return rw.err
+	}
+	_, err := w.Write(rw.buf.Bytes())
 	return err
 }
 
@@ -172,7 +179,7 @@ func ECSL(docs []billing.Invoice, p Period) []ECSLRow {
 		default:
 			continue
 		}
-		vat := strings.ToUpper(strings.ReplaceAll(strings.TrimSpace(inv.Buyer.VATID), " ", ""))
+		vat := vatid.Normalize(strings.TrimSpace(inv.Buyer.VATID))
 		var net money.Cents
 		for _, v := range inv.VAT {
 			if v.Category == billing.CategoryIntraEU || v.Category == billing.CategoryReverse {
@@ -205,13 +212,21 @@ func ECSL(docs []billing.Invoice, p Period) []ECSLRow {
 // WriteECSL writes the EC sales list as the CSV of the tax office's upload
 // (BZSt online portal): two version lines, the column names, then per row
 // country prefix, VAT number, amount in whole euros and the kind. UTF-8.
+// Every field goes through one recordWriter (records.go): prefix, VAT
+// number and kind are identifiers, written unchanged and quoted only if one
+// holds a comma, a quote or a line break, so that a malformed VAT ID from
+// an old document stays in its one field and adds no row.
 func WriteECSL(w io.Writer, rows []ECSLRow) error {
-	var b bytes.Buffer
-	b.WriteString("#v1.0\r\n#ve1.0\r\n")
-	b.WriteString("Laenderkennzeichen,USt-IdNr.,Betrag(EUR),Art der Leistung\r\n")
+	rw := recordWriter{f: bzstFormat}
+	rw.write(plain("#v1.0"))
+	rw.write(plain("#ve1.0"))
+	rw.write(plain("Laenderkennzeichen"), plain("USt-IdNr."), plain("Betrag(EUR)"), plain("Art der Leistung"))
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%s,%s,%d,%s\r\n", r.Country, r.VATNumber, r.Euros(), r.Kind)
+		rw.write(ident(r.Country), ident(r.VATNumber), plain(strconv.FormatInt(r.Euros(), 10)), ident(r.Kind))
 	}
-	_, err := w.Write(b.Bytes())
+	if rw.err != nil {
+		return rw.err
+	}
+	_, err := w.Write(rw.buf.Bytes())
 	return err
 }

@@ -665,7 +665,7 @@ func buyerParty(o *Order, notSubject, xrechnung bool) Party {
 	p := Party{
 		Name: b.DisplayName(), Street: b.Street, AdditionalAddressLine: b.AdditionalAddressLine,
 		PostalCode: b.PostalCode, City: b.City, CountryCode: isoCountry(b.CountryCode),
-		VATID: strings.ToUpper(strings.ReplaceAll(strings.TrimSpace(b.VATID), " ", "")),
+		VATID: buyerVATID(b.VATID),
 	}
 	if b.CompanyName != "" && b.Name != "" {
 		p.ContactName = b.Name

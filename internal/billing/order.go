@@ -6,7 +6,7 @@
 //
 // The package is pure: no I/O, no clock, no globals that change. Dates and
 // invoice numbers come in through Context. It imports only the standard
-// library, internal/money and internal/leitweg; render and internal/einvoice import it, never
+// library, internal/money, internal/leitweg and internal/vatid; render and internal/einvoice import it, never
 // the reverse.
 //
 // The arithmetic follows EN 16931: VAT is computed once per VAT category and
