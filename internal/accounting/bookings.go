@@ -187,7 +187,8 @@ func documentBookings(s Settings, d Document) ([]Booking, error) {
 		out = append(out, b)
 	}
 	if s.Defers(inv) { // accrual accounting only: under cash-basis accounting revenue counts at once
-		for _, v := range inv.VAT {
+		for _, d := range deferrals(inv) {
+			v, period := d.entry, d.period
 			acct, err := revenueAccount(a, inv, v)
 			if err != nil {
 				return nil, err
@@ -196,7 +197,7 @@ func documentBookings(s Settings, d Document) ([]Booking, error) {
 			if acct == a.Revenue19 || acct == a.Revenue7 {
 				bu = "40"
 			}
-			shares, err := MonthShares(v.BaseCents, inv.Period.Start, inv.Period.End)
+			shares, err := MonthShares(v.BaseCents, period.Start, period.End)
 			if err != nil {
 				return nil, fmt.Errorf("accounting: %s: %w", inv.Number, err)
 			}
@@ -216,7 +217,7 @@ func documentBookings(s Settings, d Document) ([]Booking, error) {
 			if deferred != 0 {
 				b := base
 				b.Cents, b.Debit, b.Credit, b.BU = sg*deferred, acct, a.Deferred, bu
-				b.Text = fmt.Sprintf("RAP %s bis %s %s", inv.Period.Start.Format("01/2006"), inv.Period.End.Format("01/2006"), inv.OrderNo)
+				b.Text = fmt.Sprintf("RAP %s bis %s %s", period.Start.Format("01/2006"), period.End.Format("01/2006"), inv.OrderNo)
 				out = append(out, b)
 			}
 		}

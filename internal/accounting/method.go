@@ -60,7 +60,51 @@ func (s Settings) MethodOf(inv billing.Invoice) string {
 // period: it has one, it is not a voucher sale (a liability, not revenue),
 // and accrual accounting is in force for its fiscal year.
 func (s Settings) Defers(inv billing.Invoice) bool {
-	return inv.Period != nil && inv.Kind != billing.KindVoucherSale && s.MethodOf(inv) == Accrual
+	return len(deferrals(inv)) > 0 && inv.Kind != billing.KindVoucherSale && s.MethodOf(inv) == Accrual
+}
+
+// deferral is a net amount of one VAT breakdown entry recognised over a
+// service period.
+type deferral struct {
+	entry  billing.VATBreakdown // BaseCents: the net deferred over period
+	period billing.Period
+}
+
+// deferrals are inv's amounts with a service period: each breakdown entry
+// over the document's period (BG-14), or, without one, the lines with a
+// period of their own (BG-26, a product's default) summed per entry and
+// period, in the order of the lines.
+func deferrals(inv billing.Invoice) []deferral {
+	var out []deferral
+	if p := inv.Period; p != nil {
+		for _, v := range inv.VAT {
+			out = append(out, deferral{v, *p})
+		}
+		return out
+	}
+	at := map[string]int{}
+	for _, l := range inv.Lines {
+		if l.Period == nil {
+			continue
+		}
+		key := string(l.Category) + "|" + l.Rate.String() + "|" + l.Period.Start.String() + "|" + l.Period.End.String()
+		i, ok := at[key]
+		if !ok {
+			for _, v := range inv.VAT {
+				if v.Category == l.Category && v.Rate.Equal(l.Rate) {
+					v.BaseCents = 0
+					i, at[key] = len(out), len(out)
+					out = append(out, deferral{v, *l.Period})
+					break
+				}
+			}
+			if _, ok = at[key]; !ok {
+				continue // no breakdown entry: Invariants rule this out
+			}
+		}
+		out[i].entry.BaseCents += l.NetCents
+	}
+	return out
 }
 
 // WithChange returns history with method in force from fiscal year from on,

@@ -461,7 +461,7 @@ func SmallAmountRefused(o *Order, t Treatment, payableCents money.Cents, documen
 	b := &o.BillingAddress
 	switch {
 	case t != TreatDomestic:
-		return "a small-amount invoice (§ 33 UStDV) is only for supplies taxed in Germany; this buyer is in " + b.CountryCode
+		return "a small-amount invoice (§ 33 UStDV) is only for domestic supplies, a cross-border sale needs the full invoice; this buyer is in " + b.CountryCode
 	case strings.TrimSpace(b.CompanyName) != "" || strings.TrimSpace(b.VATID) != "":
 		return "a business buyer needs a full invoice"
 	case strings.TrimSpace(b.LeitwegID) != "":

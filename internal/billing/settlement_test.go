@@ -340,8 +340,8 @@ func TestSmallAmount(t *testing.T) {
 		{"a name but no address", func() billing.Order { o := order("DE", 2000); o.BillingAddress.Name = "Erika"; return o }, true, ""},
 		{"a company", func() billing.Order { o := order("DE", 2000); o.BillingAddress.CompanyName = "Kunde AG"; return o }, false, "business buyer"},
 		{"a VAT id", func() billing.Order { o := order("DE", 2000); o.BillingAddress.VATID = "DE123456789"; return o }, false, "business buyer"},
-		{"consumer in Austria, OSS", func() billing.Order { o := order("AT", 2000); o.Items[0].TaxRate = nil; return o }, false, "only for supplies taxed in Germany"},
-		{"consumer in Switzerland (export)", func() billing.Order { o := order("CH", 2000); o.RequiresShipping = true; return o }, false, "only for supplies taxed in Germany"},
+		{"consumer in Austria, OSS", func() billing.Order { o := order("AT", 2000); o.Items[0].TaxRate = nil; return o }, false, "only for domestic supplies"},
+		{"consumer in Switzerland (export)", func() billing.Order { o := order("CH", 2000); o.RequiresShipping = true; return o }, false, "only for domestic supplies"},
 		{"a gift card beside", func() billing.Order {
 			o := order("DE", 2000)
 			g := int64(1000)
