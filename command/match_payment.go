@@ -101,7 +101,9 @@ const webhookDescription = "The payment provider's webhook (Stripe). Public: aut
 	"webhook secret (the endpoint tells nobody which projects exist). The body is at most 64 KiB. Each event id is applied once; a repeated delivery is 200 " +
 	"with duplicate true. payment_intent.succeeded pays the order whose paymentRef is the payment intent id (the " +
 	"invoice follows when the order is due); without such an order the payment waits, with a review task, until the " +
-	"order arrives; for a provider_transfer order the payment intent is its bank-transfer payment order. " +
+	"order arrives; for a provider_transfer order the payment intent is its bank-transfer payment order. How the buyer paid is kept with the " +
+	"payment and printed on the invoice (card with its last four digits, SEPA debit, PayPal, ...): it is read from the payment intent's " +
+	"charges.data[].payment_method_details (older API versions), an expanded latest_charge, or payment_method_types when it names one method. " +
 	"payment_intent.canceled of a provider_transfer order's payment order before payment cancels the order (its invoice gets " +
 	"a cancellation); its payment_intent.partially_funded (a transfer short of the amount) opens payment_amount_mismatch. charge.refunded (matched by the charge's payment_intent) with the whole charge refunded at once cancels " +
 	"the order (its documents get cancellations); a partial refund gets a credit note (type code 381, Rechnungskorrektur) " +

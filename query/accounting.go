@@ -240,19 +240,17 @@ WHERE project_id = $1 AND NOT test_mode AND failed_rules = '{}' AND issue_date <
 }
 
 // loadPayments reads the provider payments of the project's orders received
-// from..to (UTC days). An order with a test document, or of a project in
-// test mode without any live document, is test data and not loaded. The
-// payment names the order's first live document.
+// from..to (UTC days). An order taken in test mode (its mode is fixed when
+// it is received), or one with a test document, is test data and not
+// loaded. The payment names the order's first live document.
 func loadPayments(ctx context.Context, tx pgx.Tx, projectID string, from, to time.Time) ([]accounting.Payment, error) {
 	rows, err := tx.Query(ctx, `SELECT o.order_no, o.paid_at, o.paid_cents, doc.number, doc.document
 FROM orders o
-JOIN projects p ON p.id = o.project_id
 LEFT JOIN LATERAL (SELECT i.number, i.document FROM invoices i WHERE i.order_id = o.id AND NOT i.test_mode
                    ORDER BY i.range_key, i.seq LIMIT 1) doc ON true
 WHERE o.project_id = $1 AND o.paid_cents IS NOT NULL
   AND o.paid_at >= ($2::date)::timestamp AT TIME ZONE 'UTC' AND o.paid_at < ($3::date + 1)::timestamp AT TIME ZONE 'UTC'
-  AND NOT EXISTS (SELECT 1 FROM invoices t WHERE t.order_id = o.id AND t.test_mode)
-  AND (doc.number IS NOT NULL OR NOT p.test_mode)
+  AND NOT o.test_mode AND NOT EXISTS (SELECT 1 FROM invoices t WHERE t.order_id = o.id AND t.test_mode)
 ORDER BY o.paid_at, o.order_no`, projectID, from, to)
 	if err != nil {
 		return nil, err
@@ -275,13 +273,11 @@ func loadRefunds(ctx context.Context, tx pgx.Tx, projectID string, from, to time
 FROM provider_refunds r
 JOIN payments pay ON pay.id = r.payment_id
 JOIN orders o ON o.id = r.order_id
-JOIN projects p ON p.id = o.project_id
 LEFT JOIN LATERAL (SELECT i.number, i.document FROM invoices i WHERE i.order_id = o.id AND NOT i.test_mode
                    ORDER BY i.range_key, i.seq LIMIT 1) doc ON true
 WHERE r.project_id = $1
   AND pay.received_at >= ($2::date)::timestamp AT TIME ZONE 'UTC' AND pay.received_at < ($3::date + 1)::timestamp AT TIME ZONE 'UTC'
-  AND NOT EXISTS (SELECT 1 FROM invoices t WHERE t.order_id = o.id AND t.test_mode)
-  AND (doc.number IS NOT NULL OR NOT p.test_mode)
+  AND NOT o.test_mode AND NOT EXISTS (SELECT 1 FROM invoices t WHERE t.order_id = o.id AND t.test_mode)
 ORDER BY pay.received_at, o.order_no`, projectID, from, to)
 	if err != nil {
 		return nil, err
