@@ -169,13 +169,10 @@ func TestHoldsReleaseThemselves(t *testing.T) {
 // first, then paid.
 func TestStatusSaysWhatTheOrderWaitsFor(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	pool := testenv.Pool(t)
 	pid := testenv.Project(t, pool, true)
 	const secret = "whsec_waiting"
-	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) { s.StripeWebhookSecret = secret }}); err != nil {
-		t.Fatal(err)
-	}
+	withWebhookSecret(t, pool, pid, secret)
 	key := testenv.Key(t, pool, pid)
 	c := client(t)
 	waits := func(no, first string, all ...any) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
 
@@ -29,9 +28,7 @@ func TestDocumentsFollowTheOrdersMode(t *testing.T) {
 	pool := testenv.Pool(t)
 	pid := testenv.Project(t, pool, false)
 	const secret = "whsec_mode"
-	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) { s.StripeWebhookSecret = secret }}); err != nil {
-		t.Fatal(err)
-	}
+	withWebhookSecret(t, pool, pid, secret)
 	key := testenv.Key(t, pool, pid)
 	c := client(t)
 	suffix := uuid.NewString()[:8]

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
 
@@ -28,9 +27,7 @@ func TestPaidInvoicesSayWhatHappenedToTheMoney(t *testing.T) {
 	pool := testenv.Pool(t)
 	pid := testenv.Project(t, pool, false)
 	const secret = "whsec_truth_test"
-	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) { s.StripeWebhookSecret = secret }}); err != nil {
-		t.Fatal(err)
-	}
+	withWebhookSecret(t, pool, pid, secret)
 	sellerIBAN := testenv.DemoSeller().SellerIBAN
 	key := testenv.Key(t, pool, pid)
 	c := client(t)

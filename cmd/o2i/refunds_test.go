@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/testenv"
@@ -25,6 +26,15 @@ func stripeEvent(t *testing.T, projectID, secret, typ, object string) map[string
 	return r.JSON(t)["data"].(map[string]any)
 }
 
+// withWebhookSecret sets the project's Stripe webhook signing secret, so
+// that stripeEvent's deliveries to it verify.
+func withWebhookSecret(t *testing.T, pool *pgxpool.Pool, projectID, secret string) {
+	t.Helper()
+	if _, err := project.Apply(context.Background(), pool, projectID, project.Update{Settings: func(s *project.Settings) { s.StripeWebhookSecret = secret }}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRefunds: the provider's charge.refunded events. A partial refund gets
 // a credit note (381, Rechnungskorrektur) over the newly refunded gross; a
 // later one another; a repeated report nothing; the whole charge refunded at
@@ -32,13 +42,10 @@ func stripeEvent(t *testing.T, projectID, secret, typ, object string) map[string
 // an order is a task. Every document passes the official rules.
 func TestRefunds(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	pool := testenv.Pool(t)
 	pid := testenv.Project(t, pool, true)
 	const secret = "whsec_refund_test"
-	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) { s.StripeWebhookSecret = secret }}); err != nil {
-		t.Fatal(err)
-	}
+	withWebhookSecret(t, pool, pid, secret)
 	key := testenv.Key(t, pool, pid)
 	c := client(t)
 	suffix := uuid.NewString()[:8]
@@ -187,9 +194,7 @@ func TestCancelAfterPartialRefund(t *testing.T) {
 	pool := testenv.Pool(t)
 	pid := testenv.Project(t, pool, true)
 	const secret = "whsec_cancel_refund_test"
-	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) { s.StripeWebhookSecret = secret }}); err != nil {
-		t.Fatal(err)
-	}
+	withWebhookSecret(t, pool, pid, secret)
 	key := testenv.Key(t, pool, pid)
 	c := client(t)
 	suffix := uuid.NewString()[:8]
