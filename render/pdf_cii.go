@@ -296,6 +296,11 @@ func (r *reader) line(l *einvoice.Line, currency string) lineView {
 		Net:      r.money("BT-131 line net amount", l.Net, currency),
 		Tax:      r.required("BT-151 VAT category", l.Category),
 	}
+	// The line's own service period (BG-26), after its name.
+	start, end := r.date("BT-134 line period start", l.PeriodStart, false), r.date("BT-135 line period end", l.PeriodEnd, false)
+	if !start.IsZero() && !end.IsZero() {
+		out.Name += " (Leistungszeitraum " + germanDate(start) + " – " + germanDate(end) + ")"
+	}
 	// The rate, followed by the category code unless it is S: "19 %",
 	// "0 % K"; category O has no rate.
 	if l.Rate != "" {

@@ -198,7 +198,7 @@ func Scenarios() []Scenario {
 				{Name: "Wartungsvertrag (Jahr)", SKU: "WART-J", Quantity: qty("1"), UnitNetCents: cents(12000), TaxRate: rate("19"), DefaultPeriodMonths: 12},
 				{Name: "Einrichtung", SKU: "SETUP", Quantity: qty("1"), UnitNetCents: cents(5000), TaxRate: rate("19")},
 			},
-			Payments: []ReceivedPayment{{Provider: "Stripe", Reference: "pi_1027", Date: at(2026, 2, 26), Cents: 28305, Method: card}}},
+			Payments: []ReceivedPayment{{Provider: "Stripe", Reference: "pi_1027", Date: at(2026, 2, 26), Cents: 31535, Method: card}}},
 		Seller: seller, Context: ctx("RE-2026-000127"),
 	})
 	add(Scenario{

@@ -81,6 +81,8 @@ type Line struct {
 	ID, Name, SellerID  string // BT-126, BT-153, BT-155
 	Price               string // BT-146
 	Quantity, UnitCode  string // BT-129, BT-130
+	PeriodStart         Date   // BT-134, zero when absent
+	PeriodEnd           Date   // BT-135
 	Category, Rate      string // BT-151, BT-152
 	Net                 string // BT-131
 	AllowancesOrCharges []AllowanceCharge
@@ -160,6 +162,13 @@ func (d *doc) document() *Document {
 		ol := Line{
 			ID: l.id.s, Name: l.name.s, SellerID: l.sellerID.s, Price: l.price.s,
 			Quantity: l.qty.s, UnitCode: l.unitCode.s, Category: l.category.s, Rate: l.rate.s, Net: l.net.s,
+			PeriodStart: Date{Value: l.periodStart.s, Format: "102"}, PeriodEnd: Date{Value: l.periodEnd.s, Format: "102"},
+		}
+		if !l.periodStart.ok {
+			ol.PeriodStart = Date{}
+		}
+		if !l.periodEnd.ok {
+			ol.PeriodEnd = Date{}
 		}
 		for _, a := range l.ac {
 			ol.AllowancesOrCharges = append(ol.AllowancesOrCharges, AllowanceCharge{Indicator: a.indicator, Amount: a.amount.s, Reason: a.reason.s})
