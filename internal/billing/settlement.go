@@ -137,30 +137,43 @@ func Means(p ReceivedPayment, transfer *BankTransfer) PaymentMeans {
 		pm.Code = MeansOnlineService
 	}
 	pm.Information = MethodName(p)
+	if pm.Card != nil {
+		// The code says card already: BT-82 says which one.
+		pm.Information = cardDetail(m) + ", über " + providerOf(p)
+	}
 	return pm
+}
+
+// cardDetail names a card: "Visa, endet auf 4242".
+func cardDetail(m PaymentMethod) string {
+	var detail []string
+	if m.CardBrand != "" {
+		detail = append(detail, brandName(m.CardBrand))
+	}
+	if validLast4(m.CardLast4) {
+		detail = append(detail, "endet auf "+m.CardLast4)
+	}
+	return strings.Join(detail, ", ")
+}
+
+func providerOf(p ReceivedPayment) string {
+	if p.Provider == "" {
+		return "Zahlungsdienstleister"
+	}
+	return p.Provider
 }
 
 // MethodName names how p was paid, in words: "Karte (Visa, endet auf
 // 4242)", "SEPA-Lastschrift", "PayPal", with the provider.
 func MethodName(p ReceivedPayment) string {
 	m := p.Method
-	provider := p.Provider
-	if provider == "" {
-		provider = "Zahlungsdienstleister"
-	}
+	provider := providerOf(p)
 	var s string
 	switch m.Kind {
 	case MethodCard:
 		s = "Karte"
-		var detail []string
-		if m.CardBrand != "" {
-			detail = append(detail, brandName(m.CardBrand))
-		}
-		if validLast4(m.CardLast4) {
-			detail = append(detail, "endet auf "+m.CardLast4)
-		}
-		if len(detail) > 0 {
-			s += " (" + strings.Join(detail, ", ") + ")"
+		if d := cardDetail(m); d != "" {
+			s += " (" + d + ")"
 		}
 	case MethodSEPADebit:
 		s = "SEPA-Lastschrift"
