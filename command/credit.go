@@ -56,7 +56,7 @@ func parseCreditTransactions(body []byte) ([]event.CreditTransaction, error) {
 		}
 		t := obj{m: m, path: path}
 		ct := &out[i]
-		if ct.ID, err = t.text("id", true, maxIDLength); err != nil {
+		if ct.ID, err = t.id("id", true); err != nil {
 			return nil, err
 		}
 		if ct.Type, err = t.text("type", true, maxIDLength); err != nil {
@@ -90,7 +90,7 @@ func parseCreditTransactions(body []byte) ([]event.CreditTransaction, error) {
 			return nil, apperr.Field(t.at("occurred_at"), "%s must be a date-time with UTC offset, for example 2026-03-01T10:15:00+01:00", t.at("occurred_at"))
 		}
 		ct.OccurredAt = when.UTC()
-		if ct.OrderRef, err = t.text("order_ref", false, maxIDLength); err != nil {
+		if ct.OrderRef, err = t.id("order_ref", false); err != nil {
 			return nil, err
 		}
 	}

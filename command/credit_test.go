@@ -51,6 +51,8 @@ func TestCreditTransactionsValidation(t *testing.T) {
 		{"amount missing", []any{bad("amount_cents", nil)}, "transactions[0].amount_cents"},
 		{"occurred_at without offset", []any{bad("occurred_at", "2026-03-01T10:15:00")}, "transactions[0].occurred_at"},
 		{"order_ref number", []any{bad("order_ref", 5)}, "transactions[0].order_ref"},
+		{"order_ref with CR LF", []any{bad("order_ref", "1001\r\n1002")}, "transactions[0].order_ref"},
+		{"id with ESC", []any{bad("id", "ct\u001b1")}, "transactions[0].id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	fastjson "github.com/segmentio/encoding/json"
@@ -159,6 +160,42 @@ func (o obj) text(key string, required bool, max int) (string, error) {
 		return "", err
 	}
 	return s, maxLen(o.at(key), s, max)
+}
+
+// id is text for an identifier (orderNo, paymentRef, sku, productId,
+// references): besides the length, no control characters (CR, LF, TAB,
+// ESC, ...) and no bidirectional formatting characters, which would split a
+// record of a line-based export or show another text than is stored.
+func (o obj) id(key string, required bool) (string, error) {
+	s, err := o.text(key, required, maxIDLength)
+	if err != nil {
+		return "", err
+	}
+	return s, checkIdentifier(o.at(key), s)
+}
+
+// checkIdentifier refuses control and bidirectional formatting characters
+// in the identifier s at path.
+func checkIdentifier(path, s string) error {
+	for i, r := range s {
+		if unicode.IsControl(r) || isBidiControl(r) {
+			return apperr.Field(path, "%s must not contain control or bidirectional formatting characters (U+%04X at byte %d)", path, r, i)
+		}
+	}
+	return nil
+}
+
+// isBidiControl reports the Unicode bidirectional formatting characters:
+// the marks (ALM, LRM, RLM), embeddings and overrides (LRE, RLE, PDF, LRO,
+// RLO) and isolates (LRI, RLI, FSI, PDI).
+func isBidiControl(r rune) bool {
+	switch {
+	case r == 0x061C, r == 0x200E, r == 0x200F:
+		return true
+	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
 }
 
 // maxLen refuses s at path when it has more than max characters.

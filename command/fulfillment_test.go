@@ -63,6 +63,8 @@ func TestFulfillmentValidation(t *testing.T) {
 		{"shippedAt garbage", map[string]any{"orderNo": no, "shippedAt": "yesterday"}, 422, "validation_failed", "shippedAt"},
 		{"shippedAt number", map[string]any{"orderNo": no, "shippedAt": 1700000000}, 422, "validation_failed", "shippedAt"},
 		{"trackingNumber number", map[string]any{"orderNo": no, "trackingNumber": 1}, 422, "validation_failed", "trackingNumber"},
+		{"trackingNumber with LF", map[string]any{"orderNo": no, "trackingNumber": "TRK\n1"}, 422, "validation_failed", "trackingNumber"},
+		{"orderNo with RLO", map[string]any{"orderNo": no + "\u202e"}, 422, "validation_failed", "orderNo"},
 		{"unknown order", map[string]any{"orderNo": "no-such-order", "status": "fulfilled"}, 404, "order_not_found", ""},
 		{"unknown order is per project", map[string]any{"orderNo": "FUL-elsewhere"}, 404, "order_not_found", ""},
 		{"partial", map[string]any{"orderNo": no, "status": "partial", "trackingNumber": nil, "shippedAt": nil}, 200, "", ""},

@@ -48,7 +48,7 @@ func parseOrder(body []byte) (event.OrderContent, error) {
 		return event.OrderContent{}, err
 	}
 	var c event.OrderContent
-	if c.OrderNo, err = o.text("orderNo", true, maxIDLength); err != nil {
+	if c.OrderNo, err = o.id("orderNo", true); err != nil {
 		return c, err
 	}
 
@@ -95,10 +95,10 @@ func parseOrder(body []byte) (event.OrderContent, error) {
 		}
 	}
 
-	if c.PaymentRef, err = o.text("paymentRef", false, maxIDLength); err != nil {
+	if c.PaymentRef, err = o.id("paymentRef", false); err != nil {
 		return c, err
 	}
-	if c.PaymentGateway, err = o.text("paymentGateway", false, maxIDLength); err != nil {
+	if c.PaymentGateway, err = o.id("paymentGateway", false); err != nil {
 		return c, err
 	}
 	if c.FinancialStatus, err = o.text("financialStatus", false, maxIDLength); err != nil {
@@ -276,7 +276,7 @@ func parseItem(it obj) (event.Item, error) {
 				it.at("quantity"), it.at(p.key), int64(maxCents))
 		}
 	}
-	if r.SKU, err = it.text("sku", false, maxIDLength); err != nil {
+	if r.SKU, err = it.id("sku", false); err != nil {
 		return r, err
 	}
 	if r.TaxRate, err = it.rate("taxRate"); err != nil {
@@ -299,7 +299,10 @@ func parseItem(it obj) (event.Item, error) {
 			return r, typeErr(it.at("productId"), "a string", v)
 		}
 	}
-	return r, maxLen(it.at("productId"), r.ProductID, maxIDLength)
+	if err := maxLen(it.at("productId"), r.ProductID, maxIDLength); err != nil {
+		return r, err
+	}
+	return r, checkIdentifier(it.at("productId"), r.ProductID)
 }
 
 func parseServicePeriod(sp obj) (*event.ServicePeriod, error) {
@@ -396,7 +399,7 @@ func parseCredit(o obj, c *event.OrderContent) error {
 		}
 		r.AmountCents = *amt
 		sum += *amt
-		if r.ExternalRef, err = cr.text("externalRef", true, maxIDLength); err != nil {
+		if r.ExternalRef, err = cr.id("externalRef", true); err != nil {
 			return err
 		}
 	}

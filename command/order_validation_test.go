@@ -58,6 +58,24 @@ func TestPlaceOrderValidation(t *testing.T) {
 		// orderNo
 		{name: "orderNo missing", change: func(m map[string]any) { delete(m, "orderNo") }, status: 422, code: "validation_failed", field: "orderNo"},
 		{name: "orderNo empty", change: func(m map[string]any) { m["orderNo"] = "" }, status: 422, code: "validation_failed", field: "orderNo"},
+		// Identifiers carry no control or bidirectional formatting characters.
+		{name: "orderNo with CR LF", change: func(m map[string]any) { m["orderNo"] = "A-1\r\nRE-2026-000001;100,00" }, status: 422, code: "validation_failed", field: "orderNo"},
+		{name: "orderNo with TAB", change: func(m map[string]any) { m["orderNo"] = "A-1\tX" }, status: 422, code: "validation_failed", field: "orderNo"},
+		{name: "orderNo with ESC", change: func(m map[string]any) { m["orderNo"] = "A-1\u001b[31m" }, status: 422, code: "validation_failed", field: "orderNo"},
+		{name: "orderNo with RLO", change: func(m map[string]any) { m["orderNo"] = "A-1\u202egnp.exe" }, status: 422, code: "validation_failed", field: "orderNo"},
+		{name: "orderNo with LRI", change: func(m map[string]any) { m["orderNo"] = "A-1\u2066" }, status: 422, code: "validation_failed", field: "orderNo"},
+		{name: "orderNo with DEL", change: func(m map[string]any) { m["orderNo"] = "A-1\u007f" }, status: 422, code: "validation_failed", field: "orderNo"},
+		{name: "orderNo with umlaut and space is fine", change: func(m map[string]any) { m["orderNo"] = "Bestellung Nr. Ä-1" }, status: 201},
+		{name: "paymentRef with LF", change: func(m map[string]any) { m["paymentRef"] = "pi_1\n" }, status: 422, code: "validation_failed", field: "paymentRef"},
+		{name: "paymentGateway with NEL", change: func(m map[string]any) { m["paymentGateway"] = "stripe\u0085" }, status: 422, code: "validation_failed", field: "paymentGateway"},
+		{name: "sku with RLM", change: func(m map[string]any) { item(m, 0)["sku"] = "SKU\u200f1" }, status: 422, code: "validation_failed", field: "items[0].sku"},
+		{name: "productId with CR", change: func(m map[string]any) { item(m, 1)["productId"] = "p\r1" }, status: 422, code: "validation_failed", field: "items[1].productId"},
+		{name: "externalRef with LF", change: func(m map[string]any) {
+			r := redemption("100")
+			r["externalRef"] = "ct\n1"
+			m["creditRedemptions"] = []any{r}
+			m["grossTotalCents"] = json.Number("4165")
+		}, status: 422, code: "validation_failed", field: "creditRedemptions[0].externalRef"},
 		{name: "orderNo blank", change: func(m map[string]any) { m["orderNo"] = "  " }, status: 422, code: "validation_failed", field: "orderNo"},
 		{name: "orderNo number", change: func(m map[string]any) { m["orderNo"] = json.Number("12") }, status: 422, code: "validation_failed", field: "orderNo"},
 

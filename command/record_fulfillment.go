@@ -46,7 +46,7 @@ func parseFulfillment(body []byte) (fulfillmentInput, error) {
 		return fulfillmentInput{}, err
 	}
 	var in fulfillmentInput
-	if in.OrderNo, err = o.text("orderNo", true, maxIDLength); err != nil {
+	if in.OrderNo, err = o.id("orderNo", true); err != nil {
 		return in, err
 	}
 	if in.Status, err = o.text("status", false, maxIDLength); err != nil {
@@ -71,7 +71,7 @@ func parseFulfillment(body []byte) (fulfillmentInput, error) {
 		t = t.UTC().Truncate(time.Microsecond)
 		in.ShippedAt = &t
 	}
-	if in.TrackingNumber, err = o.text("trackingNumber", false, maxIDLength); err != nil {
+	if in.TrackingNumber, err = o.id("trackingNumber", false); err != nil {
 		return in, err
 	}
 	return in, nil

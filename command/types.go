@@ -74,7 +74,7 @@ type CreditRedemption struct {
 // OrderInput is the body of POST /v1/orders.
 type OrderInput struct {
 	IdempotencyKey     string             `header:"Idempotency-Key" json:"-" required:"true" maxLength:"200" minLength:"1" description:"deduplicates deliveries; kept at least 24 hours"`
-	OrderNo            string             `json:"orderNo" required:"true" minLength:"1" maxLength:"200" description:"the caller's order number; unique within the project permanently"`
+	OrderNo            string             `json:"orderNo" required:"true" minLength:"1" maxLength:"200" description:"the caller's order number; unique within the project permanently; no control or bidirectional formatting characters (like every identifier)"`
 	BillingAddress     Address            `json:"billingAddress" required:"true"`
 	Items              []Item             `json:"items" required:"true" minItems:"1" maxItems:"1000" description:"at most 1000 lines, and the order as a whole must encode to at most 512 KiB of JSON (422 items)"`
 	ShippingAddress    *Address           `json:"shippingAddress,omitempty"`
