@@ -52,7 +52,7 @@ func (s *Service) Routes() []httpx.Route {
 		{
 			Method: http.MethodGet, Path: "/v1/orders/{orderNo}", Scope: httpx.ScopeInvoicesRead, Tag: "orders",
 			OperationID: "getOrderStatus", Summary: "Order status with every invoice document of the order",
-			Description: "Served from Redis, falling back to PostgreSQL. Carries an ETag (the read model's revision); " +
+			Description: "Served from Redis, falling back to PostgreSQL. Carries an ETag (a hash of this order's record: it changes exactly when the record does); " +
 				"If-None-Match with that ETag is answered 304 without a body, so polling costs almost nothing while nothing changes.",
 			Input: OrderStatusInput{},
 			Responses: []httpx.Response{

@@ -96,7 +96,7 @@ func (s *Service) getInvoice(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, version, err := s.delivery(r.Context(), inv.ID)
+	d, _, err := s.delivery(r.Context(), inv.ID)
 	if err != nil {
 		return err
 	}
@@ -105,8 +105,9 @@ func (s *Service) getInvoice(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The ETag changes with the read model and with the delivery record.
-	writeTagged(w, r, `"`+strconv.FormatInt(inv.rev, 10)+"."+strconv.FormatInt(version, 10)+`"`, body)
+	// The ETag changes with the metadata and its delivery record, and
+	// with nothing else.
+	writeTagged(w, r, contentETag(body), body)
 	return nil
 }
 
