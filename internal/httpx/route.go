@@ -7,7 +7,10 @@ package httpx
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/o2i-service/o2i/internal/apperr"
 )
 
 // Scope is an API key permission.
@@ -26,6 +29,35 @@ const (
 // recorded requests. An auditor's key (archive:read alone) reads the
 // archive and nothing else. It is no scope a key holds.
 const ScopeAnyKey Scope = "any"
+
+// Accepted returns the scopes of which a key needs one to call a route of
+// scope s: s itself, or for ScopeAnyKey the integration scopes.
+func (s Scope) Accepted() []Scope {
+	if s == ScopeAnyKey {
+		return []Scope{ScopeOrdersWrite, ScopeInvoicesRead}
+	}
+	return []Scope{s}
+}
+
+// acceptedText names the accepted scopes of s for people: "orders:write"
+// or "orders:write or invoices:read".
+func (s Scope) acceptedText() string {
+	acc := s.Accepted()
+	names := make([]string, len(acc))
+	for i, a := range acc {
+		names[i] = string(a)
+	}
+	return strings.Join(names, " or ")
+}
+
+// errLacksScope is the 403 of a key that holds none of the scopes a route
+// of scope s accepts; it names them.
+func errLacksScope(s Scope) error {
+	if len(s.Accepted()) == 1 {
+		return apperr.New(apperr.Forbidden, "forbidden", "this key lacks the scope %s", s)
+	}
+	return apperr.New(apperr.Forbidden, "forbidden", "this key holds none of the scopes this endpoint accepts: %s", s.acceptedText())
+}
 
 // Scopes lists every scope a key can hold.
 var Scopes = []Scope{ScopeOrdersWrite, ScopeInvoicesRead, ScopeArchiveRead}
@@ -79,13 +111,13 @@ type Principal struct {
 }
 
 // Has reports whether the principal holds scope s.
+// For ScopeAnyKey that is one of its accepted scopes.
 func (p Principal) Has(s Scope) bool {
-	if s == ScopeAnyKey {
-		return p.Has(ScopeOrdersWrite) || p.Has(ScopeInvoicesRead)
-	}
-	for _, x := range p.Scopes {
-		if x == s {
-			return true
+	for _, a := range s.Accepted() {
+		for _, x := range p.Scopes {
+			if x == a {
+				return true
+			}
 		}
 	}
 	return false
