@@ -72,7 +72,40 @@ type Response struct {
 	Body        any    // a value of the body's Go type; nil for no body
 	ContentType string // default application/json
 	Description string
+	Headers     []Header // what the route sends besides X-Request-Id
 }
+
+// Header documents a response header. X-Request-Id (every response) and
+// Retry-After (every 429 and 503) are documented for all routes; a route
+// names the others it sends.
+type Header struct {
+	Name        string
+	Description string
+	Required    bool           // sent with every response of its status
+	Schema      map[string]any // JSON Schema of the value; nil: a string
+}
+
+// The response headers routes share.
+var (
+	// ETagHeader names the revision of a versioned read, on its 200 and 304.
+	ETagHeader = Header{Name: "ETag", Required: true,
+		Description: "The revision of the record (a quoted string); send it as If-None-Match to get 304 while nothing changed.",
+		Schema:      map[string]any{"type": "string", "pattern": `^"[^"]*"$`}}
+	// CacheControlHeader goes with ETagHeader: caches must revalidate.
+	CacheControlHeader = Header{Name: "Cache-Control", Required: true,
+		Description: "private, no-cache: a cache may keep the answer for this client only and must revalidate it (If-None-Match) before each use.",
+		Schema:      map[string]any{"type": "string", "enum": []any{"private, no-cache"}}}
+	// IdempotentReplayedHeader marks a replayed answer of a keyed command.
+	IdempotentReplayedHeader = Header{Name: "Idempotent-Replayed",
+		Description: "true when this answer replays the first successful response to the same Idempotency-Key and body; absent on an answer executed now.",
+		Schema:      map[string]any{"type": "string", "enum": []any{"true"}}}
+	// ContentDispositionHeader names the file of a download.
+	ContentDispositionHeader = Header{Name: "Content-Disposition", Required: true,
+		Description: `attachment; filename="<name>": the file name to save the download under.`}
+	// RetryAfterHeader says when to retry (seconds).
+	RetryAfterHeader = Header{Name: "Retry-After", Required: true,
+		Description: "Seconds to wait before retrying.", Schema: map[string]any{"type": "integer", "minimum": 0}}
+)
 
 // Route is one endpoint: the router, the scope check, the /v1 discovery listing
 // and the OpenAPI document are all built from the same []Route.
@@ -88,9 +121,13 @@ type Route struct {
 	Tag         string
 	Description string
 	Input       any        // struct with path, query and header tags and the JSON body fields
+	Body        any        // the JSON body when it is a type of its own (Input then holds only parameters)
 	Responses   []Response // success responses
 	Errors      []int      // error statuses besides the ones every route can answer
-	Raw         bool       // bypasses the JSON envelope (health, metrics, documents)
+	// ErrorHeaders are the headers of error responses besides X-Request-Id
+	// and the Retry-After of 429 and 503, by status.
+	ErrorHeaders map[int][]Header
+	Raw          bool // bypasses the JSON envelope (health, metrics, documents)
 
 	// Timeout is the request's deadline (and moves its write deadline);
 	// 0: the server's RequestTimeout. Only for routes that stream long
