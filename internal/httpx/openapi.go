@@ -149,7 +149,9 @@ func decorate(raw []byte, routes []Route) ([]byte, error) {
 		info["license"] = map[string]any{"name": "Proprietary", "identifier": "LicenseRef-Proprietary"}
 	}
 	own := map[string]map[string][]Header{} // operation id -> status -> headers
+	empty := map[string]map[string]bool{}   // operation id -> query parameters allowing empty
 	for _, rt := range routes {
+		empty[rt.OperationID] = emptyAllowed(rt.Input)
 		hs := map[string][]Header{}
 		for _, resp := range rt.Responses {
 			hs[strconv.Itoa(resp.Status)] = append(hs[strconv.Itoa(resp.Status)], resp.Headers...)
@@ -176,6 +178,12 @@ func decorate(raw []byte, routes []Route) ([]byte, error) {
 				rb["required"] = true
 			}
 			id, _ := om["operationId"].(string)
+			params, _ := om["parameters"].([]any)
+			for _, p := range params {
+				if pm, ok := p.(map[string]any); ok && pm["in"] == "query" && empty[id][fmt.Sprint(pm["name"])] {
+					pm["allowEmptyValue"] = true
+				}
+			}
 			responses, _ := om["responses"].(map[string]any)
 			for status, resp := range responses {
 				rm, _ := resp.(map[string]any)
@@ -203,6 +211,23 @@ func decorate(raw []byte, routes []Route) ([]byte, error) {
 		}
 	}
 	return json.MarshalIndent(doc, "", "  ")
+}
+
+// emptyAllowed returns the query parameters of an Input struct tagged
+// allowEmptyValue:"true".
+func emptyAllowed(input any) map[string]bool {
+	t := reflect.TypeOf(input)
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	out := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name := f.Tag.Get("query"); name != "" && f.Tag.Get("allowEmptyValue") == "true" {
+			out[name] = true
+		}
+	}
+	return out
 }
 
 // headerObject is the OpenAPI header object of h.

@@ -120,10 +120,13 @@ type Route struct {
 	OperationID string
 	Tag         string
 	Description string
-	Input       any        // struct with path, query and header tags and the JSON body fields
-	Body        any        // the JSON body when it is a type of its own (Input then holds only parameters)
-	Responses   []Response // success responses
-	Errors      []int      // error statuses besides the ones every route can answer
+	// Input is a struct with path, query and header tags and the JSON body
+	// fields. A query parameter tagged allowEmptyValue:"true" given empty
+	// (?status=) counts as not given.
+	Input     any
+	Body      any        // the JSON body when it is a type of its own (Input then holds only parameters)
+	Responses []Response // success responses
+	Errors    []int      // error statuses besides the ones every route can answer
 	// ErrorHeaders are the headers of error responses besides X-Request-Id
 	// and the Retry-After of 429 and 503, by status.
 	ErrorHeaders map[int][]Header
