@@ -45,6 +45,14 @@ REDOCLY_VERSION := 2.77.0
 TOOLS_DIR       := .dev/tools
 REDOCLY         := $(TOOLS_DIR)/node_modules/.bin/redocly
 REDOCLY_STAMP   := $(TOOLS_DIR)/.redocly-$(REDOCLY_VERSION)
+# The client generated from the OpenAPI document, which a test of cmd/o2i
+# type-checks and runs against the service: openapi-typescript generates
+# the types, openapi-fetch is the client, tsc (TypeScript 5, the line
+# openapi-typescript supports) checks and compiles the script.
+OPENAPI_TS_VERSION    := 7.13.0
+OPENAPI_FETCH_VERSION := 0.17.0
+TYPESCRIPT_VERSION    := 5.9.3
+TSCLIENT_STAMP        := $(TOOLS_DIR)/.tsclient-$(OPENAPI_TS_VERSION)-$(OPENAPI_FETCH_VERSION)-$(TYPESCRIPT_VERSION)
 STATICCHECK     := $(TOOLS_DIR)/bin/staticcheck
 STATICCHECK_STAMP := $(TOOLS_DIR)/.staticcheck-$(STATICCHECK_VERSION)
 export REDOCLY_TELEMETRY := off
@@ -64,7 +72,7 @@ run: build stack ## Bring up the stack, migrate, seed a dev project + API key, s
 	$(DEVSTACK) seed -o2i $(O2I)
 	$(LOAD_ENV) && exec $(O2I) serve
 
-test: migrate tools referee-deps ## Stack + migrations, then go vet, go test and the OpenAPI lint (all run; fails if any fails)
+test: migrate tools referee-deps ## Stack + migrations and the pinned npm tools, then go vet, go test and the OpenAPI lint (all run; fails if any fails)
 	@failed=""; \
 	echo "==> go vet ./..."; \
 	$(GO) vet ./... || failed="$$failed go-vet"; \
@@ -155,15 +163,27 @@ staticcheck:
 		GOBIN=$(CURDIR)/$(TOOLS_DIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && touch $(STATICCHECK_STAMP); \
 	fi
 
-# Redocly CLI from npm, pinned, installed into .dev/tools.
-tools: $(REDOCLY_STAMP)
+# The npm tools, pinned, installed into .dev/tools: Redocly CLI (the
+# OpenAPI lint) and the generated client's toolchain. One after the other:
+# both install into the same prefix.
+tools: $(REDOCLY_STAMP) $(TSCLIENT_STAMP)
 
-$(REDOCLY_STAMP):
-	@if ! command -v npm >/dev/null 2>&1; then \
+# Node.js and npm from the OS packages when missing.
+NPM_ENSURE = if ! command -v npm >/dev/null 2>&1; then \
 		echo "npm not found: installing Node.js from the OS packages"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs </dev/null; \
 		command -v npm >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -q npm </dev/null; \
 	fi
+NPM_INSTALL = npm install --prefix $(TOOLS_DIR) --save-exact --no-audit --no-fund --no-update-notifier --loglevel=error
+
+$(REDOCLY_STAMP):
+	@$(NPM_ENSURE)
 	@mkdir -p $(TOOLS_DIR)
-	npm install --prefix $(TOOLS_DIR) --no-audit --no-fund --no-update-notifier --loglevel=error @redocly/cli@$(REDOCLY_VERSION) </dev/null
+	$(NPM_INSTALL) @redocly/cli@$(REDOCLY_VERSION) </dev/null
 	@rm -f $(TOOLS_DIR)/.redocly-* && touch $@
+
+$(TSCLIENT_STAMP): | $(REDOCLY_STAMP)
+	@$(NPM_ENSURE)
+	@mkdir -p $(TOOLS_DIR)
+	$(NPM_INSTALL) openapi-typescript@$(OPENAPI_TS_VERSION) openapi-fetch@$(OPENAPI_FETCH_VERSION) typescript@$(TYPESCRIPT_VERSION) </dev/null
+	@rm -f $(TOOLS_DIR)/.tsclient-* && touch $@

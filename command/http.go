@@ -25,6 +25,8 @@ import (
 
 // Routes are the write endpoints.
 func (s *Service) Routes() []httpx.Route {
+	// A keyed command's 200 may be a replay (idempotency.go).
+	replayed := []httpx.Header{httpx.IdempotentReplayedHeader}
 	return []httpx.Route{
 		{
 			Method: http.MethodPost, Path: "/v1/orders", Scope: httpx.ScopeOrdersWrite, Tag: "orders",
@@ -33,7 +35,7 @@ func (s *Service) Routes() []httpx.Route {
 			Input:       OrderInput{},
 			Responses: []httpx.Response{
 				{Status: 201, Body: httpx.Envelope[OrderResult]{}, Description: "order created"},
-				{Status: 200, Body: httpx.Envelope[OrderResult]{}, Description: "order updated, unchanged, or an idempotent replay (header Idempotent-Replayed: true)"},
+				{Status: 200, Body: httpx.Envelope[OrderResult]{}, Description: "order updated, unchanged, or an idempotent replay (header Idempotent-Replayed: true)", Headers: replayed},
 			},
 			Errors:  []int{400, 409, 413, 415, 422},
 			Handler: s.postOrder,
@@ -43,7 +45,7 @@ func (s *Service) Routes() []httpx.Route {
 			OperationID: "createFulfillment", Summary: "Report the fulfillment of an order; fulfilled sets the date of supply",
 			Description: fulfillmentDescription,
 			Input:       FulfillmentInput{},
-			Responses:   []httpx.Response{{Status: 200, Body: httpx.Envelope[FulfillmentResult]{}, Description: "fulfillment recorded, or an idempotent replay (header Idempotent-Replayed: true)"}},
+			Responses:   []httpx.Response{{Status: 200, Body: httpx.Envelope[FulfillmentResult]{}, Description: "fulfillment recorded, or an idempotent replay (header Idempotent-Replayed: true)", Headers: replayed}},
 			Errors:      []int{400, 404, 409, 413, 415, 422},
 			Handler:     s.postFulfillment,
 		},
@@ -52,7 +54,7 @@ func (s *Service) Routes() []httpx.Route {
 			OperationID: "cancelOrder", Summary: "Cancel an order; its documents get cancellations (Stornorechnung)",
 			Description: cancelDescription,
 			Input:       CancelOrderInput{},
-			Responses:   []httpx.Response{{Status: 200, Body: httpx.Envelope[OrderResult]{}, Description: "order cancelled (also when it was already), or an idempotent replay (header Idempotent-Replayed: true)"}},
+			Responses:   []httpx.Response{{Status: 200, Body: httpx.Envelope[OrderResult]{}, Description: "order cancelled (also when it was already), or an idempotent replay (header Idempotent-Replayed: true)", Headers: replayed}},
 			Errors:      []int{400, 404, 409, 422},
 			Handler:     s.postCancel,
 		},
@@ -70,6 +72,7 @@ func (s *Service) Routes() []httpx.Route {
 			OperationID: "receiveStripeWebhook", Summary: "The payment provider reports a payment (Stripe webhook, signed)",
 			Description: webhookDescription,
 			Input:       WebhookInput{},
+			Body:        StripeEvent{},
 			Responses:   []httpx.Response{{Status: 200, Body: httpx.Envelope[PaymentResult]{}, Description: "event recorded (or a repeated delivery)"}},
 			Errors:      []int{400, 413, 415},
 			Handler:     s.postStripeWebhook,

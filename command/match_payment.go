@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/swaggest/jsonschema-go"
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/billing"
@@ -61,38 +63,89 @@ type PaymentResult struct {
 	OrderNo   *string `json:"orderNo" required:"true" description:"the order the payment matched; null when none (yet)"`
 }
 
-// StripeEvent is the part of a Stripe event the service reads.
+// StripeEvent is the part of a Stripe event the service reads, and the
+// webhook's body in the OpenAPI document (see PrepareJSONSchema).
 type StripeEvent struct {
-	ID      string `json:"id" required:"true"`
-	Type    string `json:"type" required:"true" description:"payment_intent.succeeded, payment_intent.canceled, payment_intent.partially_funded and charge.refunded are applied; other types are recorded"`
+	ID      string `json:"id" required:"true" minLength:"1" maxLength:"255" description:"the event id; each is applied once (at most 255 bytes)"`
+	Type    string `json:"type" required:"true" minLength:"1" maxLength:"255" description:"payment_intent.succeeded, payment_intent.canceled, payment_intent.partially_funded and charge.refunded are applied; other types are recorded (at most 255 bytes)"`
 	Created int64  `json:"created,omitempty"`
 	Data    struct {
 		Object struct {
-			ID             string `json:"id" description:"the payment intent id, matched with an order's paymentRef"`
-			Object         string `json:"object,omitempty"`
-			Amount         int64  `json:"amount,omitempty"`
-			AmountReceived int64  `json:"amount_received,omitempty"`
-			AmountRefunded int64  `json:"amount_refunded,omitempty" description:"charge.refunded: the charge's refunded total so far"`
+			ID             string `json:"id" maxLength:"255" description:"the object's id: a payment_intent.* event's payment intent, matched with an order's paymentRef (at most 255 bytes)"`
+			Object         string `json:"object,omitempty" description:"payment_intent or charge"`
+			Amount         int64  `json:"amount,omitempty" description:"cents; the amount paid when amount_received is absent or 0"`
+			AmountReceived int64  `json:"amount_received,omitempty" description:"cents; the amount paid"`
+			AmountRefunded int64  `json:"amount_refunded,omitempty" description:"charge.refunded: the charge's refunded total so far, in cents"`
 			Refunded       bool   `json:"refunded,omitempty" description:"charge.refunded: the charge is refunded in full"`
-			PaymentIntent  string `json:"payment_intent,omitempty" description:"charge.refunded: the payment intent of the charge, matched with an order's paymentRef"`
-			Currency       string `json:"currency,omitempty"`
+			PaymentIntent  string `json:"payment_intent,omitempty" maxLength:"255" description:"charge.refunded: the payment intent of the charge, matched with an order's paymentRef (at most 255 bytes)"`
+			Currency       string `json:"currency,omitempty" description:"ISO 4217 code, any case"`
 			NextAction     *struct {
 				DisplayBankTransferInstructions *struct {
-					AmountRemaining int64 `json:"amount_remaining"`
+					AmountRemaining int64 `json:"amount_remaining" description:"cents still to be transferred"`
 				} `json:"display_bank_transfer_instructions,omitempty"`
 			} `json:"next_action,omitempty" description:"payment_intent.partially_funded: what remains to be transferred"`
-		} `json:"object" required:"true"`
+		} `json:"object" required:"true" description:"the payment intent (payment_intent.* events) or the charge (charge.refunded)"`
 	} `json:"data" required:"true"`
 	// method is how the buyer paid, read from the object's charges,
 	// latest_charge or payment_method_types (stripe_method.go).
 	method billing.PaymentMethod
 }
 
-// WebhookInput documents the webhook request for the OpenAPI document.
+// PrepareJSONSchema completes the event's schema in the OpenAPI document.
+// The members of data.object that say how the buyer paid (charges,
+// latest_charge, payment_method_types) are read from the raw object
+// (stripe_method.go, stripeIntentMethod): they join the object's own. And
+// Stripe sends far more than the service reads, in every object of an
+// event, and null for what an object lacks: every object admits members it
+// does not list, and every member but the required ones may be null (the
+// decoding reads null as absent), so that a client generated from the
+// document can forward the provider's event as it is.
+func (StripeEvent) PrepareJSONSchema(s *jsonschema.Schema) error {
+	data := s.Properties["data"].TypeObject
+	if data == nil || data.Properties["object"].TypeObject == nil {
+		return nil // reflected for parameters (path, header), not as the body
+	}
+	method, err := (&jsonschema.Reflector{}).Reflect(stripeIntentMethod{}, jsonschema.InlineRefs)
+	if err != nil {
+		return err
+	}
+	object := data.Properties["object"].TypeObject
+	for name, p := range method.Properties {
+		object.WithPropertiesItem(name, p)
+	}
+	openObjects(s)
+	return nil
+}
+
+// openObjects lets every object schema in s admit members it does not list
+// (additionalProperties: true) and null for each member it does not
+// require.
+func openObjects(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if s.HasType(jsonschema.Object) || len(s.Properties) > 0 {
+		s.WithAdditionalProperties(jsonschema.SchemaOrBool{TypeBoolean: &[]bool{true}[0]})
+	}
+	for name, p := range s.Properties {
+		if p.TypeObject == nil {
+			continue
+		}
+		if p.TypeObject.Type != nil && !p.TypeObject.HasType(jsonschema.Null) && !slices.Contains(s.Required, name) {
+			p.TypeObject.AddType(jsonschema.Null)
+		}
+		openObjects(p.TypeObject)
+	}
+	if s.Items != nil {
+		openObjects(s.Items.SchemaOrBool.TypeObject)
+	}
+}
+
+// WebhookInput documents the webhook request's parameters for the OpenAPI
+// document; its body is a StripeEvent (the route's Body).
 type WebhookInput struct {
-	ProjectID string      `path:"projectId" format:"uuid" description:"the project whose webhook secret signs the deliveries"`
-	Signature string      `header:"Stripe-Signature" required:"true" description:"t=<unix>,v1=<hex>[,v1=...]"`
-	Body      StripeEvent `contentType:"application/json"`
+	ProjectID string `path:"projectId" format:"uuid" description:"the project whose webhook secret signs the deliveries"`
+	Signature string `header:"Stripe-Signature" required:"true" description:"t=<unix>,v1=<hex>[,v1=...]"`
 }
 
 const webhookDescription = "The payment provider's webhook (Stripe). Public: authenticated by the Stripe-Signature header " +

@@ -43,12 +43,13 @@ type stripeCharge struct {
 }
 
 // stripeIntentMethod is the part of a payment intent read for the method.
+// Its descriptions are the OpenAPI document's (StripeEvent.PrepareJSONSchema).
 type stripeIntentMethod struct {
 	Charges *struct {
 		Data []stripeCharge `json:"data"`
-	} `json:"charges,omitempty"`
-	LatestCharge       json.RawMessage `json:"latest_charge,omitempty"`
-	PaymentMethodTypes []string        `json:"payment_method_types,omitempty"`
+	} `json:"charges,omitempty" description:"older API versions: the payment intent's charges; the last one's payment_method_details says how the buyer paid"`
+	LatestCharge       json.RawMessage `json:"latest_charge,omitempty" description:"the latest charge: its id, or the charge itself (with payment_method_details) when expanded"`
+	PaymentMethodTypes []string        `json:"payment_method_types,omitempty" description:"the payment methods allowed; when it names one, that is how the buyer paid"`
 }
 
 // stripePaymentMethod reads how the buyer paid from a payment intent object

@@ -48,6 +48,13 @@ func (s *Service) Run(ctx context.Context) error {
 
 // Routes are the read endpoints.
 func (s *Service) Routes() []httpx.Route {
+	// The versioned reads (writeTagged) and the downloads say so in headers.
+	versioned := []httpx.Header{httpx.ETagHeader, httpx.CacheControlHeader}
+	download := []httpx.Header{httpx.ContentDispositionHeader}
+	notArchivedYet := map[int][]httpx.Header{http.StatusConflict: {{
+		Name: "Retry-After", Schema: httpx.RetryAfterHeader.Schema,
+		Description: "Seconds to wait before fetching again, on document_not_archived of a document that is not archived yet or failed (and is retried by the service).",
+	}}}
 	return []httpx.Route{
 		{
 			Method: http.MethodGet, Path: "/v1/orders/{orderNo}", Scope: httpx.ScopeInvoicesRead, Tag: "orders",
@@ -56,8 +63,8 @@ func (s *Service) Routes() []httpx.Route {
 				"If-None-Match with that ETag is answered 304 without a body, so polling costs almost nothing while nothing changes.",
 			Input: OrderStatusInput{},
 			Responses: []httpx.Response{
-				{Status: 200, Body: httpx.Envelope[readmodel.OrderStatus]{}},
-				{Status: 304, Description: "unchanged since the ETag sent in If-None-Match"},
+				{Status: 200, Body: httpx.Envelope[readmodel.OrderStatus]{}, Headers: versioned},
+				{Status: 304, Description: "unchanged since the ETag sent in If-None-Match", Headers: versioned},
 			},
 			Errors: []int{404}, Handler: s.getOrder,
 		},
@@ -79,8 +86,8 @@ func (s *Service) Routes() []httpx.Route {
 				"payment reference, in that order. Carries an ETag; If-None-Match with it is answered 304.",
 			Input: InvoiceInput{},
 			Responses: []httpx.Response{
-				{Status: 200, Body: httpx.Envelope[Invoice]{}},
-				{Status: 304, Description: "unchanged since the ETag sent in If-None-Match"},
+				{Status: 200, Body: httpx.Envelope[Invoice]{}, Headers: versioned},
+				{Status: 304, Description: "unchanged since the ETag sent in If-None-Match", Headers: versioned},
 			},
 			Errors: []int{404}, Handler: s.getInvoice,
 		},
@@ -89,16 +96,16 @@ func (s *Service) Routes() []httpx.Route {
 			OperationID: "getInvoicePDF", Summary: "The archived PDF (ZUGFeRD PDF/A-3, or the XRechnung reading copy)",
 			Description: "409 document_not_archived while the invoice is not archived yet or is failed (both retry later; a failed one is retried by the service), or when it failed validation (recorded so by earlier versions).",
 			Input:       DocumentInput{},
-			Responses:   []httpx.Response{{Status: 200, Body: []byte{}, ContentType: "application/pdf"}},
-			Errors:      []int{404, 409, 501}, Handler: s.getDocument,
+			Responses:   []httpx.Response{{Status: 200, Body: []byte{}, ContentType: "application/pdf", Headers: download}},
+			Errors:      []int{404, 409, 501}, ErrorHeaders: notArchivedYet, Handler: s.getDocument,
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/invoices/{reference}/xml", Scope: httpx.ScopeInvoicesRead, Tag: "invoices",
 			OperationID: "getInvoiceXML", Summary: "The archived EN 16931 XML; 409 when not archived yet or not applicable",
 			Description: "409 document_not_archived while the invoice is not archived yet or is failed (both retry later; a failed one is retried by the service), or when it failed validation (recorded so by earlier versions).",
 			Input:       DocumentInput{},
-			Responses:   []httpx.Response{{Status: 200, Body: "", ContentType: "application/xml"}},
-			Errors:      []int{404, 409, 501}, Handler: s.getDocument,
+			Responses:   []httpx.Response{{Status: 200, Body: "", ContentType: "application/xml", Headers: download}},
+			Errors:      []int{404, 409, 501}, ErrorHeaders: notArchivedYet, Handler: s.getDocument,
 		},
 		{
 			Method: http.MethodGet, Path: "/v1/archive", Scope: httpx.ScopeArchiveRead, Tag: "archive",
@@ -127,7 +134,7 @@ func (s *Service) Routes() []httpx.Route {
 				"recorded SHA-256 and size; an object that does not match cuts the response (the ZIP is then incomplete and " +
 				"unreadable), and `o2i archive verify` names it. Test documents are not part of it. A missing or malformed year is 422 with field year.",
 			Input:     ExportArchiveInput{},
-			Responses: []httpx.Response{{Status: 200, Body: []byte{}, ContentType: "application/zip"}},
+			Responses: []httpx.Response{{Status: 200, Body: []byte{}, ContentType: "application/zip", Headers: download}},
 			Errors:    []int{422, 501}, Handler: s.exportArchive,
 			Timeout: archiveExportTimeout,
 		},
@@ -180,7 +187,7 @@ func (s *Service) Routes() []httpx.Route {
 				"the issue month, released on the first day of each month. Test documents never appear. 422 with field from or to " +
 				"for a bad range; 409 export_failed when a document cannot be booked.",
 			Input:     DATEVExportInput{},
-			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "text/csv"}},
+			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "text/csv", Headers: download}},
 			Errors:    []int{409, 422}, Handler: s.exportDATEV,
 			Timeout: ExportTimeout + 10*time.Second,
 		},
@@ -190,7 +197,7 @@ func (s *Service) Routes() []httpx.Route {
 			Description: "The B2C distance sales taxed in the member state of consumption that were issued in the quarter, cancellations " +
 				"and credit notes subtracted, in the CSV layout of the tax office's upload. Test documents never appear.",
 			Input:     OSSReportInput{},
-			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "text/csv"}},
+			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "text/csv", Headers: download}},
 			Errors:    []int{422}, Handler: s.reportOSS,
 			Timeout: ExportTimeout + 10*time.Second,
 		},
@@ -201,7 +208,7 @@ func (s *Service) Routes() []httpx.Route {
 				"customer VAT ID and kind, cancellations and credit notes subtracted, in whole euros, in the CSV layout of the tax " +
 				"office's upload. Test documents never appear.",
 			Input:     ECSLReportInput{},
-			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "text/csv"}},
+			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "text/csv", Headers: download}},
 			Errors:    []int{422}, Handler: s.reportECSL,
 			Timeout: ExportTimeout + 10*time.Second,
 		},

@@ -47,7 +47,7 @@ type ProductPage struct {
 // ListProductsInput is the query of GET /v1/products.
 type ListProductsInput struct {
 	Limit        int    `query:"limit" minimum:"1" maximum:"100" default:"25"`
-	Cursor       string `query:"cursor" description:"opaque; the nextCursor of the previous page"`
+	Cursor       string `query:"cursor" allowEmptyValue:"true" description:"opaque; the nextCursor of the previous page"`
 	Unconfigured string `query:"unconfigured" enum:"true,false" description:"true: only products without a revenue recognition"`
 }
 

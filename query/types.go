@@ -64,12 +64,12 @@ type DocumentInput struct {
 
 // ListInvoicesInput is the query of GET /v1/invoices.
 type ListInvoicesInput struct {
-	Limit      int    `query:"limit" minimum:"1" maximum:"100" default:"25"`
-	Cursor     string `query:"cursor" description:"opaque; the nextCursor of the previous page"`
-	Status     string `query:"status" enum:"created,archived,failed"`
-	Number     string `query:"number"`
-	OrderNo    string `query:"orderNo"`
-	PaymentRef string `query:"paymentRef"`
+	Limit      int    `query:"limit" allowEmptyValue:"true" minimum:"1" maximum:"100" default:"25"`
+	Cursor     string `query:"cursor" allowEmptyValue:"true" description:"opaque; the nextCursor of the previous page"`
+	Status     string `query:"status" allowEmptyValue:"true" enum:"created,archived,failed"`
+	Number     string `query:"number" allowEmptyValue:"true"`
+	OrderNo    string `query:"orderNo" allowEmptyValue:"true"`
+	PaymentRef string `query:"paymentRef" allowEmptyValue:"true"`
 }
 
 // InvoicePage is a page of GET /v1/invoices.
@@ -126,11 +126,11 @@ type TaskInput struct {
 
 // ListTasksInput is the query of GET /v1/tasks.
 type ListTasksInput struct {
-	Limit   int    `query:"limit" minimum:"1" maximum:"100" default:"25"`
-	Cursor  string `query:"cursor" description:"opaque; the nextCursor of the previous page"`
-	Status  string `query:"status" enum:"open,resolved"`
-	Type    string `query:"type" pattern:"^[a-z][a-z0-9_]{0,99}$" description:"the task type, for example xrechnung_contact_phone_missing; a type no task has matches nothing"`
-	OrderNo string `query:"orderNo" description:"the order number the task concerns"`
+	Limit   int    `query:"limit" allowEmptyValue:"true" minimum:"1" maximum:"100" default:"25"`
+	Cursor  string `query:"cursor" allowEmptyValue:"true" description:"opaque; the nextCursor of the previous page"`
+	Status  string `query:"status" allowEmptyValue:"true" enum:"open,resolved"`
+	Type    string `query:"type" allowEmptyValue:"true" pattern:"^[a-z][a-z0-9_]{0,99}$" description:"the task type, for example xrechnung_contact_phone_missing; a type no task has matches nothing"`
+	OrderNo string `query:"orderNo" allowEmptyValue:"true" description:"the order number the task concerns"`
 }
 
 // TaskPage is a page of GET /v1/tasks.
@@ -144,8 +144,8 @@ type TaskPage struct {
 // ListArchiveInput is the query of GET /v1/archive.
 type ListArchiveInput struct {
 	Year   int    `query:"year" required:"true" minimum:"2000" maximum:"9999" description:"the year of issue, YYYY"`
-	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"25"`
-	Cursor string `query:"cursor" description:"opaque; the nextCursor of the previous page"`
+	Limit  int    `query:"limit" allowEmptyValue:"true" minimum:"1" maximum:"100" default:"25"`
+	Cursor string `query:"cursor" allowEmptyValue:"true" description:"opaque; the nextCursor of the previous page"`
 }
 
 // ExportArchiveInput is the query of GET /v1/archive/export.

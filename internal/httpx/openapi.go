@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/swaggest/jsonschema-go"
@@ -20,7 +21,7 @@ const apiDescription = `Turns a seller's orders into legally valid German e-invo
 
 All money amounts are integer cents. Every response carries the header X-Request-Id, equal to the body's requestId. Errors have the body {"error":{"code","message","field"},"requestId"}; field is the JSON path of the offending value: object keys joined with dots, array indices in brackets, for example items[0].quantity or billingAddress.country_code.
 
-Request bodies are limited to 1 MiB (413 payload_too_large) and must be application/json (415 unsupported_media_type). They may nest arrays and objects at most 32 levels deep, and all text (string values and member names, path and query parameters, the Idempotency-Key header) must be valid UTF-8 without NUL characters (400 invalid_json or invalid_request, field naming the value). String lengths are limits in characters (Unicode code points), as each field's maxLength states; longer values, more items than maxItems and amounts beyond maximum are 422 validation_failed with the field. Members a body's schema does not list are accepted and ignored (forward compatibility: additionalProperties is allowed), so a client may send fields of a later version. Every key has a request rate limit (default 1,000 requests/s with a burst of 2,000, configurable per project); over it the answer is 429 rate_limited with Retry-After. When the service is overloaded it answers 503 with Retry-After instead of holding the request.`
+Request bodies are limited to 1 MiB (413 payload_too_large) and must be application/json (415 unsupported_media_type). They may nest arrays and objects at most 32 levels deep, and all text (string values and member names, path and query parameters, the Idempotency-Key header) must be valid UTF-8 without NUL characters (400 invalid_json or invalid_request, field naming the value). String lengths are limits in characters (Unicode code points), as each field's maxLength states; longer values, more items than maxItems and amounts beyond maximum are 422 validation_failed with the field. Members a body's schema does not list are accepted and ignored (forward compatibility: additionalProperties is allowed), so a client may send fields of a later version. Every key has a request rate limit (default 1,000 requests/s with a burst of 2,000, configurable per project); over it the answer is 429 rate_limited with Retry-After. When the service is overloaded it answers 503 with Retry-After instead of holding the request. A method a path does not serve is 405 method_not_allowed with the header Allow listing the methods it does.`
 
 // OpenAPI renders the OpenAPI 3.1 document of routes.
 func OpenAPI(routes []Route) ([]byte, error) {
@@ -42,7 +43,8 @@ func OpenAPI(routes []Route) ([]byte, error) {
 		desc := rt.Description
 		if !rt.Public() {
 			if rt.Scope == ScopeAnyKey {
-				desc = strings.TrimSpace(desc + "\n\nAny API key of the project, whatever its scopes.")
+				desc = strings.TrimSpace(desc + "\n\nAny integration key of the project: required scope `" +
+					strings.ReplaceAll(rt.Scope.acceptedText(), " or ", "` or `") + "`; a key with only `" + string(ScopeArchiveRead) + "` is 403.")
 			} else {
 				desc = strings.TrimSpace(desc + "\n\nRequired scope: `" + string(rt.Scope) + "`.")
 			}
@@ -54,6 +56,9 @@ func OpenAPI(routes []Route) ([]byte, error) {
 		}
 		if rt.Input != nil {
 			oc.AddReqStructure(rt.Input)
+		}
+		if rt.Body != nil {
+			oc.AddReqStructure(rt.Body, openapi.WithContentType("application/json"))
 		}
 		// A body of the route's own at an error status (the health check's
 		// 503) is one of two: its own or the error body that every route
@@ -90,7 +95,7 @@ func OpenAPI(routes []Route) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decorate(raw)
+	return decorate(raw, routes)
 }
 
 // errorStatuses are the error responses a route can give: its own plus what
@@ -117,9 +122,10 @@ func errorStatuses(rt Route) []int {
 }
 
 // decorate adds what the reflector cannot express from Go types: the
-// X-Request-Id and Retry-After headers, the closed list of error codes and a
-// description on every operation and response.
-func decorate(raw []byte) ([]byte, error) {
+// response headers (X-Request-Id on every response, Retry-After on 429 and
+// 503, the routes' own), request bodies as required, the closed list of
+// error codes and a description on every operation and response.
+func decorate(raw []byte, routes []Route) ([]byte, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, err
@@ -142,14 +148,43 @@ func decorate(raw []byte) ([]byte, error) {
 	if info, ok := doc["info"].(map[string]any); ok {
 		info["license"] = map[string]any{"name": "Proprietary", "identifier": "LicenseRef-Proprietary"}
 	}
+	own := map[string]map[string][]Header{} // operation id -> status -> headers
+	empty := map[string]map[string]bool{}   // operation id -> query parameters allowing empty
+	for _, rt := range routes {
+		empty[rt.OperationID] = emptyAllowed(rt.Input)
+		hs := map[string][]Header{}
+		for _, resp := range rt.Responses {
+			hs[strconv.Itoa(resp.Status)] = append(hs[strconv.Itoa(resp.Status)], resp.Headers...)
+		}
+		for status, h := range rt.ErrorHeaders {
+			hs[strconv.Itoa(status)] = append(hs[strconv.Itoa(status)], h...)
+		}
+		own[rt.OperationID] = hs
+	}
 	paths, _ := doc["paths"].(map[string]any)
 	for _, item := range paths {
 		ops, _ := item.(map[string]any)
 		for _, op := range ops {
-			if om, ok := op.(map[string]any); ok && om["security"] == nil {
+			om, _ := op.(map[string]any)
+			if om == nil {
+				continue
+			}
+			if om["security"] == nil {
 				om["security"] = []any{} // public: explicitly no authentication
 			}
-			responses, _ := get(op, "responses").(map[string]any)
+			// Every body the service reads is required: a request without
+			// one is refused (415 or 400 invalid_json).
+			if rb, ok := om["requestBody"].(map[string]any); ok {
+				rb["required"] = true
+			}
+			id, _ := om["operationId"].(string)
+			params, _ := om["parameters"].([]any)
+			for _, p := range params {
+				if pm, ok := p.(map[string]any); ok && pm["in"] == "query" && empty[id][fmt.Sprint(pm["name"])] {
+					pm["allowEmptyValue"] = true
+				}
+			}
+			responses, _ := om["responses"].(map[string]any)
 			for status, resp := range responses {
 				rm, _ := resp.(map[string]any)
 				if rm == nil {
@@ -164,18 +199,48 @@ func decorate(raw []byte) ([]byte, error) {
 					"required":    true,
 					"schema":      map[string]any{"type": "string"},
 				}
+				hs := own[id][status]
 				if status == "429" || status == "503" {
-					headers["Retry-After"] = map[string]any{
-						"description": "Seconds to wait before retrying.",
-						"required":    true,
-						"schema":      map[string]any{"type": "integer", "minimum": 0},
-					}
+					hs = append(hs, RetryAfterHeader)
+				}
+				for _, h := range hs {
+					headers[h.Name] = headerObject(h)
 				}
 				rm["headers"] = headers
 			}
 		}
 	}
 	return json.MarshalIndent(doc, "", "  ")
+}
+
+// emptyAllowed returns the query parameters of an Input struct tagged
+// allowEmptyValue:"true".
+func emptyAllowed(input any) map[string]bool {
+	t := reflect.TypeOf(input)
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	out := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name := f.Tag.Get("query"); name != "" && f.Tag.Get("allowEmptyValue") == "true" {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// headerObject is the OpenAPI header object of h.
+func headerObject(h Header) map[string]any {
+	schema := h.Schema
+	if schema == nil {
+		schema = map[string]any{"type": "string"}
+	}
+	o := map[string]any{"description": h.Description, "schema": schema}
+	if h.Required {
+		o["required"] = true
+	}
+	return o
 }
 
 // jsonSchemaOf returns the application/json schema of a response, or nil.

@@ -7,7 +7,10 @@ package httpx
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/o2i-service/o2i/internal/apperr"
 )
 
 // Scope is an API key permission.
@@ -27,6 +30,35 @@ const (
 // archive and nothing else. It is no scope a key holds.
 const ScopeAnyKey Scope = "any"
 
+// Accepted returns the scopes of which a key needs one to call a route of
+// scope s: s itself, or for ScopeAnyKey the integration scopes.
+func (s Scope) Accepted() []Scope {
+	if s == ScopeAnyKey {
+		return []Scope{ScopeOrdersWrite, ScopeInvoicesRead}
+	}
+	return []Scope{s}
+}
+
+// acceptedText names the accepted scopes of s for people: "orders:write"
+// or "orders:write or invoices:read".
+func (s Scope) acceptedText() string {
+	acc := s.Accepted()
+	names := make([]string, len(acc))
+	for i, a := range acc {
+		names[i] = string(a)
+	}
+	return strings.Join(names, " or ")
+}
+
+// errLacksScope is the 403 of a key that holds none of the scopes a route
+// of scope s accepts; it names them.
+func errLacksScope(s Scope) error {
+	if len(s.Accepted()) == 1 {
+		return apperr.New(apperr.Forbidden, "forbidden", "this key lacks the scope %s", s)
+	}
+	return apperr.New(apperr.Forbidden, "forbidden", "this key holds none of the scopes this endpoint accepts: %s", s.acceptedText())
+}
+
 // Scopes lists every scope a key can hold.
 var Scopes = []Scope{ScopeOrdersWrite, ScopeInvoicesRead, ScopeArchiveRead}
 
@@ -40,7 +72,40 @@ type Response struct {
 	Body        any    // a value of the body's Go type; nil for no body
 	ContentType string // default application/json
 	Description string
+	Headers     []Header // what the route sends besides X-Request-Id
 }
+
+// Header documents a response header. X-Request-Id (every response) and
+// Retry-After (every 429 and 503) are documented for all routes; a route
+// names the others it sends.
+type Header struct {
+	Name        string
+	Description string
+	Required    bool           // sent with every response of its status
+	Schema      map[string]any // JSON Schema of the value; nil: a string
+}
+
+// The response headers routes share.
+var (
+	// ETagHeader names the revision of a versioned read, on its 200 and 304.
+	ETagHeader = Header{Name: "ETag", Required: true,
+		Description: "The revision of the record (a quoted string); send it as If-None-Match to get 304 while nothing changed.",
+		Schema:      map[string]any{"type": "string", "pattern": `^"[^"]*"$`}}
+	// CacheControlHeader goes with ETagHeader: caches must revalidate.
+	CacheControlHeader = Header{Name: "Cache-Control", Required: true,
+		Description: "private, no-cache: a cache may keep the answer for this client only and must revalidate it (If-None-Match) before each use.",
+		Schema:      map[string]any{"type": "string", "enum": []any{"private, no-cache"}}}
+	// IdempotentReplayedHeader marks a replayed answer of a keyed command.
+	IdempotentReplayedHeader = Header{Name: "Idempotent-Replayed",
+		Description: "true when this answer replays the first successful response to the same Idempotency-Key and body; absent on an answer executed now.",
+		Schema:      map[string]any{"type": "string", "enum": []any{"true"}}}
+	// ContentDispositionHeader names the file of a download.
+	ContentDispositionHeader = Header{Name: "Content-Disposition", Required: true,
+		Description: `attachment; filename="<name>": the file name to save the download under.`}
+	// RetryAfterHeader says when to retry (seconds).
+	RetryAfterHeader = Header{Name: "Retry-After", Required: true,
+		Description: "Seconds to wait before retrying.", Schema: map[string]any{"type": "integer", "minimum": 0}}
+)
 
 // Route is one endpoint: the router, the scope check, the /v1 discovery listing
 // and the OpenAPI document are all built from the same []Route.
@@ -55,10 +120,17 @@ type Route struct {
 	OperationID string
 	Tag         string
 	Description string
-	Input       any        // struct with path, query and header tags and the JSON body fields
-	Responses   []Response // success responses
-	Errors      []int      // error statuses besides the ones every route can answer
-	Raw         bool       // bypasses the JSON envelope (health, metrics, documents)
+	// Input is a struct with path, query and header tags and the JSON body
+	// fields. A query parameter tagged allowEmptyValue:"true" given empty
+	// (?status=) counts as not given.
+	Input     any
+	Body      any        // the JSON body when it is a type of its own (Input then holds only parameters)
+	Responses []Response // success responses
+	Errors    []int      // error statuses besides the ones every route can answer
+	// ErrorHeaders are the headers of error responses besides X-Request-Id
+	// and the Retry-After of 429 and 503, by status.
+	ErrorHeaders map[int][]Header
+	Raw          bool // bypasses the JSON envelope (health, metrics, documents)
 
 	// Timeout is the request's deadline (and moves its write deadline);
 	// 0: the server's RequestTimeout. Only for routes that stream long
@@ -79,13 +151,13 @@ type Principal struct {
 }
 
 // Has reports whether the principal holds scope s.
+// For ScopeAnyKey that is one of its accepted scopes.
 func (p Principal) Has(s Scope) bool {
-	if s == ScopeAnyKey {
-		return p.Has(ScopeOrdersWrite) || p.Has(ScopeInvoicesRead)
-	}
-	for _, x := range p.Scopes {
-		if x == s {
-			return true
+	for _, a := range s.Accepted() {
+		for _, x := range p.Scopes {
+			if x == a {
+				return true
+			}
 		}
 	}
 	return false

@@ -133,7 +133,9 @@ func (s *Server) Handler() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
 		WriteError(w, req, apperr.New(apperr.NotFound, "not_found", "no route %s %s", req.Method, req.URL.Path))
 	})
+	methods := routeMethods(s.Routes)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Allow", allowHeader(r, methods, req))
 		WriteError(w, req, apperr.New(apperr.MethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", req.Method, req.URL.Path))
 	})
 	for _, rt := range s.Routes {
@@ -221,7 +223,7 @@ func (s *Server) authorize(r *http.Request, rt Route) (Principal, error) {
 		return Principal{}, err
 	}
 	if !p.Has(rt.Scope) {
-		return Principal{}, apperr.New(apperr.Forbidden, "forbidden", "this key lacks the scope %s", rt.Scope)
+		return Principal{}, errLacksScope(rt.Scope)
 	}
 	if s.Limiter != nil {
 		ok, wait, err := s.Limiter.Allow(r.Context(), p)
