@@ -437,7 +437,7 @@ type docMeta struct {
 	title, author, subject string
 	level                  string // fx:ConformanceLevel
 	xrechnung              bool
-	noAttachment           bool // no XML embedded: no Factur-X metadata either
+	noAttachment           bool      // no XML embedded: no Factur-X metadata either
 	date                   time.Time // issue date, midnight UTC
 }
 
