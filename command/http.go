@@ -71,7 +71,8 @@ func (s *Service) Routes() []httpx.Route {
 			Description: webhookDescription,
 			Input:       WebhookInput{},
 			Responses:   []httpx.Response{{Status: 200, Body: httpx.Envelope[PaymentResult]{}, Description: "event recorded (or a repeated delivery)"}},
-			Errors:      []int{400, 413, 415},
+			Errors:      []int{400, 408, 413, 415, 429},
+			BodyLimit:   maxWebhookBody,
 			Handler:     s.postStripeWebhook,
 		},
 		{
