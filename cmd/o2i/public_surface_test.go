@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -219,4 +220,71 @@ func stranger(t *testing.T, r apitest.Response) strangerView {
 	}
 	delete(body, "requestId")
 	return strangerView{Status: r.Status, Header: h, Body: body}
+}
+
+// TestWebhookTellsStrangersNothing: every answer of the webhook before a
+// signature verifies is the same whether the project exists with a
+// webhook secret, exists without one, is unknown, or is no project id at
+// all: unsigned, malformed, wrongly signed, the wrong content type, too
+// large a body, a body that is not JSON.
+func TestWebhookTellsStrangersNothing(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	withSecret := testenv.Project(t, pool, true)
+	const secret = "whsec_strangers"
+	withWebhookSecret(t, pool, withSecret, secret)
+	withoutSecret := testenv.Project(t, pool, true)
+	projects := []struct{ name, id string }{
+		{"existing project", withSecret},
+		{"project without a webhook secret", withoutSecret},
+		{"unknown project", uuid.NewString()},
+		{"no project id", "not-a-project"},
+	}
+	event := []byte(`{"id":"evt_stranger","object":"event","type":"payment_intent.succeeded","data":{"object":{"id":"pi_stranger","amount":100}}}`)
+	big := append(append([]byte(`{"id":"evt_big","type":"x","pad":"`), bytes.Repeat([]byte("x"), 64<<10)...), '"', '}')
+	deep := []byte(`{"id":"evt_deep","type":"x","data":` + strings.Repeat(`{"a":`, 33) + `1` + strings.Repeat(`}`, 33) + `}`)
+	otherSecret := testenv.StripeSignature("whsec_other", event, time.Now())
+	tests := []struct {
+		name    string
+		body    []byte
+		headers []string
+		status  int
+		code    string
+	}{
+		{"unsigned", event, nil, 400, "invalid_signature"},
+		{"signature malformed", event, []string{"Stripe-Signature", "t=now,v1=zz"}, 400, "invalid_signature"},
+		{"signature without v1", event, []string{"Stripe-Signature", "t=1700000000"}, 400, "invalid_signature"},
+		{"signed with another secret", event, []string{"Stripe-Signature", otherSecret}, 400, "invalid_signature"},
+		{"signature made up", event, []string{"Stripe-Signature", strangersSignature}, 400, "invalid_signature"},
+		{"signature made up, old", event, []string{"Stripe-Signature", "t=1000000000,v1=" + strings.Repeat("cd", 32)}, 400, "invalid_signature"},
+		{"text/plain", event, []string{"Stripe-Signature", strangersSignature, "Content-Type", "text/plain"}, 415, "unsupported_media_type"},
+		{"no content type", event, []string{"Stripe-Signature", strangersSignature, "Content-Type", ""}, 415, "unsupported_media_type"},
+		{"unsigned text/plain", event, []string{"Content-Type", "text/plain"}, 400, "invalid_signature"},
+		{"over 64 KiB", big, []string{"Stripe-Signature", strangersSignature}, 413, "payload_too_large"},
+		{"not JSON", []byte(`{"id":`), []string{"Stripe-Signature", strangersSignature}, 400, "invalid_signature"},
+		{"nested 34 deep", deep, []string{"Stripe-Signature", strangersSignature}, 400, "invalid_json"},
+		{"empty", []byte{}, []string{"Stripe-Signature", strangersSignature}, 400, "invalid_signature"},
+		{"NUL in the event id", []byte(`{"id":"evt_\u0000","type":"x"}`), []string{"Stripe-Signature", strangersSignature}, 400, "invalid_json"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := client(t)
+			var first strangerView
+			for i, p := range projects {
+				r := c.Do("POST", "/v1/webhooks/stripe/"+p.id, "", tc.body, tc.headers...)
+				if code, _ := r.ErrorCode(t); r.Status != tc.status || code != tc.code {
+					t.Errorf("%s: %d %s, want %d %s", p.name, r.Status, r.Body, tc.status, tc.code)
+				}
+				v := stranger(t, r)
+				if i == 0 {
+					first = v
+					continue
+				}
+				if diff := cmp.Diff(first, v); diff != "" {
+					t.Errorf("%s answers differently from the %s (-%s +%s):\n%s", p.name, projects[0].name, projects[0].name, p.name, diff)
+				}
+			}
+		})
+	}
 }
