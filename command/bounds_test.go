@@ -210,7 +210,7 @@ func TestBoundedInputIsRefusedAndStoresNothing(t *testing.T) {
 		{name: "depth 33 credit", method: post, path: "/v1/credit-transactions", raw: raw(`{"transactions":` + deepJSON(32) + `}`), status: 400, code: ij},
 		{name: "depth 33 balances", method: http.MethodPut, path: "/v1/credit-balances", raw: raw(`{"balances":[],"x":` + deepJSON(32) + `}`), status: 400, code: ij},
 		{name: "depth 33 product", method: http.MethodPut, path: "/v1/products/P-1", raw: raw(`{"revenueRecognition":` + deepJSON(32) + `}`), status: 400, code: ij},
-		// The public webhook reads no body before the signature header and the project check out.
+		// The public webhook checks the signature header before anything in the body.
 		{name: "depth 33 webhook, unsigned", method: post, path: "/v1/webhooks/stripe/" + e.project, raw: raw(`{"id":"evt_1","type":"x","data":` + deepJSON(32) + `}`), status: 400, code: "invalid_signature"},
 
 		// 4. NUL and invalid UTF-8: in bodies, path parameters and headers.

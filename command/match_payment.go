@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -151,7 +152,9 @@ type WebhookInput struct {
 const webhookDescription = "The payment provider's webhook (Stripe). Public: authenticated by the Stripe-Signature header " +
 	"with the project's webhook secret (o2i project set --stripe-webhook-secret); a missing, malformed, wrong or older " +
 	"than five minutes signature is 400 invalid_signature, and so is a delivery to an unknown project or one without a " +
-	"webhook secret (the endpoint tells nobody which projects exist). The body is at most 64 KiB. Each event id is applied once; a repeated delivery is 200 " +
+	"webhook secret. The endpoint tells nobody which projects exist: every answer before the signature verifies (400, 408, 413, 415, 429) " +
+	"is the same for any project id. The body is at most 64 KiB and must arrive within a few seconds of the headers (5 s by default; else 408 request_timeout); " +
+	"one client address may have a few deliveries in flight at once (16 by default; else 429 rate_limited with Retry-After). Each event id is applied once; a repeated delivery is 200 " +
 	"with duplicate true. payment_intent.succeeded pays the order whose paymentRef is the payment intent id (the " +
 	"invoice follows when the order is due); without such an order the payment waits, with a review task, until the " +
 	"order arrives; for a provider_transfer order the payment intent is its bank-transfer payment order. How the buyer paid is kept with the " +
@@ -161,6 +164,11 @@ const webhookDescription = "The payment provider's webhook (Stripe). Public: aut
 	"a cancellation); its payment_intent.partially_funded (a transfer short of the amount) opens payment_amount_mismatch. charge.refunded (matched by the charge's payment_intent) with the whole charge refunded at once cancels " +
 	"the order (its documents get cancellations); a partial refund gets a credit note (type code 381, Rechnungskorrektur) " +
 	"for the newly refunded gross, split over the invoice's VAT rates by their gross (largest remainder)."
+
+// decoyWebhookSecret signs nothing: a delivery to an unknown project, or
+// one without a webhook secret, is checked against it, so that its answer
+// costs the same work as a wrong signature's.
+var decoyWebhookSecret = rand.Text()
 
 func errSignatureMismatch() error {
 	return apperr.New(apperr.Invalid, "invalid_signature", "the Stripe-Signature does not verify for this endpoint (wrong secret, wrong project, or no webhook secret set)")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/mail"
 )
 
@@ -27,11 +28,17 @@ type Config struct {
 	S3TestBucket    string
 	ShutdownTimeout time.Duration
 	MaxInFlight     int
-	InvoicerWorkers int
-	LogLevel        string
-	DebugAddr       string
-	MetricsAddr     string
-	RequestTimeout  time.Duration
+	// PublicBodyTimeout, PublicBodies and PublicPerAddr bound the public
+	// routes with a body (the payment webhook) before their sender is
+	// known; see httpx.Server.
+	PublicBodyTimeout time.Duration
+	PublicBodies      int
+	PublicPerAddr     int
+	InvoicerWorkers   int
+	LogLevel          string
+	DebugAddr         string
+	MetricsAddr       string
+	RequestTimeout    time.Duration
 	// StatementTimeout and IdleInTxTimeout are PostgreSQL session limits of
 	// the service's connections.
 	StatementTimeout time.Duration
@@ -67,6 +74,9 @@ var envVars = []envVar{
 	{"O2I_S3_TEST_BUCKET", "o2i-archive-test", "bucket of test documents (versioned, no object lock: a reset of test data removes them)", false},
 	{"O2I_SHUTDOWN_TIMEOUT", "20s", "how long in-flight work may take on shutdown", false},
 	{"O2I_MAX_IN_FLIGHT", "2048", "concurrent requests per API process before 503 with Retry-After", false},
+	{"O2I_PUBLIC_BODY_TIMEOUT", httpx.DefaultPublicBodyTimeout.String(), "how long the body of a public request (the payment webhook) may take to arrive after its headers; past it 408 request_timeout", false},
+	{"O2I_PUBLIC_BODIES", strconv.Itoa(httpx.DefaultMaxPublicBodies), "public request bodies read at once per API process, all client addresses together; more: 503 with Retry-After", false},
+	{"O2I_PUBLIC_PER_ADDR", strconv.Itoa(httpx.DefaultMaxPublicPerAddr), "public requests with a body (the payment webhook) one client address may have in flight at once, body and handling; more: 429 with Retry-After. An IPv6 address counts by its /64; behind a load balancer every client has the balancer's address", false},
 	{"O2I_LOG_LEVEL", "info", "debug, info, warn or error", false},
 	{"O2I_DEBUG_ADDR", "", "when set, serves Go's pprof profiles on this address (keep it private)", false},
 	{"O2I_METRICS_ADDR", "", "when set, serves Prometheus metrics at /metrics on this address, apart from the API (keep it internal)", false},
@@ -123,8 +133,17 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if c.MaxInFlight, err = strconv.Atoi(v("O2I_MAX_IN_FLIGHT")); err != nil || c.MaxInFlight <= 0 {
 		return c, fmt.Errorf("O2I_MAX_IN_FLIGHT must be a positive integer, got %q", v("O2I_MAX_IN_FLIGHT"))
 	}
-	if c.InvoicerWorkers, err = strconv.Atoi(v("O2I_INVOICER_WORKERS")); err != nil || c.InvoicerWorkers <= 0 {
-		return c, fmt.Errorf("O2I_INVOICER_WORKERS must be a positive integer, got %q", v("O2I_INVOICER_WORKERS"))
+	for _, n := range []struct {
+		name string
+		dst  *int
+	}{
+		{"O2I_INVOICER_WORKERS", &c.InvoicerWorkers},
+		{"O2I_PUBLIC_BODIES", &c.PublicBodies},
+		{"O2I_PUBLIC_PER_ADDR", &c.PublicPerAddr},
+	} {
+		if *n.dst, err = strconv.Atoi(v(n.name)); err != nil || *n.dst <= 0 {
+			return c, fmt.Errorf("%s must be a positive integer, got %q", n.name, v(n.name))
+		}
 	}
 	c.LogLevel = v("O2I_LOG_LEVEL")
 	c.DebugAddr = v("O2I_DEBUG_ADDR")
@@ -135,6 +154,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		min  time.Duration
 	}{
 		{"O2I_REQUEST_TIMEOUT", &c.RequestTimeout, time.Second},
+		{"O2I_PUBLIC_BODY_TIMEOUT", &c.PublicBodyTimeout, time.Second},
 		{"O2I_DB_STATEMENT_TIMEOUT", &c.StatementTimeout, 0},
 		{"O2I_DB_IDLE_IN_TX_TIMEOUT", &c.IdleInTxTimeout, 0},
 	} {

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLoadConfigOutbound: the SMTP relay, the sender and the payment
@@ -42,5 +43,32 @@ func TestLoadConfigOutbound(t *testing.T) {
 				t.Errorf("error %v, want one naming %s", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestLoadConfigPublicLimits: the limits of the public routes with a body
+// have defaults and are checked at start, naming the variable.
+func TestLoadConfigPublicLimits(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(func(string) string { return "" })
+	if err != nil || c.PublicBodyTimeout != 5*time.Second || c.PublicBodies != 1024 || c.PublicPerAddr != 16 {
+		t.Errorf("defaults: body timeout %v, bodies %d, per address %d (%v); want 5s, 1024, 16", c.PublicBodyTimeout, c.PublicBodies, c.PublicPerAddr, err)
+	}
+	for _, tc := range []struct{ variable, value string }{
+		{"O2I_PUBLIC_BODY_TIMEOUT", "500ms"},
+		{"O2I_PUBLIC_BODY_TIMEOUT", "5"},
+		{"O2I_PUBLIC_BODIES", "0"},
+		{"O2I_PUBLIC_PER_ADDR", "-1"},
+		{"O2I_PUBLIC_PER_ADDR", "many"},
+	} {
+		_, err := loadConfig(func(name string) string {
+			if name == tc.variable {
+				return tc.value
+			}
+			return ""
+		})
+		if err == nil || !strings.Contains(err.Error(), tc.variable) {
+			t.Errorf("%s=%s: error %v, want one naming the variable", tc.variable, tc.value, err)
+		}
 	}
 }

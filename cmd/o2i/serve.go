@@ -176,14 +176,17 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 	go func() { defer bg.Done(); _ = w.queries.Run(bgCtx) }()
 
 	srv := &httpx.Server{
-		Routes:         w.routes(&health{d: d}),
-		Auth:           auth,
-		Limiter:        ratelimit.New(d.redis),
-		Recorder:       rlog,
-		Registry:       reg,
-		MaxInFlight:    cfg.MaxInFlight,
-		RequestTimeout: cfg.RequestTimeout,
-		AuthFailures:   httpx.NewClientLimiter(authFailuresPerSecond, authFailuresBurst, authFailureClients),
+		Routes:            w.routes(&health{d: d}),
+		Auth:              auth,
+		Limiter:           ratelimit.New(d.redis),
+		Recorder:          rlog,
+		Registry:          reg,
+		MaxInFlight:       cfg.MaxInFlight,
+		RequestTimeout:    cfg.RequestTimeout,
+		AuthFailures:      httpx.NewClientLimiter(authFailuresPerSecond, authFailuresBurst, authFailureClients),
+		PublicBodyTimeout: cfg.PublicBodyTimeout,
+		MaxPublicBodies:   cfg.PublicBodies,
+		MaxPublicPerAddr:  cfg.PublicPerAddr,
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}

@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,8 +12,12 @@ import (
 )
 
 // systemRoutes are the public endpoints; discovery and the OpenAPI document
-// are built from all (the same table the router mounts).
+// are built from all (the same table the router mounts). They read no body
+// and are counted in no in-flight pool (httpx.Server), so each answers from
+// memory: health from checks cached for a second, the OpenAPI document
+// rendered once.
 func systemRoutes(h *health, reg *prometheus.Registry, all func() []httpx.Route) []httpx.Route {
+	openAPI := sync.OnceValues(func() ([]byte, error) { return httpx.OpenAPI(all()) })
 	return []httpx.Route{
 		{
 			Method: http.MethodGet, Path: "/api/health", OperationID: "getHealth", Tag: "system",
@@ -20,7 +25,7 @@ func systemRoutes(h *health, reg *prometheus.Registry, all func() []httpx.Route)
 			Description: "Check both values, not only the HTTP status: status is ok whenever the process answers; db is false, with HTTP 503 and Retry-After, when PostgreSQL does not answer.",
 			Responses: []httpx.Response{
 				{Status: 200, Body: httpx.HealthBody{}, Description: "the process serves and the database answers"},
-				{Status: 503, Body: httpx.HealthBody{}, Description: "the process serves (status ok) and the database does not answer (db false); an overloaded server answers the error body (code unavailable) instead"},
+				{Status: 503, Body: httpx.HealthBody{}, Description: "the process serves (status ok) and the database does not answer (db false); health counts against no in-flight limit, so an overloaded server still answers it"},
 			},
 			Handler: func(w http.ResponseWriter, r *http.Request) error {
 				status, retryAfter, body := httpx.Health(h.check(r.Context()))
@@ -55,7 +60,7 @@ func systemRoutes(h *health, reg *prometheus.Registry, all func() []httpx.Route)
 			Summary:   "The OpenAPI 3.1 document of this interface",
 			Responses: []httpx.Response{{Status: 200, Body: httpx.OpenAPIDoc{}}},
 			Handler: func(w http.ResponseWriter, r *http.Request) error {
-				doc, err := httpx.OpenAPI(all())
+				doc, err := openAPI()
 				if err != nil {
 					return err
 				}

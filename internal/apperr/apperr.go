@@ -27,6 +27,7 @@ const (
 	RateLimited                      // 429
 	Unavailable                      // 503
 	NotImplemented                   // 501
+	RequestTimeout                   // 408: the request (its body) did not arrive in time
 )
 
 // Error is a classified error. Code is the snake_case code clients see;

@@ -47,6 +47,7 @@ var ErrorCodes = []struct {
 	{"product_not_found", 404, "no product with that productId in the key's project (a product exists once an order line named it)"},
 	{"request_not_found", 404, "no recorded request with that id in the key's project within the last 30 days"},
 	{"method_not_allowed", 405, "the route exists but not with this method; the header Allow lists the methods it serves"},
+	{"request_timeout", 408, "the request body did not arrive in time (a public route's within a few seconds of its headers); the connection is closed"},
 	{"conflict", 409, "the request conflicts with the current state"},
 	{"payment_ref_conflict", 409, "another order of the project has this paymentRef"},
 	{"idempotency_in_progress", 409, "a request with this Idempotency-Key is still running"},
@@ -78,6 +79,8 @@ func Status(k apperr.Kind) int {
 		return http.StatusNotFound
 	case apperr.MethodNotAllowed:
 		return http.StatusMethodNotAllowed
+	case apperr.RequestTimeout:
+		return http.StatusRequestTimeout
 	case apperr.Conflict:
 		return http.StatusConflict
 	case apperr.TooLarge:
@@ -136,6 +139,11 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if e.Kind == apperr.NotFound && e.Code == "" {
 		e.Code = "not_found"
+	}
+	if e.Kind == apperr.RequestTimeout {
+		// The rest of the body may still be on its way: what follows on
+		// the connection is no next request.
+		w.Header().Set("Connection", "close")
 	}
 	if e.RetryAfter > 0 {
 		secs := int((e.RetryAfter + time.Second - 1) / time.Second)

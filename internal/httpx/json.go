@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 
 	"github.com/o2i-service/o2i/internal/apperr"
 )
@@ -43,6 +44,8 @@ func WriteData[T any](w http.ResponseWriter, r *http.Request, status int, data T
 // ReadBody returns the request body after checking its content type
 // (415 unsupported_media_type), its size (413 payload_too_large, limit max
 // bytes), its nesting depth and its text (400 invalid_json, see CheckJSON).
+// A body still arriving at the connection's read deadline is 408
+// request_timeout.
 // Every JSON body the service reads comes through here.
 func ReadBody(r *http.Request, max int64) ([]byte, error) {
 	ct := r.Header.Get("Content-Type")
@@ -55,14 +58,28 @@ func ReadBody(r *http.Request, max int64) ([]byte, error) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, apperr.New(apperr.TooLarge, "payload_too_large", "request body exceeds %d bytes", max)
+			return nil, errTooLarge(max)
 		}
-		return nil, apperr.New(apperr.Invalid, "invalid_json", "reading the request body: %v", err)
+		return nil, errReading(err)
 	}
 	if err := CheckJSON(body); err != nil {
 		return nil, err
 	}
 	return body, nil
+}
+
+func errTooLarge(max int64) error {
+	return apperr.New(apperr.TooLarge, "payload_too_large", "request body exceeds %d bytes", max)
+}
+
+// errReading classifies a failed read of the body: past the connection's
+// read deadline it is 408 request_timeout, anything else (the sender went
+// away, broken chunked encoding) 400 invalid_json.
+func errReading(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return apperr.New(apperr.RequestTimeout, "request_timeout", "the request body did not arrive in time")
+	}
+	return apperr.New(apperr.Invalid, "invalid_json", "reading the request body: %v", err)
 }
 
 // DecodeJSON decodes body into v. A syntax error is 400 invalid_json; a value

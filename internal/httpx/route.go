@@ -136,10 +136,20 @@ type Route struct {
 	// 0: the server's RequestTimeout. Only for routes that stream long
 	// answers.
 	Timeout time.Duration
+
+	// BodyLimit is the most a public route's body may hold, in bytes;
+	// 0: MaxBodyBytes. The server reads a public route's body itself before
+	// the handler runs (see Server.PublicBodyTimeout); larger is 413.
+	BodyLimit int64
 }
 
 // Public reports whether the route needs no API key.
 func (r Route) Public() bool { return r.Scope == "" }
+
+// readsBody reports whether requests to the route carry a body.
+func (r Route) readsBody() bool {
+	return r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions
+}
 
 // Principal is the authenticated caller of a request.
 type Principal struct {

@@ -58,11 +58,29 @@ type Server struct {
 	// MaxInFlight is how many authenticated requests are served at once
 	// before the next is answered 503; 0 = 1024.
 	MaxInFlight int
-	// MaxInFlightPublic is the same for the public routes (health, discovery,
-	// the payment provider's webhook), counted apart so that slow public
-	// senders cannot take the authenticated API's places; 0 = MaxInFlight/8,
-	// at least 16.
+	// MaxInFlightPublic is the same for the public routes that take a body
+	// (the payment provider's webhook), counted apart so that public callers
+	// cannot take the authenticated API's places; 0 = MaxInFlight/8, at
+	// least 16. Such a request takes its place only once its body has
+	// arrived (see PublicBodyTimeout). The public routes without a body
+	// (health, discovery, the OpenAPI document) answer from memory and
+	// cached checks and are counted in no pool at all: nothing a caller
+	// sends slowly can keep them from answering.
 	MaxInFlightPublic int
+	// PublicBodyTimeout is how long the body of a public route may take to
+	// arrive after its headers; past it the answer is 408 request_timeout.
+	// The server reads it before the route's handler runs and before the
+	// request takes a place in MaxInFlightPublic. 0 = DefaultPublicBodyTimeout.
+	PublicBodyTimeout time.Duration
+	// MaxPublicBodies is how many public request bodies are read at once,
+	// all client addresses together, before the next such request is
+	// answered 503; 0 = DefaultMaxPublicBodies.
+	MaxPublicBodies int
+	// MaxPublicPerAddr is how many requests to public routes with a body one
+	// client address may have in flight at once (its body being read or
+	// the request being handled) before its next is answered 429; 0 =
+	// DefaultMaxPublicPerAddr. An IPv6 address counts by its /64.
+	MaxPublicPerAddr int
 	// RequestTimeout is every request's deadline unless its route sets
 	// Timeout; 0 = DefaultRequestTimeout.
 	RequestTimeout time.Duration
@@ -93,7 +111,9 @@ func (s *Server) Handler() http.Handler {
 	if public <= 0 {
 		public = max(inflight/8, 16)
 	}
-	sems := inFlight{api: make(chan struct{}, inflight), public: make(chan struct{}, public)}
+	sems := &inFlight{api: make(chan struct{}, inflight), public: make(chan struct{}, public),
+		bodies: newBodyGate(s.MaxPublicBodies, s.MaxPublicPerAddr, s.PublicBodyTimeout)}
+	m.gauges(s.Registry, sems)
 
 	r := chi.NewRouter()
 	r.Use(func(next http.Handler) http.Handler {
@@ -145,12 +165,18 @@ func (s *Server) Handler() http.Handler {
 }
 
 // inFlight holds the places of requests being served, authenticated and
-// public apart.
-type inFlight struct{ api, public chan struct{} }
+// public apart, and of the public bodies being read.
+type inFlight struct {
+	api, public chan struct{}
+	bodies      *bodyGate
+}
 
-func (s *Server) wrap(rt Route, sems inFlight) http.Handler {
-	sem := sems.api
-	if rt.Public() {
+func (s *Server) wrap(rt Route, sems *inFlight) http.Handler {
+	var sem chan struct{} // nil: counted in no pool
+	switch {
+	case !rt.Public():
+		sem = sems.api
+	case rt.readsBody():
 		sem = sems.public
 	}
 	timeout := rt.Timeout
@@ -161,13 +187,26 @@ func (s *Server) wrap(rt Route, sems inFlight) http.Handler {
 		timeout = DefaultRequestTimeout
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-		default:
-			WriteError(w, r, &apperr.Error{Kind: apperr.Unavailable, Code: "unavailable",
-				Message: "too many requests in flight, retry later", RetryAfter: time.Second})
-			return
+		if rt.Public() && rt.readsBody() {
+			done, err := sems.bodies.read(w, r, rt.BodyLimit)
+			if err != nil {
+				// What is left of the body is not read: the connection
+				// carries no next request.
+				w.Header().Set("Connection", "close")
+				WriteError(w, r, err)
+				return
+			}
+			defer done()
+		}
+		if sem != nil {
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			default:
+				WriteError(w, r, &apperr.Error{Kind: apperr.Unavailable, Code: "unavailable",
+					Message: "too many requests in flight, retry later", RetryAfter: time.Second})
+				return
+			}
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
@@ -315,6 +354,23 @@ func methodLabel(m string) string {
 		return l
 	}
 	return "other"
+}
+
+// gauges reports how full each pool is, when reg is not nil.
+func (m *metrics) gauges(reg prometheus.Registerer, f *inFlight) {
+	if reg == nil {
+		return
+	}
+	for pool, n := range map[string]func() int{
+		"api":           func() int { return len(f.api) },
+		"public":        func() int { return len(f.public) },
+		"public_bodies": func() int { return len(f.bodies.reading) },
+	} {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "o2i_http_in_flight", Help: "Requests holding a place, by pool: api (authenticated), public (public routes with a body, once read), public_bodies (public bodies being read).",
+			ConstLabels: prometheus.Labels{"pool": pool},
+		}, func() float64 { return float64(n()) }))
+	}
 }
 
 func (m *metrics) observe(method, route string, status int, d time.Duration) {

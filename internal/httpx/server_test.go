@@ -168,29 +168,32 @@ func TestOverloadAnswers503WithRetryAfter(t *testing.T) {
 	}
 }
 
-// TestPublicRoutesHaveTheirOwnPlaces: slow senders on a public route (the
-// payment provider's webhook) fill only the public places; the
-// authenticated API still answers.
+// TestPublicRoutesHaveTheirOwnPlaces: requests on a public route with a
+// body (the payment provider's webhook) fill only the public places; the
+// authenticated API and the public routes without a body (health,
+// discovery) still answer.
 func TestPublicRoutesHaveTheirOwnPlaces(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
-	slow := httpx.Route{Method: "GET", Path: "/public", Handler: func(w http.ResponseWriter, r *http.Request) error {
+	slow := httpx.Route{Method: "POST", Path: "/public", Handler: func(w http.ResponseWriter, r *http.Request) error {
 		started <- struct{}{}
 		<-release
 		return nil
 	}}
+	health := httpx.Route{Method: "GET", Path: "/health", Handler: func(w http.ResponseWriter, r *http.Request) error { return nil }}
 	read := httpx.Route{Method: "GET", Path: "/read", Scope: httpx.ScopeOrdersWrite, Handler: func(w http.ResponseWriter, r *http.Request) error { return nil }}
-	s := &httpx.Server{Routes: []httpx.Route{slow, read}, Auth: staticAuth{httpx.Principal{ProjectID: "p1", Scopes: []httpx.Scope{httpx.ScopeOrdersWrite}}},
+	s := &httpx.Server{Routes: []httpx.Route{slow, health, read}, Auth: staticAuth{httpx.Principal{ProjectID: "p1", Scopes: []httpx.Scope{httpx.ScopeOrdersWrite}}},
 		MaxInFlight: 4, MaxInFlightPublic: 1}
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); do(t, ts, "GET", "/public", "", "", "") }()
+	go func() { defer wg.Done(); do(t, ts, "POST", "/public", "application/json", "", "{}") }()
 	<-started
-	pub, _ := do(t, ts, "GET", "/public", "", "", "")
+	pub, _ := do(t, ts, "POST", "/public", "application/json", "", "{}")
 	api, e := do(t, ts, "GET", "/read", "", "Bearer good", "")
+	h, _ := do(t, ts, "GET", "/health", "", "", "")
 	close(release)
 	wg.Wait()
 	if pub.StatusCode != 503 {
@@ -198,6 +201,9 @@ func TestPublicRoutesHaveTheirOwnPlaces(t *testing.T) {
 	}
 	if api.StatusCode != 200 {
 		t.Errorf("authenticated request while the public places are full: %d %+v, want 200", api.StatusCode, e)
+	}
+	if h.StatusCode != 200 {
+		t.Errorf("public route without a body while the public places are full: %d, want 200", h.StatusCode)
 	}
 }
 
