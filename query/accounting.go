@@ -144,9 +144,19 @@ func (s *Service) DATEVExport(ctx context.Context, projectID string, from, to ti
 		h := accounting.Header{Consultant: consultant, Client: client, FiscalYearStart: time.Date(from.Year(), 1, 1, 0, 0, 0, 0, time.UTC),
 			From: from, To: to, Created: now, Chart: set.Chart,
 			Label: fmt.Sprintf("o2i %s bis %s", from.Format(time.DateOnly), to.Format(time.DateOnly))}
-		return accounting.WriteDATEV(&buf, h, bookings)
+		return exportFailed(accounting.WriteDATEV(&buf, h, bookings))
 	})
 	return buf.Bytes(), err
+}
+
+// exportFailed is a writer's refusal of a record (an amount or identifier
+// that would break the file's layout) as 409 export_failed naming it: the
+// buffer written to never fails by itself.
+func exportFailed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return apperr.New(apperr.Conflict, "export_failed", "%v", err)
 }
 
 // OSSReport returns the one-stop-shop return of quarter q as CSV.
@@ -156,7 +166,7 @@ func (s *Service) OSSReport(ctx context.Context, projectID string, q accounting.
 		return nil, err
 	}
 	var buf bytes.Buffer
-	err = accounting.WriteOSS(&buf, accounting.OSS(invs, q))
+	err = exportFailed(accounting.WriteOSS(&buf, accounting.OSS(invs, q)))
 	return buf.Bytes(), err
 }
 
@@ -167,7 +177,7 @@ func (s *Service) ECSLReport(ctx context.Context, projectID string, p accounting
 		return nil, err
 	}
 	var buf bytes.Buffer
-	err = accounting.WriteECSL(&buf, accounting.ECSL(invs, p))
+	err = exportFailed(accounting.WriteECSL(&buf, accounting.ECSL(invs, p)))
 	return buf.Bytes(), err
 }
 

@@ -348,6 +348,7 @@ func TestDebtorKey(t *testing.T) {
 		want  string
 	}{
 		{"VAT ID first", billing.Party{VATID: "fr 123", ElectronicAddress: "a@b.c", ElectronicAddressScheme: "EM"}, "vat:FR123"},
+		{"VAT ID with dots and hyphens is the same customer", billing.Party{VATID: "de 123.456-789"}, "vat:DE123456789"},
 		{"then e-mail", billing.Party{Name: "A", ElectronicAddress: " Anna@Example.de", ElectronicAddressScheme: "EM"}, "email:anna@example.de"},
 		{"a Leitweg-ID is no customer key", billing.Party{Name: "Amt", PostalCode: "1", CountryCode: "de", ElectronicAddress: "991-1-1", ElectronicAddressScheme: "0204"}, "name:amt|1|DE"},
 	} {

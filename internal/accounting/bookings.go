@@ -8,6 +8,7 @@ import (
 
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/money"
+	"github.com/o2i-service/o2i/internal/vatid"
 )
 
 // Booking rules (every booking is "debit account to credit account",
@@ -72,7 +73,9 @@ type Booking struct {
 // country.
 func DebtorKey(inv billing.Invoice) string {
 	b := inv.Buyer
-	if v := strings.ToUpper(strings.ReplaceAll(strings.TrimSpace(b.VATID), " ", "")); v != "" {
+	// The VAT ID in its normal form: a document of before the door checked
+	// it ("DE 123.456.789") and one of after ("DE123456789") are one customer.
+	if v := vatid.Normalize(strings.TrimSpace(b.VATID)); v != "" {
 		return "vat:" + v
 	}
 	if b.ElectronicAddressScheme == "EM" && strings.TrimSpace(b.ElectronicAddress) != "" {
