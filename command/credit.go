@@ -260,7 +260,8 @@ WHERE project_id = $1 AND kind = $2 AND subject = $3 AND status = 'open'`, proje
 				return err
 			}
 			if tag.RowsAffected() == 0 {
-				if _, err := tx.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details) VALUES ($1, $2, $3, $4, $5)`,
+				if _, err := tx.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details) VALUES ($1, $2, $3, $4, $5)
+					ON CONFLICT (project_id, kind, subject) WHERE status = 'open' DO UPDATE SET details = EXCLUDED.details`,
 					uuid.Must(uuid.NewV7()).String(), projectID, TaskCreditBalanceMismatch, emails[i], details); err != nil {
 					return err
 				}

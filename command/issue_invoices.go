@@ -472,9 +472,10 @@ func openTask(ctx context.Context, tx pgx.Tx, projectID, kind, subject string, d
 		return err
 	}
 	id := uuid.NewString()
-	tag, err := tx.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details)
-		SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (
-			SELECT 1 FROM tasks WHERE project_id = $2 AND kind = $3 AND subject = $4 AND status = 'open')`,
+	// At most one open task per cause: the partial unique index decides
+	// between concurrent writers (check-then-insert let both insert).
+	tag, err := tx.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (project_id, kind, subject) WHERE status = 'open' DO NOTHING`,
 		id, projectID, kind, subject, raw)
 	if err != nil || tag.RowsAffected() == 0 || !urgentTasks[kind] {
 		return err

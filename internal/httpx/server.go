@@ -125,7 +125,16 @@ func (s *Server) Handler() http.Handler {
 			rec := &statusRecorder{ResponseWriter: w}
 			req = req.WithContext(ctx)
 			defer func() {
-				if v := recover(); v != nil {
+				v := recover()
+				// A handler that aborts a response it has begun (a stream
+				// that failed midway) must reach net/http, which then cuts
+				// the connection: the client sees a broken transfer, never a
+				// clean-looking truncated body.
+				aborted := v == http.ErrAbortHandler
+				if aborted {
+					slog.WarnContext(ctx, "response aborted after it began", "requestId", id, "path", loggable(req.URL.Path))
+					defer panic(v)
+				} else if v != nil {
 					slog.ErrorContext(ctx, "panic", "requestId", id, "panic", v)
 					if rec.status == 0 {
 						WriteError(rec, req, fmt.Errorf("panic: %v", v))

@@ -39,11 +39,21 @@ var defaults = map[string]string{
 
 // Env returns the variable or its local-stack default.
 func Env(name string) string {
-	if v := os.Getenv(name); v != "" {
+	v := os.Getenv(name)
+	if v != "" && sideListeners[name] {
+		// A test never binds a fixed side port: the service of `make run`
+		// may hold it beside `make test`.
+		return "127.0.0.1:0"
+	}
+	if v != "" {
 		return v
 	}
 	return defaults[name]
 }
+
+// sideListeners are the addresses of listeners besides the API's (metrics,
+// profiles), which tests open on a free port.
+var sideListeners = map[string]bool{"O2I_METRICS_ADDR": true, "O2I_DEBUG_ADDR": true}
 
 // Getenv is Env as a function value, for code that takes a getenv.
 func Getenv(name string) string { return Env(name) }
