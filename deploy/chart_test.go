@@ -357,6 +357,9 @@ func checkScrape(t *testing.T, objs []object) {
 	if svc.get("spec", "selector", "app.kubernetes.io/component") != nil {
 		t.Error("the metrics Service selects one role only")
 	}
+	if svc.get("spec", "publishNotReadyAddresses") != true {
+		t.Error("the metrics Service leaves pods that are not ready unscraped")
+	}
 	ports := fmt.Sprint(svc.get("spec", "ports"))
 	if !strings.Contains(ports, "name:metrics") || !strings.Contains(ports, "targetPort:metrics") {
 		t.Errorf("metrics Service ports %s", ports)

@@ -41,11 +41,14 @@ app.kubernetes.io/part-of: o2i
       key: {{ .ref.key }}
 {{- end -}}
 
-{{/* The secret variables every role needs. */}}
+{{/* The secret variables of a role: (dict "root" $ "role" name). The api
+takes the read-only S3 keys when they are given. */}}
 {{- define "o2i.secretEnvs" -}}
-{{ include "o2i.secretEnv" (dict "env" "O2I_DATABASE_URL" "ref" .Values.secrets.databaseURL) }}
-{{ include "o2i.secretEnv" (dict "env" "O2I_REDIS_URL" "ref" .Values.secrets.redisURL) }}
-{{ include "o2i.secretEnv" (dict "env" "O2I_S3_ACCESS_KEY" "ref" .Values.secrets.s3AccessKey) }}
-{{ include "o2i.secretEnv" (dict "env" "O2I_S3_SECRET_KEY" "ref" .Values.secrets.s3SecretKey) }}
-{{ include "o2i.secretEnv" (dict "env" "O2I_SMTP_URL" "ref" .Values.secrets.smtpURL) }}
+{{- $s := .root.Values.secrets -}}
+{{- $api := and (eq .role "api") $s.apiS3AccessKey $s.apiS3SecretKey -}}
+{{ include "o2i.secretEnv" (dict "env" "O2I_DATABASE_URL" "ref" $s.databaseURL) }}
+{{ include "o2i.secretEnv" (dict "env" "O2I_REDIS_URL" "ref" $s.redisURL) }}
+{{ include "o2i.secretEnv" (dict "env" "O2I_S3_ACCESS_KEY" "ref" (ternary $s.apiS3AccessKey $s.s3AccessKey (not (not $api)))) }}
+{{ include "o2i.secretEnv" (dict "env" "O2I_S3_SECRET_KEY" "ref" (ternary $s.apiS3SecretKey $s.s3SecretKey (not (not $api)))) }}
+{{ include "o2i.secretEnv" (dict "env" "O2I_SMTP_URL" "ref" $s.smtpURL) }}
 {{- end -}}
