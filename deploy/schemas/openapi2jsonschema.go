@@ -8,7 +8,8 @@
 //	go run deploy/schemas/openapi2jsonschema.go -out deploy/schemas crd crd.yaml ...
 //
 // Kubernetes definitions are expanded in place (standalone) and made strict
-// (additionalProperties false on every object with properties); a CRD's
+// (additionalProperties false on every object with properties), a quantity
+// a string or a number; a CRD's
 // openAPIV3Schema of each served version gets the same treatment. Each schema
 // lands at <group>/<kind>_<version>.json, the path the test's
 // -schema-location template names. Where the schemas come from is recorded
@@ -67,6 +68,11 @@ func k8s(out, swagger string, names []string) error {
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return fmt.Errorf("%s: %w", swagger, err)
+	}
+	// A quantity is written as a string or a number (cpu: 1); the API server
+	// takes both, the swagger says string.
+	doc.Definitions["io.k8s.apimachinery.pkg.api.resource.Quantity"] = map[string]any{
+		"oneOf": []any{map[string]any{"type": "string"}, map[string]any{"type": "number"}},
 	}
 	for _, name := range names {
 		def, ok := doc.Definitions[name]
