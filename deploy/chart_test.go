@@ -536,3 +536,24 @@ func TestExampleEngines(t *testing.T) {
 		}
 	}
 }
+
+// values.schema.json refuses a secret as plain configuration, an unknown
+// value and a weaker security context.
+func TestValuesSchemaRefuses(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, set string }{
+		{"secret variable in extraEnv", "config.extraEnv.O2I_SMTP_URL=smtp://user:pass@smtp.example.com:587"},
+		{"misspelled value", "roles.api.replica=2"},
+		{"writable root filesystem", "securityContext.readOnlyRootFilesystem=false"},
+		{"root", "podSecurityContext.runAsNonRoot=false"},
+		{"no grace beyond the shutdown timeout", "terminationExtraSeconds=0"},
+	} {
+		args := []string{"template", "o2i", chartDir, "--kube-version", kubeVersion, "--set", c.set}
+		out, err := run(t, nil, tool(t, "helm"), args...)
+		if err == nil {
+			t.Errorf("%s: helm template --set %s succeeded", c.name, c.set)
+		} else if !strings.Contains(out, "values don't meet the specifications of the schema") {
+			t.Errorf("%s: failed, but not on the schema:\n%s", c.name, out)
+		}
+	}
+}
