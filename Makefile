@@ -55,13 +55,25 @@ TYPESCRIPT_VERSION    := 5.9.3
 TSCLIENT_STAMP        := $(TOOLS_DIR)/.tsclient-$(OPENAPI_TS_VERSION)-$(OPENAPI_FETCH_VERSION)-$(TYPESCRIPT_VERSION)
 STATICCHECK     := $(TOOLS_DIR)/bin/staticcheck
 STATICCHECK_STAMP := $(TOOLS_DIR)/.staticcheck-$(STATICCHECK_VERSION)
+# The chart's offline validation (deploy/chart_test.go): Helm 3 and
+# kubeconform, pinned, built from the Go module proxy into .dev/tools/bin.
+# Helm's default Kubernetes version is that of its client-go (1.34).
+HELM_VERSION        := v3.19.2
+KUBECONFORM_VERSION := v0.7.0
+HELM                := $(TOOLS_DIR)/bin/helm
+KUBECONFORM         := $(TOOLS_DIR)/bin/kubeconform
+HELM_STAMP          := $(TOOLS_DIR)/.helm-$(HELM_VERSION)
+KUBECONFORM_STAMP   := $(TOOLS_DIR)/.kubeconform-$(KUBECONFORM_VERSION)
+HELM_LDFLAGS := -s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=34 \
+	-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=34
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
 # The OpenAPI lint as one shell command; a missing document is a failure.
 OPENAPI_LINT = { test -f $(OPENAPI) || { echo "openapi lint: $(OPENAPI) is missing" >&2; false; }; } && $(REDOCLY) lint $(OPENAPI)
 
-.PHONY: help run test build down clean bench chaos lint fuzz stack migrate status openapi devstack tools staticcheck referee-deps
+.PHONY: help run test build down clean bench chaos lint fuzz stack migrate status openapi devstack tools staticcheck referee-deps deploy-tools
 
 help: ## List the targets
 	@echo "usage: make <target>"
@@ -72,7 +84,7 @@ run: build stack ## Bring up the stack, migrate, seed a dev project + API key, s
 	$(DEVSTACK) seed -o2i $(O2I)
 	$(LOAD_ENV) && exec $(O2I) serve
 
-test: migrate tools referee-deps ## Stack + migrations and the pinned npm tools, then go vet, go test and the OpenAPI lint (all run; fails if any fails)
+test: migrate tools referee-deps deploy-tools ## Stack + migrations and the pinned tools, then go vet, go test (the chart's validation included) and the OpenAPI lint (all run; fails if any fails)
 	@failed=""; \
 	echo "==> go vet ./..."; \
 	$(GO) vet ./... || failed="$$failed go-vet"; \
@@ -162,6 +174,21 @@ staticcheck:
 		mkdir -p $(TOOLS_DIR)/bin && rm -f $(TOOLS_DIR)/.staticcheck-*; \
 		GOBIN=$(CURDIR)/$(TOOLS_DIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) && touch $(STATICCHECK_STAMP); \
 	fi
+
+# Helm and kubeconform, pinned, for the chart's validation in `make test`.
+deploy-tools: $(HELM_STAMP) $(KUBECONFORM_STAMP)
+
+$(HELM_STAMP):
+	@echo "installing helm $(HELM_VERSION) into $(TOOLS_DIR)/bin"
+	@mkdir -p $(TOOLS_DIR)/bin && rm -f $(TOOLS_DIR)/.helm-*
+	GOBIN=$(CURDIR)/$(TOOLS_DIR)/bin CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	@touch $@
+
+$(KUBECONFORM_STAMP):
+	@echo "installing kubeconform $(KUBECONFORM_VERSION) into $(TOOLS_DIR)/bin"
+	@mkdir -p $(TOOLS_DIR)/bin && rm -f $(TOOLS_DIR)/.kubeconform-*
+	GOBIN=$(CURDIR)/$(TOOLS_DIR)/bin CGO_ENABLED=0 $(GO) install -trimpath -ldflags '-s -w -X main.version=$(KUBECONFORM_VERSION)' github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
+	@touch $@
 
 # The npm tools, pinned, installed into .dev/tools: Redocly CLI (the
 # OpenAPI lint) and the generated client's toolchain. One after the other:
