@@ -15,6 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/o2i-service/o2i/internal/tracing"
 )
 
 // leaderLock is the PostgreSQL advisory lock the active relay holds; other
@@ -385,7 +388,7 @@ type relaySQL struct {
 }
 
 func newRelaySQL(table string) relaySQL {
-	cols := `SELECT id, tx_id::text, topic, msg_key, event_id, event_type, payload FROM ` + table
+	cols := `SELECT id, tx_id::text, topic, msg_key, event_id, event_type, payload, traceparent, tracestate FROM ` + table
 	after := ` WHERE (tx_id, id) > ($2::text::xid8, $3::bigint) AND tx_id < pg_snapshot_xmin(pg_current_snapshot())`
 	return relaySQL{
 		selectAll:      cols + after + ` ORDER BY tx_id, id LIMIT $1`,
@@ -422,21 +425,29 @@ func (r *Relay) loadPosition(ctx context.Context, conn *pgx.Conn) (position, err
 	return pos, nil
 }
 
-// row is an outbox row as the message the relay publishes.
+// row is an outbox row as the message the relay publishes. span is the
+// row's publish span, a child of the trace context the row was written
+// with; the message's traceparent and tracestate headers carry it on.
 type row struct {
 	pos          position
 	eventID, typ string
 	msg          kafka.Message
+	span         trace.Span
 }
 
 // relayBatch publishes the rows after pos and advances pos past them; it
 // returns how many rows it read. A Kafka failure is a *publishError. A row
 // too large for the broker is dead-lettered instead (see Relay).
-func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn, w *kafka.Writer, pos *position) (int, error) {
+func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn, w *kafka.Writer, pos *position) (_ int, err error) {
 	rows, err := r.read(ctx, conn, *pos)
 	if err != nil {
 		return 0, err
 	}
+	defer func() {
+		for _, o := range rows {
+			tracing.End(o.span, err)
+		}
+	}()
 	if r.afterRead != nil {
 		r.afterRead(len(rows))
 	}
@@ -496,12 +507,17 @@ func (r *Relay) read(ctx context.Context, conn *pgx.Conn, pos position) ([]row, 
 		var o row
 		var topic, key string
 		var payload []byte
-		if err := rows.Scan(&o.pos.id, &o.pos.txID, &topic, &key, &o.eventID, &o.typ, &payload); err != nil {
+		var traceparent, tracestate *string
+		if err := rows.Scan(&o.pos.id, &o.pos.txID, &topic, &key, &o.eventID, &o.typ, &payload, &traceparent, &tracestate); err != nil {
 			return nil, fmt.Errorf("read outbox: %w", err)
 		}
+		sctx, span := tracing.Produce(tracing.FromContext(ctx, deref(traceparent), deref(tracestate)), topic,
+			tracing.EventID.String(o.eventID), tracing.EventType.String(o.typ))
+		o.span = span
 		o.msg = kafka.Message{
 			Topic: topic, Key: []byte(key), Value: payload,
-			Headers: []kafka.Header{{Key: "eventId", Value: []byte(o.eventID)}, {Key: "type", Value: []byte(o.typ)}},
+			Headers: append([]kafka.Header{{Key: "eventId", Value: []byte(o.eventID)}, {Key: "type", Value: []byte(o.typ)}},
+				tracing.Headers(sctx)...),
 		}
 		out = append(out, o)
 	}
@@ -509,6 +525,13 @@ func (r *Relay) read(ctx context.Context, conn *pgx.Conn, pos position) ([]row, 
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
 	return out, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // publish writes the rows' messages and waits for the broker's acks.

@@ -581,7 +581,7 @@ func (f *fixture) eventOfSize(t *testing.T, no string, v int64, size int) event.
 			t.Fatal(err)
 		}
 		ev.Topic = f.topic
-		row, err := RowOf(ev)
+		row, err := RowOf(context.Background(), ev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -710,7 +710,7 @@ func TestRelayDeadLettersWhatKafkaRefuses(t *testing.T) {
 					t.Fatalf("dead letters %+v, want none", dead)
 				}
 			} else {
-				row, err := RowOf(large)
+				row, err := RowOf(context.Background(), large)
 				if err != nil {
 					t.Fatal(err)
 				}
