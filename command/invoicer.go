@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/o2i-service/o2i/archive"
@@ -24,6 +25,7 @@ import (
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/lifecycle"
 	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/internal/tracing"
 )
 
 // InvoicerGroup is the Kafka consumer group of the invoicer role.
@@ -167,7 +169,11 @@ func (iv *Invoicer) handleBatch(ctx context.Context, batch []kafka.Message) erro
 		}
 		g.Go(func() error {
 			for _, m := range shard {
-				if err := iv.process(gctx, m.Value); err != nil {
+				// A child of the span that published the event.
+				mctx, span := tracing.Consume(gctx, "invoicer", m)
+				err := iv.process(mctx, m.Value)
+				tracing.End(span, err)
+				if err != nil {
 					return err
 				}
 			}
@@ -186,6 +192,9 @@ func (iv *Invoicer) process(ctx context.Context, raw []byte) error {
 	j, ok := parseOrderEvent(raw)
 	if !ok {
 		return nil
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(tracing.EventID.String(j.eventID), tracing.OrderNo.String(j.order.OrderNo), tracing.ProjectID.String(j.projectID))
 	}
 	var err error
 	attempts := 0
