@@ -212,7 +212,7 @@ func (iv *Invoicer) process(ctx context.Context, raw []byte) error {
 			wait *= 2
 		}
 	}
-	slog.Error("invoicer: dead letter", "orderNo", j.order.OrderNo, "eventId", j.eventID, "attempts", attempts, "err", err)
+	slog.ErrorContext(ctx, "invoicer: dead letter", "orderNo", j.order.OrderNo, "eventId", j.eventID, "attempts", attempts, "err", err)
 	if derr := iv.svc.recordDeadLetter(ctx, j, err, attempts); derr != nil {
 		return fmt.Errorf("record dead letter of order %s (%v): %w", j.order.OrderNo, err, derr)
 	}
@@ -299,7 +299,7 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 		err := iv.svc.PrepareTransfer(ctx, iv.Transfers, j.projectID, o.ID)
 		var held *HeldError
 		if errors.As(err, &held) {
-			slog.Info("invoicer: order held as task", "orderNo", o.OrderNo, "task", held.Kind)
+			slog.InfoContext(ctx, "invoicer: order held as task", "orderNo", o.OrderNo, "task", held.Kind)
 			return nil
 		}
 		if err != nil {
@@ -315,7 +315,7 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 		var held *HeldError
 		switch {
 		case errors.As(err, &held):
-			slog.Info("invoicer: order held as task", "orderNo", o.OrderNo, "task", held.Kind)
+			slog.InfoContext(ctx, "invoicer: order held as task", "orderNo", o.OrderNo, "task", held.Kind)
 			return nil
 		case err != nil:
 			return err

@@ -275,7 +275,7 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 	}
 	for i, m := range dead {
 		p.deadLetters.Inc()
-		slog.Error("projector: dead letter", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", deadErr[i])
+		slog.ErrorContext(tracing.Message(ctx, m), "projector: dead letter", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", deadErr[i])
 	}
 	if !p.shadow {
 		if err := p.refreshRedis(ctx, rows); err != nil {

@@ -622,7 +622,7 @@ func (r *Relay) deadLetter(ctx context.Context, conn *pgx.Conn, o row, pos *posi
 	}
 	*pos = o.pos
 	r.m.deadLetters.Inc()
-	r.Logger.Error("outbox relay: dead letter: the row can never be published, moved to outbox_dead_letters",
+	r.Logger.ErrorContext(trace.ContextWithSpan(ctx, o.span), "outbox relay: dead letter: the row can never be published, moved to outbox_dead_letters",
 		"id", o.pos.id, "topic", o.msg.Topic, "key", string(o.msg.Key), "eventId", o.eventID, "type", o.typ,
 		"bytes", size, "maxMessageBytes", r.MaxMessageBytes, "err", cause)
 	return nil
