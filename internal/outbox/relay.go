@@ -36,6 +36,11 @@ const leaderLock int64 = 0x6f32692d72656c79 // "o2i-rely"
 // by eventId. While Kafka is unreachable the rows stay and the relay retries
 // with backoff; accepted writes never depend on Kafka.
 //
+// Each message has the headers eventId and type and, when the row was
+// written in a span (its traceparent column), traceparent and tracestate:
+// the context of the relay's publish span, a child of the writer's (the
+// writer's own context unchanged while the relay records no spans).
+//
 // Ordering: tx_id is the writing transaction's id. The relay reads only rows
 // of transactions older than every running one (tx_id <
 // pg_snapshot_xmin(pg_current_snapshot())): those have all committed or
