@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/internal/apperr"
@@ -14,6 +16,7 @@ import (
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/outbox"
 	"github.com/o2i-service/o2i/internal/store"
+	"github.com/o2i-service/o2i/internal/tracing"
 	"github.com/o2i-service/o2i/render"
 )
 
@@ -94,6 +97,15 @@ func (s *Service) readArchivable(ctx context.Context, projectID, invoiceID strin
 // and marks it archived (ArchiveInvoice): from created, or from failed,
 // whose reason and task it clears.
 func (s *Service) archiveDocument(ctx context.Context, a *archive.Archive, d *archivable) error {
+	ctx, span := tracing.Start(ctx, "archive invoice", trace.SpanKindInternal, tracing.InvoiceID.String(d.inv.ID),
+		tracing.OrderNo.String(d.inv.OrderNo), tracing.ProjectID.String(d.inv.ProjectID), attribute.String("o2i.invoice_number", d.inv.Number))
+	err := s.storeDocument(ctx, a, d)
+	tracing.End(span, err)
+	return err
+}
+
+// storeDocument is archiveDocument without its span.
+func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *archivable) error {
 	inv := d.inv
 	projectID, invoiceID := inv.ProjectID, inv.ID
 	arc := a.For(inv.TestMode)

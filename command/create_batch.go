@@ -195,9 +195,9 @@ func (b *createBatcher) write(batch []*createItem) {
 const createOrdersSQL = `WITH input AS (
   SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[],
     $8::text[], $9::bytea[], $10::bytea[], $11::timestamptz[], $12::text[], $13::text[], $14::text[], $15::text[],
-    $16::bytea[], $17::bytea[])
+    $16::bytea[], $17::bytea[], $19::text[], $20::text[])
   WITH ORDINALITY AS i(lock_key, project_id, key, id, order_no, payment_ref, requires_shipping,
-    content, content_hash, invoice_hash, at, topic, msg_key, event_id, event_type, payload, body, n)),
+    content, content_hash, invoice_hash, at, topic, msg_key, event_id, event_type, payload, body, traceparent, tracestate, n)),
 lk AS (SELECT i.*, pg_try_advisory_xact_lock(i.lock_key) AS ok FROM input i),
 prev AS (
   SELECT lk.n, k.request_hash, k.response_status, k.response_body FROM lk
@@ -210,8 +210,9 @@ ins AS (
   ON CONFLICT ON CONSTRAINT orders_order_no_key DO NOTHING
   RETURNING id::text),
 ob AS (
-  INSERT INTO outbox (project_id, topic, msg_key, event_id, event_type, payload)
-  SELECT lk.project_id::uuid, lk.topic, lk.msg_key, lk.event_id::uuid, lk.event_type, lk.payload
+  INSERT INTO outbox (project_id, topic, msg_key, event_id, event_type, payload, traceparent, tracestate)
+  SELECT lk.project_id::uuid, lk.topic, lk.msg_key, lk.event_id::uuid, lk.event_type, lk.payload,
+    nullif(lk.traceparent, ''), nullif(lk.tracestate, '')
   FROM lk JOIN ins ON ins.id = lk.id ORDER BY lk.n),
 idem AS (
   INSERT INTO idempotency_keys (project_id, endpoint, key, request_hash, response_status, response_body)
@@ -240,6 +241,8 @@ func (b *createBatcher) exec(ctx context.Context, batch []*createItem) ([]create
 		eventTypes = make([]string, n)
 		payloads   = make([][]byte, n)
 		bodies     = make([][]byte, n)
+		parents    = make([]string, n)
+		states     = make([]string, n)
 	)
 	for i, it := range batch {
 		a := it.args
@@ -247,6 +250,7 @@ func (b *createBatcher) exec(ctx context.Context, batch []*createItem) ([]create
 		paymentRef[i], shipping[i], contents[i], hashes[i], invHashes[i] = a.paymentRef, a.requiresShipping, string(a.content), a.contentHash, a.invoiceHash
 		ats[i], bodies[i] = a.at, a.body
 		topics[i], msgKeys[i], eventIDs[i], eventTypes[i], payloads[i] = a.event.Topic, a.event.Key, a.event.EventID, a.event.Type, a.event.Payload
+		parents[i], states[i] = a.event.Traceparent, a.event.Tracestate
 	}
 	conn, err := store.Acquire(ctx, b.pool) // a busy pool fails the batch at once: each order then answers 503 alone
 	if err != nil {
@@ -254,7 +258,7 @@ func (b *createBatcher) exec(ctx context.Context, batch []*createItem) ([]create
 	}
 	defer conn.Release()
 	rows, err := conn.Query(ctx, createOrdersSQL, lockKeys, projects, keys, ids, orderNos, paymentRef, shipping,
-		contents, hashes, invHashes, ats, topics, msgKeys, eventIDs, eventTypes, payloads, bodies, endpointOrders)
+		contents, hashes, invHashes, ats, topics, msgKeys, eventIDs, eventTypes, payloads, bodies, endpointOrders, parents, states)
 	if err != nil {
 		return nil, fmt.Errorf("create orders: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/o2i-service/o2i/archive"
@@ -24,6 +25,7 @@ import (
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/lifecycle"
 	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/internal/tracing"
 )
 
 // InvoicerGroup is the Kafka consumer group of the invoicer role.
@@ -167,7 +169,11 @@ func (iv *Invoicer) handleBatch(ctx context.Context, batch []kafka.Message) erro
 		}
 		g.Go(func() error {
 			for _, m := range shard {
-				if err := iv.process(gctx, m.Value); err != nil {
+				// A child of the span that published the event.
+				mctx, span := tracing.Consume(gctx, "invoicer", m)
+				err := iv.process(mctx, m.Value)
+				tracing.End(span, err)
+				if err != nil {
 					return err
 				}
 			}
@@ -187,6 +193,9 @@ func (iv *Invoicer) process(ctx context.Context, raw []byte) error {
 	if !ok {
 		return nil
 	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(tracing.EventID.String(j.eventID), tracing.OrderNo.String(j.order.OrderNo), tracing.ProjectID.String(j.projectID))
+	}
 	var err error
 	attempts := 0
 	wait := iv.Backoff
@@ -203,7 +212,7 @@ func (iv *Invoicer) process(ctx context.Context, raw []byte) error {
 			wait *= 2
 		}
 	}
-	slog.Error("invoicer: dead letter", "orderNo", j.order.OrderNo, "eventId", j.eventID, "attempts", attempts, "err", err)
+	slog.ErrorContext(ctx, "invoicer: dead letter", "orderNo", j.order.OrderNo, "eventId", j.eventID, "attempts", attempts, "err", err)
 	if derr := iv.svc.recordDeadLetter(ctx, j, err, attempts); derr != nil {
 		return fmt.Errorf("record dead letter of order %s (%v): %w", j.order.OrderNo, err, derr)
 	}
@@ -290,7 +299,7 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 		err := iv.svc.PrepareTransfer(ctx, iv.Transfers, j.projectID, o.ID)
 		var held *HeldError
 		if errors.As(err, &held) {
-			slog.Info("invoicer: order held as task", "orderNo", o.OrderNo, "task", held.Kind)
+			slog.InfoContext(ctx, "invoicer: order held as task", "orderNo", o.OrderNo, "task", held.Kind)
 			return nil
 		}
 		if err != nil {
@@ -306,7 +315,7 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 		var held *HeldError
 		switch {
 		case errors.As(err, &held):
-			slog.Info("invoicer: order held as task", "orderNo", o.OrderNo, "task", held.Kind)
+			slog.InfoContext(ctx, "invoicer: order held as task", "orderNo", o.OrderNo, "task", held.Kind)
 			return nil
 		case err != nil:
 			return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/billing"
@@ -21,6 +22,7 @@ import (
 	"github.com/o2i-service/o2i/internal/outbox"
 	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/store"
+	"github.com/o2i-service/o2i/internal/tracing"
 	"github.com/o2i-service/o2i/render"
 )
 
@@ -73,6 +75,8 @@ func (e *HeldError) Error() string { return "order held as task " + e.Kind + ": 
 // that cannot be invoiced yet returns a *HeldError after recording the task.
 func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, d IssueDates) (out []Issued, err error) {
 	defer apperr.Wrap(&err, "issue invoices of order %s", orderID)
+	ctx, span := tracing.Start(ctx, "issue invoices", trace.SpanKindInternal, tracing.ProjectID.String(projectID))
+	defer func() { tracing.End(span, err) }()
 	if d.PaymentDate.IsZero() {
 		d.PaymentDate = d.IssueDate
 	}

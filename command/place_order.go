@@ -119,7 +119,7 @@ func (s *Service) placeOrder(ctx context.Context, projectID, key, reqID string, 
 	if err != nil {
 		return response{}, err
 	}
-	a, err := newCreateArgs(projectID, key, reqID, c, content, contentHash, invoiceHash)
+	a, err := newCreateArgs(ctx, projectID, key, reqID, c, content, contentHash, invoiceHash)
 	if err != nil {
 		return response{}, err
 	}
@@ -186,7 +186,7 @@ ins AS (
   ON CONFLICT ON CONSTRAINT orders_order_no_key DO NOTHING
   RETURNING id),
 ob AS (
-  INSERT INTO outbox (` + outbox.Columns + `) SELECT $13, $14, $15, $16, $17, $18 FROM ins),
+  INSERT INTO outbox (` + outbox.Columns + `) SELECT $13, $14, $15, $16, $17, $18, $20, $21 FROM ins),
 idem AS (
   INSERT INTO idempotency_keys (project_id, endpoint, key, request_hash, response_status, response_body)
   SELECT $2, $3, $4, $10, 201, $19 FROM ins)
@@ -210,7 +210,7 @@ type createArgs struct {
 	body             []byte
 }
 
-func newCreateArgs(projectID, key, reqID string, c event.OrderContent, content, contentHash, invoiceHash []byte) (createArgs, error) {
+func newCreateArgs(ctx context.Context, projectID, key, reqID string, c event.OrderContent, content, contentHash, invoiceHash []byte) (createArgs, error) {
 	var paymentRef *string
 	if c.PaymentRef != "" {
 		paymentRef = &c.PaymentRef
@@ -225,7 +225,7 @@ func newCreateArgs(projectID, key, reqID string, c event.OrderContent, content, 
 	if err != nil {
 		return createArgs{}, err
 	}
-	ob, err := outbox.RowOf(ev)
+	ob, err := outbox.RowOf(ctx, ev)
 	if err != nil {
 		return createArgs{}, err
 	}
@@ -272,7 +272,8 @@ func (s *Service) createOrder(ctx context.Context, conn *pgxpool.Conn, a createA
 	var r createResult
 	err := conn.QueryRow(ctx, createOrderSQL, a.lockKey, a.projectID, endpointOrders, a.key,
 		a.id, a.orderNo, a.paymentRef, a.requiresShipping, a.content, a.contentHash, a.invoiceHash, a.at,
-		a.event.ProjectID, a.event.Topic, a.event.Key, a.event.EventID, a.event.Type, a.event.Payload, a.body).
+		a.event.ProjectID, a.event.Topic, a.event.Key, a.event.EventID, a.event.Type, a.event.Payload, a.body,
+		outbox.Null(a.event.Traceparent), outbox.Null(a.event.Tracestate)).
 		Scan(&r.locked, &r.prevHash, &r.prevStatus, &r.prevBody, &r.inserted)
 	switch {
 	case store.IsUniqueViolation(err, "orders_payment_ref_key"):
@@ -389,7 +390,7 @@ FROM orders WHERE project_id = $1 AND order_no = $2`, projectID, c.OrderNo, cont
 	}
 	b = &pgx.Batch{}
 	if ev != nil {
-		if err := outbox.Queue(b, *ev); err != nil {
+		if err := outbox.Queue(ctx, b, *ev); err != nil {
 			return response{}, err
 		}
 	}

@@ -119,7 +119,7 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 	var rights *banktransfer.RightsError
 	if errors.As(err, &rights) {
 		h := &HeldError{TaskProviderRightsMissing, rights.Error() + ": give the API key write rights for customers and payment intents; the invoice follows automatically"}
-		slog.Warn("invoicer: payment provider refused the payment order", "orderNo", orderNo, "err", err)
+		slog.WarnContext(ctx, "invoicer: payment provider refused the payment order", "orderNo", orderNo, "err", err)
 		return errors.Join(h, store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 			o, err := lockOrder(ctx, tx, projectID, "id", orderID)
 			if err != nil {
@@ -148,7 +148,7 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 	// payment_intent.canceled then matches no order any more. A failure
 	// leaves it open there (a payment to it waits as payment_without_order).
 	if cerr := bt.Cancel(ctx, p.Settings.StripeAPIKey, prevIntent); cerr != nil {
-		slog.Warn("invoicer: cancelling the replaced payment order", "orderNo", orderNo, "paymentIntent", prevIntent, "err", cerr)
+		slog.WarnContext(ctx, "invoicer: cancelling the replaced payment order", "orderNo", orderNo, "paymentIntent", prevIntent, "err", cerr)
 	}
 	return nil
 }

@@ -4,7 +4,8 @@
 // order status records). Applying is idempotent and order-safe: every write
 // is guarded by the aggregate's version, so a redelivered, replayed or stale
 // event changes nothing. It imports internal/event, internal/readmodel,
-// internal/consume, pgx, go-redis and kafka-go; never command or query.
+// internal/consume, internal/tracing, pgx, go-redis, kafka-go and the
+// OpenTelemetry trace API; never command or query.
 package projection
 
 import (

@@ -14,9 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/o2i-service/o2i/internal/consume"
 	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/tracing"
 )
 
 // GroupID is the Kafka consumer group of the read-model projectors; replicas
@@ -140,8 +142,22 @@ func (p *Projector) WithSource(topics []string, group string, tables Tables) *Pr
 // When PostgreSQL rejects the batch for its data, the events are applied one
 // by one and the offending ones go to the dead-letter table; any other
 // failure is returned and the batch is delivered again.
-func (p *Projector) Apply(ctx context.Context, msgs []kafka.Message) error {
-	err := p.apply(ctx, msgs, nil)
+func (p *Projector) Apply(ctx context.Context, msgs []kafka.Message) (err error) {
+	// One consumer span per event, a child of the span that published it,
+	// all ending with the batch.
+	var spans []trace.Span
+	if tracing.Enabled() {
+		spans = make([]trace.Span, len(msgs))
+		for i, m := range msgs {
+			_, spans[i] = tracing.Consume(ctx, "projector "+p.group, m)
+		}
+	}
+	defer func() {
+		for _, s := range spans {
+			tracing.End(s, err)
+		}
+	}()
+	err = p.apply(ctx, msgs, nil)
 	if err == nil || !isDataError(err) {
 		return err
 	}
@@ -259,7 +275,7 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 	}
 	for i, m := range dead {
 		p.deadLetters.Inc()
-		slog.Error("projector: dead letter", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", deadErr[i])
+		slog.ErrorContext(tracing.Message(ctx, m), "projector: dead letter", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", deadErr[i])
 	}
 	if !p.shadow {
 		if err := p.refreshRedis(ctx, rows); err != nil {

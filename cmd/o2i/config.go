@@ -51,6 +51,9 @@ type Config struct {
 	SMTPURL         string
 	MailFrom        string
 	StripeAPIBase   string
+	// OTLPEndpoint is where spans go over OTLP/HTTP; empty: tracing off
+	// (no-op spans, the trace context is still passed on).
+	OTLPEndpoint string
 }
 
 // envVar documents one variable; the README's configuration table lists the same.
@@ -86,6 +89,7 @@ var envVars = []envVar{
 	{"O2I_SMTP_URL", "smtp://127.0.0.1:22525", "SMTP relay of the invoice e-mail: smtp://user:pass@host:port (STARTTLS when offered) or smtps://...", true},
 	{"O2I_STRIPE_API_BASE", "https://api.stripe.com", "base URL of the payment provider's API (Stripe); the local stack's fake in .dev/env", false},
 	{"O2I_MAIL_FROM", "Rechnungsversand <rechnung@localhost>", "sender address of the invoice e-mail (replies go to the project's invoice contact)", false},
+	{"O2I_OTLP_ENDPOINT", "", "when set, exports trace spans over OTLP/HTTP to this URL (an OpenTelemetry collector, e.g. http://collector:4318); unset: tracing off", false},
 }
 
 func loadConfig(getenv func(string) string) (Config, error) {
@@ -167,6 +171,12 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.StripeAPIBase = v("O2I_STRIPE_API_BASE")
 	if u, err := url.Parse(c.StripeAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return c, fmt.Errorf("O2I_STRIPE_API_BASE must be an http(s) URL, got %q", c.StripeAPIBase)
+	}
+	c.OTLPEndpoint = v("O2I_OTLP_ENDPOINT")
+	if c.OTLPEndpoint != "" {
+		if u, err := url.Parse(c.OTLPEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("O2I_OTLP_ENDPOINT must be an http(s) URL, got %q", c.OTLPEndpoint)
+		}
 	}
 	if _, err := mail.NewSender(c.SMTPURL, c.MailFrom); err != nil {
 		return c, fmt.Errorf("O2I_SMTP_URL / O2I_MAIL_FROM: %w", err)

@@ -19,6 +19,8 @@ func TestLoadConfigOutbound(t *testing.T) {
 		{"sender", "O2I_MAIL_FROM", "no address", "O2I_MAIL_FROM"},
 		{"provider base URL", "O2I_STRIPE_API_BASE", "api.stripe.com", "O2I_STRIPE_API_BASE"},
 		{"invoicer workers", "O2I_INVOICER_WORKERS", "24", ""},
+		{"trace collector", "O2I_OTLP_ENDPOINT", "http://collector:4318", ""},
+		{"trace collector without scheme", "O2I_OTLP_ENDPOINT", "collector:4318", "O2I_OTLP_ENDPOINT"},
 		{"invoicer workers zero", "O2I_INVOICER_WORKERS", "0", "O2I_INVOICER_WORKERS"},
 		{"invoicer workers word", "O2I_INVOICER_WORKERS", "many", "O2I_INVOICER_WORKERS"},
 	} {

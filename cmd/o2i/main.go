@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/tracing"
 )
 
 const usage = `o2i — the Order-to-Invoice service
@@ -127,5 +128,6 @@ func setupLogging(level string, w io.Writer) {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	slog.SetDefault(slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})))
+	// A line logged with a context that carries a span gets trace_id and span_id.
+	slog.SetDefault(slog.New(tracing.LogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/o2i-service/o2i/internal/apitest"
 	"github.com/o2i-service/o2i/internal/testenv"
+	"github.com/o2i-service/o2i/internal/tracing"
 )
 
 // The end-to-end tests run the real binary's run() against the local stack,
@@ -33,6 +34,9 @@ func TestMain(m *testing.M) {
 		}
 		return testenv.Env(name)
 	}
+	// Every test runs with tracing on; TestOneTraceFromRequestToArchive
+	// reads the spans of its trace.
+	tracing.Install(traces, "o2i-test")
 	var out bytes.Buffer
 	if err := run(ctx, []string{"migrate"}, env, &out, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "migrate (is the local stack up? `make test` brings it up):", err)

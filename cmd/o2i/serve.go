@@ -27,6 +27,7 @@ import (
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/ratelimit"
 	"github.com/o2i-service/o2i/internal/reqlog"
+	"github.com/o2i-service/o2i/internal/tracing"
 )
 
 // Roles a process can run; `serve` runs all of them unless told otherwise.
@@ -100,6 +101,18 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 		// trades memory (plentiful) for latency under load.
 		debug.SetGCPercent(400)
 	}
+	shutdownTracing, err := tracing.Setup(ctx, cfg.OTLPEndpoint, "o2i", tracing.Roles.StringSlice(roles))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The spans not yet exported go out before the process ends.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := shutdownTracing(tctx); err != nil {
+			slog.Warn("tracing shutdown", "err", err)
+		}
+	}()
 	cfg.archiveReadOnly = !slices.Contains(roles, "invoicer")
 	d, err := connect(ctx, cfg)
 	if err != nil {

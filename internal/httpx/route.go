@@ -1,7 +1,8 @@
 // Package httpx is the shared HTTP toolkit: the Route type that the command and
-// query sides export, the middleware (request id, authentication, scopes, rate
-// limits, body limits, metrics), JSON in and out, and the one error body.
-// It imports internal/apperr and libraries; never command or query.
+// query sides export, the middleware (request id, the request's trace span,
+// authentication, scopes, rate limits, body limits, metrics), JSON in and
+// out, and the one error body. It imports internal/apperr, internal/tracing
+// and libraries; never command or query.
 package httpx
 
 import (

@@ -11,8 +11,12 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/tracing"
 )
 
 // Authenticator resolves a bearer token to its principal. It returns an
@@ -121,7 +125,11 @@ func (s *Server) Handler() http.Handler {
 			start := time.Now()
 			id := newRequestID()
 			w.Header().Set("X-Request-Id", id)
-			ctx := context.WithValue(req.Context(), requestIDKey{}, id)
+			// The request's span continues the caller's trace (traceparent);
+			// the request id on it finds the trace of any call.
+			ctx, span := tracing.Start(tracing.HTTP(req.Context(), req.Header), req.Method, trace.SpanKindServer,
+				tracing.RequestID.String(id), semconv.HTTPRequestMethodKey.String(req.Method))
+			ctx = context.WithValue(ctx, requestIDKey{}, id)
 			rec := &statusRecorder{ResponseWriter: w}
 			req = req.WithContext(ctx)
 			defer func() {
@@ -147,6 +155,14 @@ func (s *Server) Handler() http.Handler {
 				d := time.Since(start)
 				status := rec.Status()
 				m.observe(req.Method, route, status, d)
+				if span.IsRecording() {
+					span.SetName(req.Method + " " + route)
+					span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
+					if status >= 500 {
+						span.SetStatus(codes.Error, http.StatusText(status))
+					}
+				}
+				span.End()
 				if s.Recorder != nil {
 					p, _ := PrincipalFrom(rec.ctx(ctx))
 					s.Recorder.Record(Entry{

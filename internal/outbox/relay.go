@@ -15,6 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/o2i-service/o2i/internal/tracing"
 )
 
 // leaderLock is the PostgreSQL advisory lock the active relay holds; other
@@ -32,6 +35,11 @@ const leaderLock int64 = 0x6f32692d72656c79 // "o2i-rely"
 // publishes them again: delivery is at least once, and consumers deduplicate
 // by eventId. While Kafka is unreachable the rows stay and the relay retries
 // with backoff; accepted writes never depend on Kafka.
+//
+// Each message has the headers eventId and type and, when the row was
+// written in a span (its traceparent column), traceparent and tracestate:
+// the context of the relay's publish span, a child of the writer's (the
+// writer's own context unchanged while the relay records no spans).
 //
 // Ordering: tx_id is the writing transaction's id. The relay reads only rows
 // of transactions older than every running one (tx_id <
@@ -385,7 +393,7 @@ type relaySQL struct {
 }
 
 func newRelaySQL(table string) relaySQL {
-	cols := `SELECT id, tx_id::text, topic, msg_key, event_id, event_type, payload FROM ` + table
+	cols := `SELECT id, tx_id::text, topic, msg_key, event_id, event_type, payload, traceparent, tracestate FROM ` + table
 	after := ` WHERE (tx_id, id) > ($2::text::xid8, $3::bigint) AND tx_id < pg_snapshot_xmin(pg_current_snapshot())`
 	return relaySQL{
 		selectAll:      cols + after + ` ORDER BY tx_id, id LIMIT $1`,
@@ -422,21 +430,29 @@ func (r *Relay) loadPosition(ctx context.Context, conn *pgx.Conn) (position, err
 	return pos, nil
 }
 
-// row is an outbox row as the message the relay publishes.
+// row is an outbox row as the message the relay publishes. span is the
+// row's publish span, a child of the trace context the row was written
+// with; the message's traceparent and tracestate headers carry it on.
 type row struct {
 	pos          position
 	eventID, typ string
 	msg          kafka.Message
+	span         trace.Span
 }
 
 // relayBatch publishes the rows after pos and advances pos past them; it
 // returns how many rows it read. A Kafka failure is a *publishError. A row
 // too large for the broker is dead-lettered instead (see Relay).
-func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn, w *kafka.Writer, pos *position) (int, error) {
+func (r *Relay) relayBatch(ctx context.Context, conn *pgx.Conn, w *kafka.Writer, pos *position) (_ int, err error) {
 	rows, err := r.read(ctx, conn, *pos)
 	if err != nil {
 		return 0, err
 	}
+	defer func() {
+		for _, o := range rows {
+			tracing.End(o.span, err)
+		}
+	}()
 	if r.afterRead != nil {
 		r.afterRead(len(rows))
 	}
@@ -496,12 +512,17 @@ func (r *Relay) read(ctx context.Context, conn *pgx.Conn, pos position) ([]row, 
 		var o row
 		var topic, key string
 		var payload []byte
-		if err := rows.Scan(&o.pos.id, &o.pos.txID, &topic, &key, &o.eventID, &o.typ, &payload); err != nil {
+		var traceparent, tracestate *string
+		if err := rows.Scan(&o.pos.id, &o.pos.txID, &topic, &key, &o.eventID, &o.typ, &payload, &traceparent, &tracestate); err != nil {
 			return nil, fmt.Errorf("read outbox: %w", err)
 		}
+		sctx, span := tracing.Produce(tracing.FromContext(ctx, deref(traceparent), deref(tracestate)), topic,
+			tracing.EventID.String(o.eventID), tracing.EventType.String(o.typ))
+		o.span = span
 		o.msg = kafka.Message{
 			Topic: topic, Key: []byte(key), Value: payload,
-			Headers: []kafka.Header{{Key: "eventId", Value: []byte(o.eventID)}, {Key: "type", Value: []byte(o.typ)}},
+			Headers: append([]kafka.Header{{Key: "eventId", Value: []byte(o.eventID)}, {Key: "type", Value: []byte(o.typ)}},
+				tracing.Headers(sctx)...),
 		}
 		out = append(out, o)
 	}
@@ -509,6 +530,13 @@ func (r *Relay) read(ctx context.Context, conn *pgx.Conn, pos position) ([]row, 
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
 	return out, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // publish writes the rows' messages and waits for the broker's acks.
@@ -599,7 +627,7 @@ func (r *Relay) deadLetter(ctx context.Context, conn *pgx.Conn, o row, pos *posi
 	}
 	*pos = o.pos
 	r.m.deadLetters.Inc()
-	r.Logger.Error("outbox relay: dead letter: the row can never be published, moved to outbox_dead_letters",
+	r.Logger.ErrorContext(trace.ContextWithSpan(ctx, o.span), "outbox relay: dead letter: the row can never be published, moved to outbox_dead_letters",
 		"id", o.pos.id, "topic", o.msg.Topic, "key", string(o.msg.Key), "eventId", o.eventID, "type", o.typ,
 		"bytes", size, "maxMessageBytes", r.MaxMessageBytes, "err", cause)
 	return nil

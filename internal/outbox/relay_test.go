@@ -23,6 +23,7 @@ import (
 
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/testenv"
+	"github.com/o2i-service/o2i/internal/tracing"
 )
 
 // seq is the payload of the test events: which order and which step.
@@ -206,6 +207,7 @@ type got struct {
 	ev        event.Event
 	partition int
 	key       string
+	headers   []kafka.Header
 }
 
 // collect reads until every id in want was seen (duplicates are kept) or
@@ -245,7 +247,7 @@ func (tl *tail) collect(t *testing.T, project string, want []string, d time.Dura
 					continue
 				}
 				mu.Lock()
-				out = append(out, got{ev, m.Partition, string(m.Key)})
+				out = append(out, got{ev, m.Partition, string(m.Key), m.Headers})
 				seen[ev.ID] = true
 				if missing() == 0 {
 					cancel()
@@ -333,6 +335,56 @@ func TestEnqueueIsTransactional(t *testing.T) {
 // TestRelayPublishesInOrder runs several replicas against the local broker:
 // one leads, every committed event is published, each order's events in
 // order on one partition; a leader that goes away is replaced.
+// TestRelayPassesTheTraceContextOn: a row written in a span goes out with
+// the span's traceparent and tracestate headers, also while this process
+// records no spans (the trace context passes through unchanged); a row
+// written without a span gets none.
+func TestRelayPassesTheTraceContextOn(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testTopic(t))
+	brokers := testenv.KafkaBrokers()
+	stop := startRelay(t, f.relay(brokers))
+	defer stop()
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	ctx := context.Background()
+	var ids []string
+	for _, c := range []context.Context{tracing.FromContext(ctx, parent, "vendor=x"), ctx} {
+		ev, err := event.New(event.OrderUpdated, f.project, "order", "", "ORD-T", int64(len(ids)+1), time.Now(), seq{"ORD-T", int64(len(ids) + 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Topic = f.topic
+		if err := pgx.BeginFunc(c, f.pool, func(tx pgx.Tx) error { return enqueueInto(c, tx, insertSQL(f.table), ev) }); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev.ID)
+	}
+	header := func(hs []kafka.Header, k string) string {
+		for _, h := range hs {
+			if h.Key == k {
+				return string(h.Value)
+			}
+		}
+		return ""
+	}
+	for _, g := range newTail(t, brokers, f.topic, true).collect(t, f.project, ids, 30*time.Second) {
+		tp, ts := header(g.headers, "traceparent"), header(g.headers, "tracestate")
+		switch g.ev.ID {
+		case ids[0]:
+			if tp != parent || ts != "vendor=x" {
+				t.Errorf("row written in a span: traceparent %q, tracestate %q; want %q, %q", tp, ts, parent, "vendor=x")
+			}
+		case ids[1]:
+			if tp != "" || ts != "" {
+				t.Errorf("row written without a span: traceparent %q, tracestate %q", tp, ts)
+			}
+		}
+		if header(g.headers, "eventId") != g.ev.ID {
+			t.Errorf("eventId header %q, want %q", header(g.headers, "eventId"), g.ev.ID)
+		}
+	}
+}
+
 func TestRelayPublishesInOrder(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, testTopic(t))
@@ -581,7 +633,7 @@ func (f *fixture) eventOfSize(t *testing.T, no string, v int64, size int) event.
 			t.Fatal(err)
 		}
 		ev.Topic = f.topic
-		row, err := RowOf(ev)
+		row, err := RowOf(context.Background(), ev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -710,7 +762,7 @@ func TestRelayDeadLettersWhatKafkaRefuses(t *testing.T) {
 					t.Fatalf("dead letters %+v, want none", dead)
 				}
 			} else {
-				row, err := RowOf(large)
+				row, err := RowOf(context.Background(), large)
 				if err != nil {
 					t.Fatal(err)
 				}
