@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -34,11 +35,14 @@ type Config struct {
 	PublicBodyTimeout time.Duration
 	PublicBodies      int
 	PublicPerAddr     int
-	InvoicerWorkers   int
-	LogLevel          string
-	DebugAddr         string
-	MetricsAddr       string
-	RequestTimeout    time.Duration
+	// TrustedProxies are the load balancers whose X-Forwarded-For names the
+	// client (O2I_TRUSTED_PROXIES).
+	TrustedProxies  []netip.Prefix
+	InvoicerWorkers int
+	LogLevel        string
+	DebugAddr       string
+	MetricsAddr     string
+	RequestTimeout  time.Duration
 	// StatementTimeout and IdleInTxTimeout are PostgreSQL session limits of
 	// the service's connections.
 	StatementTimeout time.Duration
@@ -80,6 +84,7 @@ var envVars = []envVar{
 	{"O2I_PUBLIC_BODY_TIMEOUT", httpx.DefaultPublicBodyTimeout.String(), "how long the body of a public request (the payment webhook) may take to arrive after its headers; past it 408 request_timeout", false},
 	{"O2I_PUBLIC_BODIES", strconv.Itoa(httpx.DefaultMaxPublicBodies), "public request bodies read at once per API process, all client addresses together; more: 503 with Retry-After", false},
 	{"O2I_PUBLIC_PER_ADDR", strconv.Itoa(httpx.DefaultMaxPublicPerAddr), "public requests with a body (the payment webhook) one client address may have in flight at once, body and handling; more: 429 with Retry-After. An IPv6 address counts by its /64; behind a load balancer every client has the balancer's address", false},
+	{"O2I_TRUSTED_PROXIES", "", "comma-separated addresses or CIDR prefixes of the load balancers in front of the API; from them, the right-most X-Forwarded-For address that is not a trusted proxy is the client that per-address limits count (failed authentications, public bodies); unset: the TCP peer is the client", false},
 	{"O2I_LOG_LEVEL", "info", "debug, info, warn or error", false},
 	{"O2I_DEBUG_ADDR", "", "when set, serves Go's pprof profiles on this address (keep it private)", false},
 	{"O2I_METRICS_ADDR", "", "when set, serves Prometheus metrics at /metrics on this address, apart from the API (keep it internal)", false},
@@ -173,6 +178,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("O2I_STRIPE_API_BASE must be an http(s) URL, got %q", c.StripeAPIBase)
 	}
 	c.OTLPEndpoint = v("O2I_OTLP_ENDPOINT")
+	if c.TrustedProxies, err = httpx.ParseTrustedProxies(v("O2I_TRUSTED_PROXIES")); err != nil {
+		return c, fmt.Errorf("O2I_TRUSTED_PROXIES: %w", err)
+	}
 	if c.OTLPEndpoint != "" {
 		if u, err := url.Parse(c.OTLPEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return c, fmt.Errorf("O2I_OTLP_ENDPOINT must be an http(s) URL, got %q", c.OTLPEndpoint)

@@ -200,6 +200,7 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 		PublicBodyTimeout: cfg.PublicBodyTimeout,
 		MaxPublicBodies:   cfg.PublicBodies,
 		MaxPublicPerAddr:  cfg.PublicPerAddr,
+		TrustedProxies:    cfg.TrustedProxies,
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}

@@ -102,6 +102,20 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (httpx.P
 	return c.p, nil
 }
 
+// Known implements httpx.KnownKeys: token is a key that authenticated
+// before (it is in the cache of existing keys, however old the entry), so
+// looking it up costs no made-up-key query. Revoked and expired keys are
+// still refused by Authenticate.
+func (a *Authenticator) Known(token string) bool {
+	if !wellFormed(token) {
+		return false
+	}
+	a.mu.Lock()
+	c, ok := a.cache[string(Hash(token))]
+	a.mu.Unlock()
+	return ok && !c.unknown
+}
+
 func (a *Authenticator) load(ctx context.Context, h []byte) (cached, error) {
 	c := cached{hash: h}
 	var revokedAt *time.Time

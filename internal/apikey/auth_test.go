@@ -67,3 +67,32 @@ func TestMadeUpKeysCannotPushRealKeysOut(t *testing.T) {
 		t.Errorf("%d look-ups for a cached real key and a remembered made-up key, want 0", n)
 	}
 }
+
+// TestKnownKeys: a key is known once it has authenticated (so the failed-
+// authentication limiter may let it through), also after its cache entry
+// aged; a made-up or malformed key never is.
+func TestKnownKeys(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	key := testenv.Key(t, pool, testenv.Project(t, pool, true))
+	a := apikey.NewAuthenticator(pool)
+	now := time.Now()
+	apikey.SetClock(a, func() time.Time { return now })
+	if a.Known(key) {
+		t.Error("a key never seen is known")
+	}
+	if _, err := a.Authenticate(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(10 * apikey.CacheTTL)
+	made, _, err := apikey.Generate(apikey.Prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Authenticate(context.Background(), made); apperr.KindOf(err) != apperr.Unauthenticated {
+		t.Fatalf("made-up key: %v", err)
+	}
+	if !a.Known(key) || a.Known(made) || a.Known("not a key") {
+		t.Errorf("known: real %v, made-up %v, malformed %v; want true, false, false", a.Known(key), a.Known(made), a.Known("not a key"))
+	}
+}

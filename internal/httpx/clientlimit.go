@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"net"
 	"net/http"
 	"time"
 
@@ -59,12 +58,11 @@ func (l *ClientLimiter) Failed(addr string) {
 	lim.AllowN(l.now(), 1)
 }
 
-// clientAddr is the address the request came from (the TCP peer; behind a
-// load balancer, that balancer).
+// clientAddr is the address the request came from: the TCP peer, or,
+// behind a trusted proxy, the client it forwards for (clientaddr.go).
 func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+	if a, ok := r.Context().Value(clientAddrKey{}).(string); ok {
+		return a
 	}
-	return host
+	return peerHost(r.RemoteAddr)
 }

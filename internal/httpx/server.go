@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -24,6 +25,13 @@ import (
 // revoked key.
 type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (Principal, error)
+}
+
+// KnownKeys is an Authenticator that can tell, without a database look-up,
+// that a key exists (it authenticated before and is held in memory); the
+// failed-authentication limiter lets such keys through.
+type KnownKeys interface {
+	Known(token string) bool
 }
 
 // Limiter decides whether the principal may make one more request now. When
@@ -91,6 +99,10 @@ type Server struct {
 	// AuthFailures limits failed authentications per client address; nil:
 	// not limited.
 	AuthFailures *ClientLimiter
+	// TrustedProxies are the load balancers whose X-Forwarded-For names the
+	// client that per-address limits count (clientaddr.go); empty: the TCP
+	// peer is the client.
+	TrustedProxies []netip.Prefix
 }
 
 // DefaultRequestTimeout bounds a request whose route sets no Timeout.
@@ -125,6 +137,7 @@ func (s *Server) Handler() http.Handler {
 			start := time.Now()
 			id := newRequestID()
 			w.Header().Set("X-Request-Id", id)
+			req = withClientAddr(req, s.TrustedProxies)
 			// The request's span continues the caller's trace (traceparent);
 			// the request id on it finds the trace of any call.
 			ctx, span := tracing.Start(tracing.HTTP(req.Context(), req.Header), req.Method, trace.SpanKindServer,
@@ -274,7 +287,11 @@ func (s *Server) authorize(r *http.Request, rt Route) (Principal, error) {
 	}
 	addr := clientAddr(r)
 	if s.AuthFailures != nil {
-		if wait, blocked := s.AuthFailures.Blocked(addr); blocked {
+		// A blocked address is refused before any look-up, except with a
+		// key known to exist: a tenant behind the same address as someone
+		// trying made-up keys keeps working.
+		known, ok := s.Auth.(KnownKeys)
+		if wait, blocked := s.AuthFailures.Blocked(addr); blocked && !(ok && known.Known(strings.TrimSpace(token))) {
 			return Principal{}, &apperr.Error{Kind: apperr.RateLimited, Code: "rate_limited",
 				Message: "too many failed authentications from this address, retry later", RetryAfter: wait}
 		}
