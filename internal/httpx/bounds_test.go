@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -230,5 +231,32 @@ func TestLoggable(t *testing.T) {
 		if got := loggable(in); got != want {
 			t.Errorf("loggable(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestRequestLogFieldsAreBounded: a path or Idempotency-Key of up to 64 KiB
+// is recorded cut to maxLoggedBytes at a character boundary, marked "…",
+// so every request log entry has a bounded size.
+func TestRequestLogFieldsAreBounded(t *testing.T) {
+	t.Parallel()
+	rec := &entries{}
+	s := &Server{Routes: []Route{{Method: http.MethodGet, Path: "/v1/things/{id}", Handler: func(w http.ResponseWriter, r *http.Request) error {
+		return nil
+	}}}, Recorder: rec}
+	h := s.Handler()
+	long := strings.Repeat("ä", 20000) // 40,000 bytes
+	req := httptest.NewRequest(http.MethodGet, "/v1/things/"+long, nil)
+	req.Header.Set("Idempotency-Key", strings.Repeat("k", 60000))
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if len(rec.got) != 1 {
+		t.Fatalf("%d entries", len(rec.got))
+	}
+	for name, f := range map[string]string{"path": rec.got[0].Path, "idempotency key": rec.got[0].IdempotencyKey} {
+		if len(f) > maxLoggedBytes || !strings.HasSuffix(f, "…") || !utf8.ValidString(f) {
+			t.Errorf("%s: %d bytes, valid %v, ends %q", name, len(f), utf8.ValidString(f), f[max(0, len(f)-8):])
+		}
+	}
+	if got := logField("/v1/short"); got != "/v1/short" {
+		t.Errorf("a short path: %q", got)
 	}
 }

@@ -81,6 +81,26 @@ func validText(s string) bool {
 // loggable makes s safe for the request log (PostgreSQL text, written in
 // batches: one bad value would lose the whole batch). Invalid UTF-8 and NUL
 // become U+FFFD.
+// maxLoggedBytes bounds each text field of a request log entry (path,
+// Idempotency-Key): a client may send paths and headers of up to 64 KiB,
+// and the log keeps every request for 30 days, so an entry's size is
+// bounded, not only the number of entries.
+const maxLoggedBytes = 512
+
+// logField is loggable cut to maxLoggedBytes at a character boundary, with
+// "…" marking the cut.
+func logField(s string) string {
+	s = loggable(s)
+	if len(s) <= maxLoggedBytes {
+		return s
+	}
+	cut := maxLoggedBytes - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 func loggable(s string) string {
 	if validText(s) {
 		return s

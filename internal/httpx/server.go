@@ -153,7 +153,7 @@ func (s *Server) Handler() http.Handler {
 				// clean-looking truncated body.
 				aborted := v == http.ErrAbortHandler
 				if aborted {
-					slog.WarnContext(ctx, "response aborted after it began", "requestId", id, "path", loggable(req.URL.Path))
+					slog.WarnContext(ctx, "response aborted after it began", "requestId", id, "path", logField(req.URL.Path))
 					defer panic(v)
 				} else if v != nil {
 					slog.ErrorContext(ctx, "panic", "requestId", id, "panic", v)
@@ -180,8 +180,8 @@ func (s *Server) Handler() http.Handler {
 					p, _ := PrincipalFrom(rec.ctx(ctx))
 					s.Recorder.Record(Entry{
 						RequestID: id, ProjectID: p.ProjectID, KeyPrefix: p.KeyPrefix,
-						Method: req.Method, Path: loggable(req.URL.Path), Route: route, Status: status,
-						Duration: d, IdempotencyKey: loggable(req.Header.Get("Idempotency-Key")), At: start,
+						Method: req.Method, Path: logField(req.URL.Path), Route: route, Status: status,
+						Duration: d, IdempotencyKey: logField(req.Header.Get("Idempotency-Key")), At: start,
 					})
 				}
 			}()
