@@ -497,8 +497,13 @@ func TestRelayCrashRepublishes(t *testing.T) {
 	<-done
 	tl := newTail(t, brokers, f.topic, true)
 	first := tl.collect(t, f.project, ids, 30*time.Second)
-	if len(first) != len(ids) {
-		t.Fatalf("first publish: %d messages, want %d", len(first), len(ids))
+	// Rounds that saw only some rows published those twice (at least once).
+	distinct := map[string]bool{}
+	for _, g := range first {
+		distinct[g.ev.ID] = true
+	}
+	if len(distinct) != len(ids) {
+		t.Fatalf("first publish: %d distinct events, want %d", len(distinct), len(ids))
 	}
 	if n := f.unsent(t); n != len(ids) {
 		t.Fatalf("%d unsent rows after the crash, want %d", n, len(ids))
