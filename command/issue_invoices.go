@@ -217,8 +217,11 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		order.Payments = []billing.ReceivedPayment{paid}
 		// An order invoiced again after its invoice was cancelled is a
 		// correction: the new invoice names where the payment comes from.
-		if order.CarriedFrom, err = lastCancelledInvoiceTx(ctx, tx, o.id); err != nil {
-			return nil, nil, err
+		// A first invoice (never invoiced before) skips the look-up.
+		if o.invoicedAt != nil {
+			if order.CarriedFrom, err = lastCancelledInvoiceTx(ctx, tx, o.id); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	supply := d.IssueDate

@@ -59,7 +59,7 @@ const productsDescription = "The project's catalogue, oldest first (keyset pagin
 
 // products reads up to limit products after position after, oldest first,
 // and whether more follow.
-func (s *Service) products(ctx context.Context, projectID string, unconfigured bool, after taskPos, limit int) ([]Product, []taskPos, bool, error) {
+func (s *Service) products(ctx context.Context, projectID string, unconfigured bool, after listPos, limit int) ([]Product, []listPos, bool, error) {
 	sql := `SELECT id::text, match_kind, external_id, sku, name, revenue_recognition, default_period_months, created_at
 		FROM products WHERE project_id = $1 AND (created_at, id) > ($2, $3::uuid)`
 	if unconfigured {
@@ -72,7 +72,7 @@ func (s *Service) products(ctx context.Context, projectID string, unconfigured b
 	}
 	type row struct {
 		p   Product
-		pos taskPos
+		pos listPos
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 		var x row
@@ -85,7 +85,7 @@ func (s *Service) products(ctx context.Context, projectID string, unconfigured b
 			x.p.RevenueRecognition = &ProductRecognition{Mode: *rec, PeriodMonths: months}
 		}
 		x.p.CreatedAt = x.p.CreatedAt.UTC()
-		x.pos = taskPos{at: x.p.CreatedAt, id: uuid.MustParse(x.p.ID)}
+		x.pos = listPos{at: x.p.CreatedAt, id: uuid.MustParse(x.p.ID)}
 		return x, nil
 	})
 	if err != nil {
@@ -96,7 +96,7 @@ func (s *Service) products(ctx context.Context, projectID string, unconfigured b
 		list = list[:limit]
 	}
 	out := make([]Product, 0, len(list))
-	pos := make([]taskPos, 0, len(list))
+	pos := make([]listPos, 0, len(list))
 	for _, x := range list {
 		out, pos = append(out, x.p), append(pos, x.pos)
 	}
@@ -138,7 +138,7 @@ func (s *Service) listProducts(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	filters := "products\x00" + strconv.FormatBool(unconfigured)
-	var after taskPos
+	var after listPos
 	if cursor != "" {
 		if after.at, after.id, err = decodeTimeIDCursor(key, projectID, filters, cursor); err != nil {
 			return err

@@ -52,16 +52,16 @@ func (f TaskFilter) key() string {
 	return strings.Join([]string{"tasks", f.Status, f.Type, f.OrderNo}, "\x00")
 }
 
-// taskPos is a position in the listing order (created_at, id); the zero
-// value is before every task.
-type taskPos struct {
+// listPos is a position in a listing ordered by (created_at, id), of
+// tasks or products; the zero value is before every entry.
+type listPos struct {
 	at time.Time
 	id uuid.UUID
 }
 
 type taskRow struct {
 	Task
-	pos taskPos
+	pos listPos
 }
 
 func scanTask(row pgx.CollectableRow) (taskRow, error) {
@@ -74,7 +74,7 @@ func scanTask(row pgx.CollectableRow) (taskRow, error) {
 		return r, err
 	}
 	r.ID = id.String()
-	r.pos = taskPos{at: created, id: id}
+	r.pos = listPos{at: created, id: id}
 	r.CreatedAt = created.UTC().Format(time.RFC3339Nano)
 	if resolved != nil {
 		s := resolved.UTC().Format(time.RFC3339Nano)
@@ -88,7 +88,7 @@ const taskColumns = `id, kind, status, details->>'orderNo', created_at, resolved
 
 // tasks returns up to limit tasks of the project matching f after position
 // after, oldest first, and whether more follow (it fetches limit+1).
-func (s *Service) tasks(ctx context.Context, projectID string, f TaskFilter, after taskPos, limit int) ([]taskRow, bool, error) {
+func (s *Service) tasks(ctx context.Context, projectID string, f TaskFilter, after listPos, limit int) ([]taskRow, bool, error) {
 	// Only the filters given become conditions, so that each query shape
 	// gets its own plan.
 	sql := `SELECT ` + taskColumns + ` FROM tasks WHERE project_id = $1 AND (created_at, id) > ($2, $3::uuid)`
@@ -129,7 +129,7 @@ func (s *Service) ListTasks(ctx context.Context, projectID string, f TaskFilter,
 	if limit < 1 || limit > MaxTaskListLimit {
 		return nil, false, apperr.Field("limit", "limit must be an integer from 1 to %d, got %d", MaxTaskListLimit, limit)
 	}
-	list, more, err := s.tasks(ctx, projectID, f, taskPos{}, limit)
+	list, more, err := s.tasks(ctx, projectID, f, listPos{}, limit)
 	if err != nil {
 		return nil, false, err
 	}
@@ -201,7 +201,7 @@ func (s *Service) listTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var after taskPos
+	var after listPos
 	if f.cursor != "" {
 		if after.at, after.id, err = decodeTimeIDCursor(key, projectID, f.key(), f.cursor); err != nil {
 			return err

@@ -136,10 +136,11 @@ func Means(p ReceivedPayment, transfer *BankTransfer) PaymentMeans {
 	default:
 		pm.Code = MeansOnlineService
 	}
-	pm.Information = MethodName(p)
 	if pm.Card != nil {
 		// The code says card already: BT-82 says which one.
 		pm.Information = cardDetail(m) + ", über " + providerOf(p)
+	} else {
+		pm.Information = MethodName(p)
 	}
 	return pm
 }
@@ -331,7 +332,7 @@ func SettleInvoice(f InvoiceSettlement) (Settled, error) {
 	}
 	var said []string // what happened to the money, sentence by sentence
 	for _, p := range f.Paid {
-		said = append(said, fmt.Sprintf("Bezahlt am %s per %s (%s).", p.Date.Format("02.01.2006"), methodPhrase(p), p.Reference))
+		said = append(said, fmt.Sprintf("Bezahlt am %s per %s (%s).", p.Date.Format("02.01.2006"), MethodName(p), p.Reference))
 	}
 	if f.CarriedFrom != "" && paid > 0 {
 		said = append(said, "Die Zahlung wurde von der stornierten Rechnung "+f.CarriedFrom+" übertragen.")
@@ -396,10 +397,6 @@ func dueSentence(s Settled, days int, currency, transferRef string) string {
 	return t
 }
 
-// methodPhrase is how p was paid after "per": "Karte (Visa, endet auf
-// 4242) über Stripe".
-func methodPhrase(p ReceivedPayment) string { return MethodName(p) }
-
 // largest is the payment that paid most (the first of equals): its means
 // stand for the document's.
 func largest(ps []ReceivedPayment) ReceivedPayment {
@@ -458,33 +455,4 @@ func SettleCancellation(payable money.Cents, cancelled Reference) Settled {
 	pm.Terms = fmt.Sprintf("Verrechnet mit Rechnung %s vom %s. Es ist keine Zahlung zu leisten.",
 		cancelled.Number, cancelled.IssueDate.Format("02.01.2006"))
 	return Settled{PrepaidCents: payable, Means: pm}
-}
-
-// SmallAmountLimitCents is the most a small-amount invoice may total, gross
-// (§ 33 UStDV: 250 euros).
-const SmallAmountLimitCents = 25000
-
-// SmallAmountRefused says why an order whose buyer lacks name or address
-// cannot have a small-amount invoice (§ 33 UStDV), or "" when it can: a
-// supply taxed at German VAT in Germany (§ 33 S. 3 UStDV excludes distance
-// sales under § 3c UStG, intra-community supplies and reverse charge) to a
-// buyer without company name or VAT id, at most 250.00 EUR gross in all,
-// one taxed document (no gift-card sale beside it), no XRechnung.
-func SmallAmountRefused(o *Order, t Treatment, payableCents money.Cents, documents int) string {
-	b := &o.BillingAddress
-	switch {
-	case t != TreatDomestic:
-		return "a small-amount invoice (§ 33 UStDV) is only for domestic supplies, a cross-border sale needs the full invoice; this buyer is in " + b.CountryCode
-	case strings.TrimSpace(b.CompanyName) != "" || strings.TrimSpace(b.VATID) != "":
-		return "a business buyer needs a full invoice"
-	case strings.TrimSpace(b.LeitwegID) != "":
-		return "an XRechnung needs the buyer's address"
-	case o.Currency != "" && o.Currency != "EUR":
-		return "a small-amount invoice is limited to 250 EUR; this order is in " + o.Currency
-	case payableCents > SmallAmountLimitCents:
-		return "a small-amount invoice (§ 33 UStDV) is limited to 250.00 EUR gross; this order totals " + payableCents.String() + " EUR"
-	case documents != 1:
-		return "an order with a gift-card sale needs full invoices"
-	}
-	return ""
 }
