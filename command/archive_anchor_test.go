@@ -51,7 +51,7 @@ func unlockedArchive(t *testing.T, versioned bool) (*archive.Archive, *minio.Cli
 
 // archivedDocs issues and archives n invoices of a test-mode project into
 // a (test documents: a bucket without lock is where they belong).
-func archivedDocs(t *testing.T, a *archive.Archive, n int) (*invoicing, []command.Issued) {
+func archivedDocs(t *testing.T, a *archive.Archive, n int) (*invoicingEnv, []command.Issued) {
 	t.Helper()
 	v := newInvoicing(t, true, nil)
 	var docs []command.Issued
@@ -65,7 +65,7 @@ func archivedDocs(t *testing.T, a *archive.Archive, n int) (*invoicing, []comman
 	return v, docs
 }
 
-func verify(t *testing.T, v *invoicing, a *archive.Archive) query.VerifyReport {
+func verify(t *testing.T, v *invoicingEnv, a *archive.Archive) query.VerifyReport {
 	t.Helper()
 	q := query.New(v.pool, nil)
 	q.ServeDocumentsFrom(a)

@@ -179,7 +179,7 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 		}
 		inv.Status, inv.ArchivedAt = "archived", &now
 		// The document goes to the order's e-mail (blocked in test mode).
-		if err := enqueueDocumentMailTx(ctx, tx, projectID, inv.ID, inv.OrderID, inv.OrderNo, inv.TestMode); err != nil {
+		if err := EnqueueDocumentMailTx(ctx, tx, projectID, inv.ID, inv.OrderID, inv.OrderNo, inv.TestMode); err != nil {
 			return err
 		}
 		ev, err := event.New(event.InvoiceArchived, projectID, "invoice", inv.ID, inv.OrderNo, inv.Version, now, inv)

@@ -9,14 +9,14 @@ import (
 )
 
 // productDefaults are a catalogue product's invoicing defaults.
-type productDefaults struct {
-	taxRate      *money.Decimal // used when a line sends no taxRate
-	periodMonths int            // default service period (SaaS); 0: none
+type ProductDefaults struct {
+	TaxRate      *money.Decimal // used when a line sends no taxRate
+	PeriodMonths int            // default service period (SaaS); 0: none
 }
 
 // billingOrder maps a stored order to the invoice engine's input.
 // products holds the catalogue's defaults per catalogue product.
-func billingOrder(c event.OrderContent, products map[string]productDefaults) billing.Order {
+func BillingOrder(c event.OrderContent, products map[string]ProductDefaults) billing.Order {
 	o := billing.Order{
 		OrderNo: c.OrderNo, BillingAddress: billingAddress(c.BillingAddress), PaymentRef: c.PaymentRef,
 		PaymentGateway: c.PaymentGateway, FinancialStatus: c.FinancialStatus, Email: c.Email, Currency: c.Currency,
@@ -33,7 +33,7 @@ func billingOrder(c event.OrderContent, products map[string]productDefaults) bil
 			SKU: it.SKU, TaxRate: it.TaxRate, GiftCard: it.GiftCard, DiscountNetCents: it.DiscountNetCents, ProductID: it.ProductID,
 		}
 		if d, ok := products[it.CatalogProductID]; ok {
-			bi.ProductTaxRate, bi.DefaultPeriodMonths = d.taxRate, d.periodMonths
+			bi.ProductTaxRate, bi.DefaultPeriodMonths = d.TaxRate, d.PeriodMonths
 		}
 		o.Items = append(o.Items, bi)
 	}

@@ -37,7 +37,7 @@ func (s *Service) cancelOrder(ctx context.Context, projectID, key, reqID, orderN
 	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		resp, err = keyedTx(ctx, tx, projectID, endpointCancel, key, fingerprint[:], func() (response, error) {
-			o, err := lockOrder(ctx, tx, projectID, "order_no", orderNo)
+			o, err := Lock(ctx, tx, projectID, "order_no", orderNo)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return response{}, apperr.New(apperr.NotFound, "order_not_found", "no order %q in this project", orderNo)
 			}
@@ -47,7 +47,7 @@ func (s *Service) cancelOrder(ctx context.Context, projectID, key, reqID, orderN
 			if _, err := cancelTx(ctx, tx, projectID, &o, "order cancelled"); err != nil {
 				return response{}, err
 			}
-			body, err := renderData(reqID, OrderResult{ID: o.id, OrderNo: o.orderNo, Status: o.status})
+			body, err := renderData(reqID, OrderResult{ID: o.ID, OrderNo: o.OrderNo, Status: o.Status})
 			if err != nil {
 				return response{}, err
 			}
@@ -62,24 +62,24 @@ func (s *Service) cancelOrder(ctx context.Context, projectID, key, reqID, orderN
 // when it has documents to cancel, resolves its hold tasks with reason, and
 // publishes its state. It returns false when the order was cancelled
 // already (nothing changes).
-func cancelTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow, reason string) (bool, error) {
-	if o.status == "cancelled" {
+func cancelTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked, reason string) (bool, error) {
+	if o.Status == "cancelled" {
 		return false, nil
 	}
 	var documents bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM invoices WHERE order_id = $1)`, o.id).Scan(&documents); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM invoices WHERE order_id = $1)`, o.ID).Scan(&documents); err != nil {
 		return false, err
 	}
 	err := tx.QueryRow(ctx, `UPDATE orders SET status = 'cancelled', correction_pending = correction_pending OR $2,
 			holds = '[]', version = version + 1, updated_at = now()
-		WHERE id = $1 RETURNING version, updated_at, correction_pending`, o.id, documents).
-		Scan(&o.version, &o.updatedAt, &o.correctionPending)
+		WHERE id = $1 RETURNING version, updated_at, correction_pending`, o.ID, documents).
+		Scan(&o.Version, &o.UpdatedAt, &o.CorrectionPending)
 	if err != nil {
 		return false, err
 	}
-	o.status, o.holds = "cancelled", nil
-	if err := resolveTasks(ctx, tx, projectID, holdKinds, o.orderNo, reason); err != nil {
+	o.Status, o.Holds = "cancelled", nil
+	if err := ResolveTasks(ctx, tx, projectID, HoldKinds, o.OrderNo, reason); err != nil {
 		return false, err
 	}
-	return true, o.enqueueState(ctx, tx, projectID, event.OrderUpdated)
+	return true, o.EnqueueState(ctx, tx, projectID, event.OrderUpdated)
 }

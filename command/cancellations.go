@@ -30,15 +30,15 @@ var errNotCancellable = errors.New("issued before documents were stored: cancel 
 func (s *Service) CancelSuperseded(ctx context.Context, projectID, orderID string, issueDate time.Time) (out []Issued, err error) {
 	defer apperr.Wrap(&err, "cancel superseded documents of order %s", orderID)
 	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		o, err := lockOrder(ctx, tx, projectID, "id", orderID)
+		o, err := Lock(ctx, tx, projectID, "id", orderID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
 		}
-		if err != nil || !o.correctionPending {
+		if err != nil || !o.CorrectionPending {
 			return err
 		}
 		var content event.OrderContent
-		if err := json.Unmarshal(o.content, &content); err != nil {
+		if err := json.Unmarshal(o.Content, &content); err != nil {
 			return fmt.Errorf("order content: %w", err)
 		}
 		p, err := project.Get(ctx, tx, projectID)
@@ -50,7 +50,7 @@ func (s *Service) CancelSuperseded(ctx context.Context, projectID, orderID strin
 		if out, evs, err = s.cancelDocumentsTx(ctx, tx, projectID, &o, content.PaymentRef, p.Seller(), issueDate, now); err != nil {
 			return err
 		}
-		return saveOrderTx(ctx, tx, projectID, &o, content, o.status, now, evs)
+		return saveOrderTx(ctx, tx, projectID, &o, content, o.Status, now, evs)
 	})
 	return out, err
 }
@@ -67,12 +67,12 @@ func (s *Service) CancelSuperseded(ctx context.Context, projectID, orderID strin
 // (billing.RemainderOf), or by nothing when they credited it all: a full
 // cancellation would credit the refunded part twice. A corrected order keeps
 // its refunds credited, so its invoice is cancelled in full.
-func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow, paymentRef string,
+func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked, paymentRef string,
 	seller billing.Seller, issueDate, now time.Time) ([]Issued, []event.Event, error) {
 	rows, err := tx.Query(ctx, `SELECT id::text, number, document FROM invoices i
 		WHERE order_id = $1 AND type IN ('invoice', 'voucher_sale') AND failed_rules = '{}'
 		AND NOT EXISTS (SELECT 1 FROM invoices c WHERE c.cancels = i.id)
-		ORDER BY created_at, seq`, o.id)
+		ORDER BY created_at, seq`, o.ID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -89,8 +89,8 @@ func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID st
 		return nil, nil, err
 	}
 	credited := map[string][]billing.Invoice{} // credit notes by the number of the invoice they correct
-	if o.status == "cancelled" && len(docs) > 0 {
-		if credited, err = creditNotesTx(ctx, tx, o.id); err != nil {
+	if o.Status == "cancelled" && len(docs) > 0 {
+		if credited, err = creditNotesTx(ctx, tx, o.ID); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -134,7 +134,7 @@ func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID st
 		if err != nil {
 			return nil, nil, err
 		}
-		doc, ev, err := recordDocumentTx(ctx, tx, projectID, o.id, o.orderNo, paymentRef, c, rangeKey, seq, a.id, now)
+		doc, ev, err := recordDocumentTx(ctx, tx, projectID, o.ID, o.OrderNo, paymentRef, c, rangeKey, seq, a.id, now)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -131,7 +131,7 @@ func (s *Service) recordCreditTransactions(ctx context.Context, projectID string
 	occurred := make([]time.Time, n)
 	for i, t := range uniq {
 		ids[i], types[i], emails[i], amounts[i], occurred[i] = t.ID, t.Type, t.Email, t.AmountCents, t.OccurredAt
-		orderRefs[i] = nullable(t.OrderRef)
+		orderRefs[i] = Nullable(t.OrderRef)
 	}
 	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `INSERT INTO credit_transactions (project_id, id, type, email, amount_cents, occurred_at, order_ref)

@@ -46,7 +46,7 @@ func (s *Service) recordDeadLetter(ctx context.Context, j orderJob, cause error,
 		if err != nil {
 			return err
 		}
-		if err := openTask(ctx, tx, j.projectID, TaskInvoicingFailed, j.order.OrderNo, map[string]any{
+		if err := OpenTask(ctx, tx, j.projectID, TaskInvoicingFailed, j.order.OrderNo, map[string]any{
 			"orderNo": j.order.OrderNo, "error": cause.Error(), "attempts": attempts,
 		}); err != nil {
 			return err
@@ -75,7 +75,7 @@ func (s *Service) resolveDeadLetter(ctx context.Context, d deadLetter) error {
 		if _, err := tx.Exec(ctx, `UPDATE invoicing_dead_letters SET resolved_at = now() WHERE id = $1`, d.id); err != nil {
 			return err
 		}
-		return resolveTask(ctx, tx, d.projectID, TaskInvoicingFailed, d.orderNo, "retried: handled")
+		return ResolveTask(ctx, tx, d.projectID, TaskInvoicingFailed, d.orderNo, "retried: handled")
 	})
 }
 
@@ -94,7 +94,7 @@ func (s *Service) retryDeadLetterLater(ctx context.Context, d deadLetter, cause 
 }
 
 // resolveTask resolves the open task of that kind and subject, if any.
-func resolveTask(ctx context.Context, tx pgx.Tx, projectID, kind, subject, resolution string) error {
+func ResolveTask(ctx context.Context, tx pgx.Tx, projectID, kind, subject, resolution string) error {
 	_, err := tx.Exec(ctx, `UPDATE tasks SET status = 'resolved', resolved_at = now(), resolution = $4
 		WHERE project_id = $1 AND kind = $2 AND subject = $3 AND status = 'open'`, projectID, kind, subject, resolution)
 	return err

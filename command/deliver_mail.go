@@ -46,7 +46,7 @@ const (
 // enqueueDocumentMailTx records the delivery of an archived document to its
 // order's e-mail, in the archiving transaction; an order without e-mail
 // gets none. A test document's delivery is recorded as blocked.
-func enqueueDocumentMailTx(ctx context.Context, tx pgx.Tx, projectID, invoiceID, orderID, orderNo string, test bool) error {
+func EnqueueDocumentMailTx(ctx context.Context, tx pgx.Tx, projectID, invoiceID, orderID, orderNo string, test bool) error {
 	var email *string
 	if err := tx.QueryRow(ctx, `SELECT NULLIF(content->>'email', '') FROM orders WHERE id = $1`, orderID).Scan(&email); err != nil {
 		return fmt.Errorf("order e-mail: %w", err)
@@ -64,7 +64,7 @@ func enqueueDocumentMailTx(ctx context.Context, tx pgx.Tx, projectID, invoiceID,
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO mail_deliveries (id, project_id, kind, invoice_id, order_no, recipient, reply_to, status)
 		VALUES ($1, $2, 'invoice', $3, $4, $5, $6, $7) ON CONFLICT (invoice_id) DO NOTHING`,
-		uuid.NewString(), projectID, invoiceID, orderNo, *email, nullable(p.Settings.ContactEmail), status)
+		uuid.NewString(), projectID, invoiceID, orderNo, *email, Nullable(p.Settings.ContactEmail), status)
 	return err
 }
 
@@ -312,7 +312,7 @@ func (m *Mailer) record(ctx context.Context, d dueDelivery, cause error) error {
 					last_attempt_at = now(), version = version + 1 WHERE id = $1`, d.id, attempts); err != nil {
 				return err
 			}
-			return resolveTasks(ctx, tx, d.projectID, []string{TaskMailDeliveryFailed}, d.orderNo, "sent to "+d.recipient)
+			return ResolveTasks(ctx, tx, d.projectID, []string{TaskMailDeliveryFailed}, d.orderNo, "sent to "+d.recipient)
 		}
 		slog.Warn("mailer: delivery failed", "orderNo", d.orderNo, "kind", d.kind, "attempts", attempts, "err", cause)
 		wait := m.Backoff << min(attempts-1, 20)
@@ -333,7 +333,7 @@ func (m *Mailer) record(ctx context.Context, d dueDelivery, cause error) error {
 			if d.invoiceID != nil {
 				details["invoiceId"] = *d.invoiceID
 			}
-			return openTask(ctx, tx, d.projectID, TaskMailDeliveryFailed, d.orderNo, details)
+			return OpenTask(ctx, tx, d.projectID, TaskMailDeliveryFailed, d.orderNo, details)
 		}
 		return nil
 	})

@@ -60,7 +60,7 @@ func (s *Service) engineCheck(ctx context.Context, projectID string, c event.Ord
 	if err != nil {
 		return err
 	}
-	err = billing.Validate(billingOrder(c, nil), seller)
+	err = billing.Validate(BillingOrder(c, nil), seller)
 	var fe billing.FieldErrors
 	if !errors.As(err, &fe) {
 		return nil

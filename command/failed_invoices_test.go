@@ -38,7 +38,7 @@ func failingArchive(t *testing.T) *archive.Archive {
 
 // invoicer is an invoicer over v's service that archives in a and tries a
 // failing event twice, without waiting long.
-func (v *invoicing) invoicer(a *archive.Archive) *command.Invoicer {
+func (v *invoicingEnv) invoicer(a *archive.Archive) *command.Invoicer {
 	iv := command.NewInvoicer(v.svc, a, testenv.KafkaBrokers())
 	iv.Attempts, iv.Backoff, iv.AttemptTimeout = 2, time.Millisecond, 20*time.Second
 	return iv
@@ -48,7 +48,7 @@ func (v *invoicing) invoicer(a *archive.Archive) *command.Invoicer {
 // its own events makes it due) and returns its id with an order event that
 // says it is due (shipped, paid with store credit): what makes the invoicer
 // issue and archive its invoice.
-func (v *invoicing) dueOrder(orderNo string) (string, []byte) {
+func (v *invoicingEnv) dueOrder(orderNo string) (string, []byte) {
 	v.t.Helper()
 	id := v.place(simpleOrder(orderNo, ""))
 	total := int64(4820)
@@ -76,7 +76,7 @@ type docState struct {
 }
 
 // document returns the order's only document.
-func (v *invoicing) document(orderID string) docState {
+func (v *invoicingEnv) document(orderID string) docState {
 	v.t.Helper()
 	var d docState
 	err := v.pool.QueryRow(context.Background(), `SELECT i.id::text, i.number, i.status, i.version, i.failure_reason, i.failure_task_id::text, r.next_seq
@@ -89,7 +89,7 @@ func (v *invoicing) document(orderID string) docState {
 }
 
 // invoiceEvents returns the events of the document in outbox order.
-func (v *invoicing) invoiceEvents(invoiceID string) []event.Event {
+func (v *invoicingEnv) invoiceEvents(invoiceID string) []event.Event {
 	v.t.Helper()
 	rows, err := v.pool.Query(context.Background(), `SELECT payload FROM outbox WHERE project_id = $1 ORDER BY id`, v.project)
 	if err != nil {
@@ -113,7 +113,7 @@ func (v *invoicing) invoiceEvents(invoiceID string) []event.Event {
 }
 
 // lastInvoiceEvent returns the document's newest event and its data.
-func (v *invoicing) lastInvoiceEvent(invoiceID string) (string, event.Invoice) {
+func (v *invoicingEnv) lastInvoiceEvent(invoiceID string) (string, event.Invoice) {
 	v.t.Helper()
 	evs := v.invoiceEvents(invoiceID)
 	if len(evs) == 0 {
@@ -129,7 +129,7 @@ func (v *invoicing) lastInvoiceEvent(invoiceID string) (string, event.Invoice) {
 
 // task returns the id and status of the order's invoicing_failed task, or
 // empty strings when it has none.
-func (v *invoicing) task(orderNo string) (id, status string) {
+func (v *invoicingEnv) task(orderNo string) (id, status string) {
 	v.t.Helper()
 	err := v.pool.QueryRow(context.Background(), `SELECT id::text, status FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = $3
 		ORDER BY created_at DESC LIMIT 1`, v.project, command.TaskInvoicingFailed, orderNo).Scan(&id, &status)
@@ -140,7 +140,7 @@ func (v *invoicing) task(orderNo string) (id, status string) {
 }
 
 // deadLetter returns whether the order has an open dead letter.
-func (v *invoicing) openDeadLetter(orderID string) bool {
+func (v *invoicingEnv) openDeadLetter(orderID string) bool {
 	v.t.Helper()
 	var open bool
 	if err := v.pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM invoicing_dead_letters WHERE order_id = $1 AND resolved_at IS NULL)`,
@@ -176,7 +176,7 @@ func TestIssuedDocumentCreatedToArchived(t *testing.T) {
 
 // failedDocument issues an order's invoice with an invoicer whose archive
 // fails in every try and returns the order's number, id and document.
-func (v *invoicing) failedDocument() (string, string, docState) {
+func (v *invoicingEnv) failedDocument() (string, string, docState) {
 	v.t.Helper()
 	orderNo := uniqueNo("CF")
 	id, due := v.dueOrder(orderNo)

@@ -49,7 +49,7 @@ func decideEvent(o event.Order, gateways func() ([]string, error), paid func() (
 		if err != nil {
 			return lifecycle.Decision{}, err
 		}
-		f.InvoiceFirst = slices.Contains(enabled, o.PaymentGateway) || providerTransfer(o.OrderContent)
+		f.InvoiceFirst = slices.Contains(enabled, o.PaymentGateway) || ProviderTransfer(o.OrderContent)
 	}
 	if !f.InvoiceFirst {
 		var err error
@@ -294,7 +294,7 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 		}
 		return err
 	}
-	if d.Due && providerTransfer(o.OrderContent) && o.Status == "created" {
+	if d.Due && ProviderTransfer(o.OrderContent) && o.Status == "created" {
 		// The provider's payment order first: the invoice shows its IBAN and reference.
 		err := iv.svc.PrepareTransfer(ctx, iv.Transfers, j.projectID, o.ID)
 		var held *HeldError

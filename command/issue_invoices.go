@@ -92,16 +92,16 @@ func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, 
 		// Rolled back: no number taken. The order waits as a task.
 		h := &HeldError{TaskValidationFailed, invalid.Error()}
 		err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-			o, err := lockOrder(ctx, tx, projectID, "id", orderID)
+			o, err := Lock(ctx, tx, projectID, "id", orderID)
 			if err != nil {
 				return err
 			}
-			if err := openTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{
+			if err := OpenTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{
 				"orderNo": orderNo, "document": invalid.kind, "rules": invalid.rules, "findings": invalid.findings,
 			}); err != nil {
 				return err
 			}
-			return noteHoldsTx(ctx, tx, projectID, &o)
+			return NoteHoldsTx(ctx, tx, projectID, &o)
 		})
 		if err != nil {
 			return nil, err
@@ -115,7 +115,7 @@ func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, 
 }
 
 func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID string, d IssueDates) ([]Issued, *HeldError, string, error) {
-	o, err := lockOrder(ctx, tx, projectID, "id", orderID)
+	o, err := Lock(ctx, tx, projectID, "id", orderID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, "", apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
 	}
@@ -123,14 +123,14 @@ func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID str
 		return nil, nil, "", err
 	}
 	out, held, err := s.issueLockedTx(ctx, tx, projectID, &o, d)
-	return out, held, o.orderNo, err
+	return out, held, o.OrderNo, err
 }
 
 // issueLockedTx is issueTx on the locked order o.
-func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow, d IssueDates) ([]Issued, *HeldError, error) {
-	orderID := o.id
+func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked, d IssueDates) ([]Issued, *HeldError, error) {
+	orderID := o.ID
 	var content event.OrderContent
-	if err := json.Unmarshal(o.content, &content); err != nil {
+	if err := json.Unmarshal(o.Content, &content); err != nil {
 		return nil, nil, fmt.Errorf("order content: %w", err)
 	}
 	p, err := project.Get(ctx, tx, projectID)
@@ -138,49 +138,49 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		return nil, nil, err
 	}
 	seller := p.Seller()
-	seller.TestMode = o.testMode // the order's mode, fixed when it was received; not the project's now
+	seller.TestMode = o.TestMode // the order's mode, fixed when it was received; not the project's now
 	now := time.Now().UTC()
 
 	// Documents that no longer match the order are cancelled first.
 	var out []Issued
 	var evs []event.Event
-	if o.correctionPending {
+	if o.CorrectionPending {
 		if out, evs, err = s.cancelDocumentsTx(ctx, tx, projectID, o, content.PaymentRef, seller, d.IssueDate, now); err != nil {
 			return nil, nil, err
 		}
 	}
-	switch o.status {
+	switch o.Status {
 	case "invoiced":
 		issued, err := issuedOf(ctx, tx, orderID)
 		return issued, nil, err
 	case "cancelled":
-		return out, nil, saveOrderTx(ctx, tx, projectID, o, content, o.status, now, evs)
+		return out, nil, saveOrderTx(ctx, tx, projectID, o, content, o.Status, now, evs)
 	}
 	hold := func(h *HeldError) ([]Issued, *HeldError, error) {
-		if err := openTask(ctx, tx, projectID, h.Kind, o.orderNo, map[string]any{"orderNo": o.orderNo, "details": h.Details}); err != nil {
+		if err := OpenTask(ctx, tx, projectID, h.Kind, o.OrderNo, map[string]any{"orderNo": o.OrderNo, "details": h.Details}); err != nil {
 			return nil, nil, err
 		}
 		if len(evs) > 0 {
-			if err := saveOrderTx(ctx, tx, projectID, o, content, o.status, now, evs); err != nil {
+			if err := saveOrderTx(ctx, tx, projectID, o, content, o.Status, now, evs); err != nil {
 				return nil, nil, err
 			}
 		}
-		return nil, h, noteHoldsTx(ctx, tx, projectID, o)
+		return nil, h, NoteHoldsTx(ctx, tx, projectID, o)
 	}
 
 	defaults, recognised, err := productSettings(ctx, tx, content)
 	if err != nil {
 		return nil, nil, err
 	}
-	order := billingOrder(content, defaults)
-	if providerTransfer(content) {
+	order := BillingOrder(content, defaults)
+	if ProviderTransfer(content) {
 		// The invoice asks for payment to the provider's virtual IBAN with
 		// its reference; the invoicer created the payment order before.
 		if order.Transfer, err = transferOfTx(ctx, tx, orderID); err != nil {
 			return nil, nil, err
 		}
 		if order.Transfer == nil {
-			return nil, nil, fmt.Errorf("order %s has no bank-transfer order at the payment provider yet", o.orderNo)
+			return nil, nil, fmt.Errorf("order %s has no bank-transfer order at the payment provider yet", o.OrderNo)
 		}
 	}
 
@@ -218,22 +218,22 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		// An order invoiced again after its invoice was cancelled is a
 		// correction: the new invoice names where the payment comes from.
 		// A first invoice (never invoiced before) skips the look-up.
-		if o.invoicedAt != nil {
-			if order.CarriedFrom, err = lastCancelledInvoiceTx(ctx, tx, o.id); err != nil {
+		if o.InvoicedAt != nil {
+			if order.CarriedFrom, err = lastCancelledInvoiceTx(ctx, tx, o.ID); err != nil {
 				return nil, nil, err
 			}
 		}
 	}
 	supply := d.IssueDate
-	if o.suppliedAt != nil {
-		supply = *o.suppliedAt
+	if o.SuppliedAt != nil {
+		supply = *o.SuppliedAt
 	}
 	docs, err := billing.Compute(order, seller, billing.Context{IssueDate: d.IssueDate, SupplyDate: supply, PaymentDate: d.PaymentDate, Numbers: numbers})
 	if err != nil {
 		return nil, nil, err
 	}
 	for i, inv := range docs {
-		doc, ev, err := recordDocumentTx(ctx, tx, projectID, o.id, o.orderNo, content.PaymentRef, inv, rangeKey, first+int64(i), "", now)
+		doc, ev, err := recordDocumentTx(ctx, tx, projectID, o.ID, o.OrderNo, content.PaymentRef, inv, rangeKey, first+int64(i), "", now)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -251,8 +251,8 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 			applied += int64(inv.Totals.PaidCents)
 		}
 		if due != 0 || applied != int64(paid.Cents) {
-			if err := openTask(ctx, tx, projectID, TaskPaymentAmountMismatch, o.orderNo, map[string]any{
-				"orderNo": o.orderNo, "paidCents": int64(paid.Cents), "dueCents": due, "surplusCents": int64(paid.Cents) - applied,
+			if err := OpenTask(ctx, tx, projectID, TaskPaymentAmountMismatch, o.OrderNo, map[string]any{
+				"orderNo": o.OrderNo, "paidCents": int64(paid.Cents), "dueCents": due, "surplusCents": int64(paid.Cents) - applied,
 			}); err != nil {
 				return nil, nil, err
 			}
@@ -263,8 +263,8 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	// service_period rule 4; the financial year is the calendar year, its
 	// method the one in force in the invoice's year).
 	if sp := order.ServicePeriod; sp != nil && p.AccountingIn(d.IssueDate.Year()) == project.Accrual && sp.Start.Year() < d.IssueDate.Year() {
-		if err := openTask(ctx, tx, projectID, TaskPriorYearRevenue, o.orderNo, map[string]any{
-			"orderNo": o.orderNo, "numbers": numbers, "servicePeriodStart": sp.Start.Format(time.DateOnly),
+		if err := OpenTask(ctx, tx, projectID, TaskPriorYearRevenue, o.OrderNo, map[string]any{
+			"orderNo": o.OrderNo, "numbers": numbers, "servicePeriodStart": sp.Start.Format(time.DateOnly),
 			"financialYear": sp.Start.Year(), "details": "assign the revenue to the prior financial year",
 		}); err != nil {
 			return nil, nil, err
@@ -279,18 +279,18 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 			continue
 		}
 		if why := billing.VATIDReview(order); why != "" {
-			details := map[string]any{"orderNo": o.orderNo, "number": inv.Number, "treatment": inv.Treatment,
+			details := map[string]any{"orderNo": o.OrderNo, "number": inv.Number, "treatment": inv.Treatment,
 				"vatId": order.BillingAddress.VATID, "country": order.BillingAddress.CountryCode, "details": why}
 			if sa := order.ShippingAddress; sa != nil {
 				details["shippingCountry"] = sa.CountryCode
 			}
-			if err := openTask(ctx, tx, projectID, TaskVATIDReview, o.orderNo, details); err != nil {
+			if err := OpenTask(ctx, tx, projectID, TaskVATIDReview, o.OrderNo, details); err != nil {
 				return nil, nil, err
 			}
 		}
 	}
 	// Whatever held the order has cleared.
-	if err := resolveTasks(ctx, tx, projectID, holdKinds, o.orderNo, "released: invoiced as "+strings.Join(numbers, ", ")); err != nil {
+	if err := ResolveTasks(ctx, tx, projectID, HoldKinds, o.OrderNo, "released: invoiced as "+strings.Join(numbers, ", ")); err != nil {
 		return nil, nil, err
 	}
 	// The order is invoiced: its invoice-relevant content is frozen until a
@@ -357,10 +357,10 @@ func recordDocumentTx(ctx context.Context, tx pgx.Tx, projectID, orderID, orderN
 			format, status, issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, due_cents, test_mode,
 			oss_report, ec_sales_list, failed_rules, xml, document, cancels, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
-		doc.ID, projectID, orderID, orderNo, nullable(paymentRef), inv.Number, rangeKey, seq, kind, string(inv.TypeCode),
+		doc.ID, projectID, orderID, orderNo, Nullable(paymentRef), inv.Number, rangeKey, seq, kind, string(inv.TypeCode),
 		string(inv.Format), doc.Status, inv.IssueDate, inv.Currency, int64(inv.Totals.TaxBasisCents), int64(inv.Totals.TaxCents),
 		int64(inv.Totals.GrandCents), int64(inv.Totals.DueCents), inv.Test, inv.OSSReport, inv.ECSalesList,
-		append([]string{}, doc.FailedRules...), xml, document, nullable(cancels), now)
+		append([]string{}, doc.FailedRules...), xml, document, Nullable(cancels), now)
 	if err != nil {
 		return Issued{}, event.Event{}, fmt.Errorf("record invoice %s: %w", inv.Number, err)
 	}
@@ -393,15 +393,15 @@ func (e *invalidDocument) Error() string {
 
 // saveOrderTx stores the order's new status after invoicing or cancelling
 // (no correction pending any more) and enqueues evs with its order.updated.
-func saveOrderTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow, c event.OrderContent, status string, now time.Time, evs []event.Event) error {
+func saveOrderTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked, c event.OrderContent, status string, now time.Time, evs []event.Event) error {
 	err := tx.QueryRow(ctx, `UPDATE orders SET status = $2, correction_pending = false, version = version + 1, updated_at = $3,
 			invoiced_at = CASE WHEN $2 = 'invoiced' THEN $3 ELSE invoiced_at END, holds = '[]'
-		WHERE id = $1 RETURNING version, updated_at, invoiced_at`, o.id, status, now).Scan(&o.version, &o.updatedAt, &o.invoicedAt)
+		WHERE id = $1 RETURNING version, updated_at, invoiced_at`, o.ID, status, now).Scan(&o.Version, &o.UpdatedAt, &o.InvoicedAt)
 	if err != nil {
 		return err
 	}
-	o.status, o.correctionPending, o.holds = status, false, nil
-	ev, err := event.New(event.OrderUpdated, projectID, "order", o.id, o.orderNo, o.version, now, o.state(projectID, c))
+	o.Status, o.CorrectionPending, o.Holds = status, false, nil
+	ev, err := event.New(event.OrderUpdated, projectID, "order", o.ID, o.OrderNo, o.Version, now, o.State(projectID, c))
 	if err != nil {
 		return err
 	}
@@ -429,7 +429,7 @@ func findingTexts(fs []einvoice.Finding) []string {
 // productSettings returns the catalogue's defaults of the order's products
 // (VAT rate, service period) and whether every line's product has a
 // revenue recognition set.
-func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[string]productDefaults, bool, error) {
+func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[string]ProductDefaults, bool, error) {
 	ids := make([]string, 0, len(c.Items))
 	for _, it := range c.Items {
 		if it.CatalogProductID != "" {
@@ -442,7 +442,7 @@ func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[
 		return nil, false, err
 	}
 	defer rows.Close()
-	defaults := map[string]productDefaults{}
+	defaults := map[string]ProductDefaults{}
 	recognised := len(ids) == len(c.Items)
 	seen := 0
 	for rows.Next() {
@@ -453,18 +453,18 @@ func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[
 			return nil, false, err
 		}
 		seen++
-		var d productDefaults
+		var d ProductDefaults
 		if rate != nil {
 			r, err := money.ParseDecimal(*rate)
 			if err != nil {
 				return nil, false, err
 			}
-			d.taxRate = &r
+			d.TaxRate = &r
 		}
 		if rec == nil {
 			recognised = false
 		} else if *rec == catalog.RecognizeSaaS && months != nil {
-			d.periodMonths = *months
+			d.PeriodMonths = *months
 		}
 		defaults[id] = d
 	}
@@ -473,7 +473,7 @@ func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[
 
 // openTask records a review task unless the same one is open already; an
 // urgent one is mailed to the project's invoice contact.
-func openTask(ctx context.Context, tx pgx.Tx, projectID, kind, subject string, details map[string]any) error {
+func OpenTask(ctx context.Context, tx pgx.Tx, projectID, kind, subject string, details map[string]any) error {
 	raw, err := json.Marshal(details)
 	if err != nil {
 		return err

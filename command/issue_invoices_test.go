@@ -28,7 +28,7 @@ import (
 )
 
 // invoicing is a project with the write endpoints, for the invoicing tests.
-type invoicing struct {
+type invoicingEnv struct {
 	t       *testing.T
 	pool    *pgxpool.Pool
 	svc     *command.Service
@@ -37,7 +37,7 @@ type invoicing struct {
 	key     string
 }
 
-func newInvoicing(t *testing.T, testMode bool, settings func(*project.Settings)) *invoicing {
+func newInvoicing(t *testing.T, testMode bool, settings func(*project.Settings)) *invoicingEnv {
 	t.Helper()
 	pool := testenv.Pool(t)
 	svc := command.New(pool)
@@ -49,12 +49,12 @@ func newInvoicing(t *testing.T, testMode bool, settings func(*project.Settings))
 			t.Fatal(err)
 		}
 	}
-	return &invoicing{t: t, pool: pool, svc: svc, url: srv.URL, project: id, key: testenv.Key(t, pool, id)}
+	return &invoicingEnv{t: t, pool: pool, svc: svc, url: srv.URL, project: id, key: testenv.Key(t, pool, id)}
 }
 
 // send posts an order body with a fresh Idempotency-Key and returns the
 // status and the raw body.
-func (v *invoicing) send(body string) (int, []byte) {
+func (v *invoicingEnv) send(body string) (int, []byte) {
 	v.t.Helper()
 	req, _ := http.NewRequest("POST", v.url+"/v1/orders", bytes.NewReader([]byte(body)))
 	req.Header.Set("Authorization", "Bearer "+v.key)
@@ -71,7 +71,7 @@ func (v *invoicing) send(body string) (int, []byte) {
 }
 
 // place posts an order and returns its id.
-func (v *invoicing) place(body string) string {
+func (v *invoicingEnv) place(body string) string {
 	v.t.Helper()
 	status, raw := v.send(body)
 	var out httpx.Envelope[command.OrderResult]
@@ -82,7 +82,7 @@ func (v *invoicing) place(body string) string {
 }
 
 // post sends an order and returns the status and, for errors, the field.
-func (v *invoicing) post(body string) (int, string) {
+func (v *invoicingEnv) post(body string) (int, string) {
 	v.t.Helper()
 	status, raw := v.send(body)
 	var e httpx.ErrorBody
@@ -98,7 +98,7 @@ func simpleOrder(orderNo string, extra string) string {
 
 var issueDay = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 
-func (v *invoicing) issue(orderID string) []command.Issued {
+func (v *invoicingEnv) issue(orderID string) []command.Issued {
 	v.t.Helper()
 	out, err := v.svc.IssueInvoices(context.Background(), v.project, orderID, command.IssueDates{IssueDate: issueDay})
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 
 // mailed issues and archives a goods order with e-mail to and returns the
 // document's id; archiving records its delivery.
-func mailed(t *testing.T, v *invoicing, a *archive.Archive, to string) string {
+func mailed(t *testing.T, v *invoicingEnv, a *archive.Archive, to string) string {
 	t.Helper()
 	body := strings.Replace(simpleOrder("M-"+uuid.NewString()[:8], ""), `{"orderNo"`, fmt.Sprintf(`{"email":%q,"orderNo"`, to), 1)
 	doc := v.issue(v.place(body))[0]
@@ -34,7 +34,7 @@ type deliveryRow struct {
 	sentAt    *time.Time
 }
 
-func delivery(t *testing.T, v *invoicing, invoiceID string) deliveryRow {
+func delivery(t *testing.T, v *invoicingEnv, invoiceID string) deliveryRow {
 	t.Helper()
 	var d deliveryRow
 	if err := v.pool.QueryRow(context.Background(), `SELECT status, attempts, last_error, sent_at FROM mail_deliveries WHERE invoice_id = $1`,
@@ -44,14 +44,14 @@ func delivery(t *testing.T, v *invoicing, invoiceID string) deliveryRow {
 	return d
 }
 
-func deliveryTask(t *testing.T, v *invoicing, invoiceID string) (status string) {
+func deliveryTask(t *testing.T, v *invoicingEnv, invoiceID string) (status string) {
 	t.Helper()
 	_ = v.pool.QueryRow(context.Background(), `SELECT t.status FROM tasks t JOIN invoices i ON i.project_id = t.project_id AND i.order_no = t.subject
 		WHERE i.id = $1 AND t.kind = $2 ORDER BY t.created_at DESC LIMIT 1`, invoiceID, command.TaskMailDeliveryFailed).Scan(&status)
 	return status
 }
 
-func testMailer(t *testing.T, v *invoicing, a *archive.Archive, relay string) *command.Mailer {
+func testMailer(t *testing.T, v *invoicingEnv, a *archive.Archive, relay string) *command.Mailer {
 	t.Helper()
 	sender, err := mail.NewSender(relay, "Test <rechnung@localhost>")
 	if err != nil {

@@ -267,7 +267,7 @@ WHERE p.project_id = $1 AND p.provider = 'stripe' AND p.provider_event_id = $2`,
 				return err
 			}
 			if orderNo == "" {
-				return openTask(ctx, tx, projectID, TaskRefundWithoutOrder, obj.PaymentIntent, map[string]any{
+				return OpenTask(ctx, tx, projectID, TaskRefundWithoutOrder, obj.PaymentIntent, map[string]any{
 					"paymentRef": obj.PaymentIntent, "eventId": ev.ID, "amountRefundedCents": obj.AmountRefunded,
 				})
 			}
@@ -296,12 +296,12 @@ WHERE p.project_id = $1 AND p.provider = 'stripe' AND p.provider_event_id = $2`,
 		if ev.Type != "payment_intent.succeeded" || obj.ID == "" {
 			return nil
 		}
-		orderNo, applied, err := payOrder(ctx, tx, projectID, paymentID, obj.ID, amount, now)
+		orderNo, applied, err := PayOrder(ctx, tx, projectID, paymentID, obj.ID, amount, now)
 		if err != nil {
 			return err
 		}
 		if orderNo == "" {
-			return openTask(ctx, tx, projectID, TaskPaymentWithoutOrder, obj.ID, map[string]any{
+			return OpenTask(ctx, tx, projectID, TaskPaymentWithoutOrder, obj.ID, map[string]any{
 				"paymentRef": obj.ID, "eventId": ev.ID, "amountCents": amount, "currency": strings.ToUpper(obj.Currency),
 			})
 		}
@@ -318,50 +318,50 @@ WHERE p.project_id = $1 AND p.provider = 'stripe' AND p.provider_event_id = $2`,
 // the payment gets the order; an unpaid order becomes paid (amount, at) and
 // an order.updated event follows. It returns the orderNo ("" when no order
 // has ref) and whether the order became paid.
-func payOrder(ctx context.Context, tx pgx.Tx, projectID, paymentID, ref string, amount int64, at time.Time) (string, bool, error) {
-	o, err := lockOrder(ctx, tx, projectID, "payment_ref", ref)
+func PayOrder(ctx context.Context, tx pgx.Tx, projectID, paymentID, ref string, amount int64, at time.Time) (string, bool, error) {
+	o, err := Lock(ctx, tx, projectID, "payment_ref", ref)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A bank transfer through the provider: the payment intent is the
 		// order's payment order (provider_transfer.go).
-		id, terr := transferOrderID(ctx, tx, projectID, ref)
+		id, terr := TransferOrderID(ctx, tx, projectID, ref)
 		if terr != nil || id == "" {
 			return "", false, terr
 		}
-		o, err = lockOrder(ctx, tx, projectID, "id", id)
+		o, err = Lock(ctx, tx, projectID, "id", id)
 	}
 	if err != nil {
 		return "", false, err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE payments SET order_id = $2, matched_at = $3 WHERE id = $1`, paymentID, o.id, at); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE payments SET order_id = $2, matched_at = $3 WHERE id = $1`, paymentID, o.ID, at); err != nil {
 		return "", false, err
 	}
-	if o.paidAt != nil {
-		return o.orderNo, false, nil // paid before: recorded, not applied twice
+	if o.PaidAt != nil {
+		return o.OrderNo, false, nil // paid before: recorded, not applied twice
 	}
 	err = tx.QueryRow(ctx, `UPDATE orders SET paid_at = $2, paid_cents = $3, version = version + 1, updated_at = now()
-WHERE id = $1 RETURNING version, updated_at`, o.id, at, amount).Scan(&o.version, &o.updatedAt)
+WHERE id = $1 RETURNING version, updated_at`, o.ID, at, amount).Scan(&o.Version, &o.UpdatedAt)
 	if err != nil {
 		return "", false, err
 	}
-	o.paidAt, o.paidCents = &at, &amount
+	o.PaidAt, o.PaidCents = &at, &amount
 	// An invoiced order (an open item of an invoice-first gateway) is paid
 	// now: the amount must be what its documents ask for, to the cent.
-	if o.status == "invoiced" {
+	if o.Status == "invoiced" {
 		var due int64
 		if err := tx.QueryRow(ctx, `SELECT coalesce(sum(due_cents), 0) FROM invoices i
 			WHERE order_id = $1 AND type IN ('invoice', 'voucher_sale') AND failed_rules = '{}'
-			AND NOT EXISTS (SELECT 1 FROM invoices c WHERE c.cancels = i.id)`, o.id).Scan(&due); err != nil {
+			AND NOT EXISTS (SELECT 1 FROM invoices c WHERE c.cancels = i.id)`, o.ID).Scan(&due); err != nil {
 			return "", false, err
 		}
 		if due != amount {
-			if err := openTask(ctx, tx, projectID, TaskPaymentAmountMismatch, o.orderNo, map[string]any{
-				"orderNo": o.orderNo, "paidCents": amount, "dueCents": due,
+			if err := OpenTask(ctx, tx, projectID, TaskPaymentAmountMismatch, o.OrderNo, map[string]any{
+				"orderNo": o.OrderNo, "paidCents": amount, "dueCents": due,
 			}); err != nil {
 				return "", false, err
 			}
 		}
 	}
-	return o.orderNo, true, o.enqueueState(ctx, tx, projectID, event.OrderUpdated)
+	return o.OrderNo, true, o.EnqueueState(ctx, tx, projectID, event.OrderUpdated)
 }
 
 // paidAt says when the order's payment arrived (nil: not paid). An unpaid
@@ -390,7 +390,7 @@ ORDER BY received_at LIMIT 1 FOR UPDATE SKIP LOCKED`, projectID, *ref).Scan(&pay
 		if err != nil {
 			return err
 		}
-		if _, applied, err := payOrder(ctx, tx, projectID, paymentID, *ref, amount, at); err != nil || !applied {
+		if _, applied, err := PayOrder(ctx, tx, projectID, paymentID, *ref, amount, at); err != nil || !applied {
 			return err
 		}
 		paid = &at

@@ -21,27 +21,27 @@ const providerName = "Stripe"
 // false when the order is not paid. Its amount is what the provider
 // received, less refunds already documented by credit notes (a refund
 // still pending gets its own credit note after the invoice).
-func appliedPaymentTx(ctx context.Context, tx pgx.Tx, o *lockedOrderRow, gateway string) (billing.ReceivedPayment, bool, error) {
-	if o.paidCents == nil || o.paidAt == nil {
+func appliedPaymentTx(ctx context.Context, tx pgx.Tx, o *Locked, gateway string) (billing.ReceivedPayment, bool, error) {
+	if o.PaidCents == nil || o.PaidAt == nil {
 		return billing.ReceivedPayment{}, false, nil
 	}
-	p := billing.ReceivedPayment{Provider: providerName, Date: *o.paidAt}
+	p := billing.ReceivedPayment{Provider: providerName, Date: *o.PaidAt}
 	var method []byte
 	err := tx.QueryRow(ctx, `SELECT payment_ref, received_at, method FROM payments
 		WHERE order_id = $1 AND event_type = 'payment_intent.succeeded'
-		ORDER BY matched_at, received_at LIMIT 1`, o.id).Scan(&p.Reference, &p.Date, &method)
+		ORDER BY matched_at, received_at LIMIT 1`, o.ID).Scan(&p.Reference, &p.Date, &method)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return billing.ReceivedPayment{}, false, fmt.Errorf("payment of order %s: %w", o.orderNo, err)
+		return billing.ReceivedPayment{}, false, fmt.Errorf("payment of order %s: %w", o.OrderNo, err)
 	}
 	if len(method) > 0 {
 		if err := json.Unmarshal(method, &p.Method); err != nil {
-			return billing.ReceivedPayment{}, false, fmt.Errorf("payment method of order %s: %w", o.orderNo, err)
+			return billing.ReceivedPayment{}, false, fmt.Errorf("payment method of order %s: %w", o.OrderNo, err)
 		}
 	}
 	if p.Method.Kind == billing.MethodUnknown && gateway == GatewayProviderTransfer {
 		p.Method.Kind = billing.MethodProviderTransfer
 	}
-	p.Cents = money.Cents(*o.paidCents - o.refundedCents + o.refundPending)
+	p.Cents = money.Cents(*o.PaidCents - o.RefundedCents + o.RefundPending)
 	return p, p.Cents > 0, nil
 }
 

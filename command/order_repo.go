@@ -18,74 +18,74 @@ import (
 // an existing order (fulfillment, payment, invoicing, correction,
 // cancellation) locks it here.
 
-type orderRow struct {
-	id                string
-	version           int64
-	status            string
-	fulfillmentStatus string
-	shippedAt         *time.Time
-	suppliedAt        *time.Time
-	trackingNumber    *string
-	createdAt         time.Time
-	updatedAt         time.Time
-	invoicedAt        *time.Time
-	correctionPending bool
-	refundPending     int64      // refunded gross no credit note covers yet
-	holds             []byte     // JSON [{type, taskId}]
-	paidAt            *time.Time // when the provider's payment was matched
+type Row struct {
+	ID                string
+	Version           int64
+	Status            string
+	FulfillmentStatus string
+	ShippedAt         *time.Time
+	SuppliedAt        *time.Time
+	TrackingNumber    *string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	InvoicedAt        *time.Time
+	CorrectionPending bool
+	RefundPending     int64      // refunded gross no credit note covers yet
+	Holds             []byte     // JSON [{type, taskId}]
+	PaidAt            *time.Time // when the provider's payment was matched
 }
 
 // lockedOrderRow is an order row locked FOR UPDATE with what its changes need.
-type lockedOrderRow struct {
-	orderRow
-	orderNo          string
-	requiresShipping bool
-	paidCents        *int64 // the provider's payment, when matched
-	refundedCents    int64  // what the provider reported refunded in all
-	content          []byte
-	testMode         bool // taken while its project was in test mode: its documents are test documents
+type Locked struct {
+	Row
+	OrderNo          string
+	RequiresShipping bool
+	PaidCents        *int64 // the provider's payment, when matched
+	RefundedCents    int64  // what the provider reported refunded in all
+	Content          []byte
+	TestMode         bool // taken while its project was in test mode: its documents are test documents
 }
 
 // lockOrder locks the project's order whose column (order_no or
 // payment_ref) is value; pgx.ErrNoRows when there is none.
-func lockOrder(ctx context.Context, tx pgx.Tx, projectID, column, value string) (lockedOrderRow, error) {
-	var o lockedOrderRow
+func Lock(ctx context.Context, tx pgx.Tx, projectID, column, value string) (Locked, error) {
+	var o Locked
 	err := tx.QueryRow(ctx, `SELECT id::text, order_no, version, status, fulfillment_status, shipped_at, supplied_at, tracking_number,
   created_at, updated_at, invoiced_at, correction_pending, refund_pending_cents, requires_shipping, paid_at, paid_cents,
   refunded_cents, holds, content, test_mode
 FROM orders WHERE project_id = $1 AND `+column+` = $2 FOR UPDATE`, projectID, value).
-		Scan(&o.id, &o.orderNo, &o.version, &o.status, &o.fulfillmentStatus, &o.shippedAt, &o.suppliedAt, &o.trackingNumber,
-			&o.createdAt, &o.updatedAt, &o.invoicedAt, &o.correctionPending, &o.refundPending, &o.requiresShipping, &o.paidAt, &o.paidCents,
-			&o.refundedCents, &o.holds, &o.content, &o.testMode)
+		Scan(&o.ID, &o.OrderNo, &o.Version, &o.Status, &o.FulfillmentStatus, &o.ShippedAt, &o.SuppliedAt, &o.TrackingNumber,
+			&o.CreatedAt, &o.UpdatedAt, &o.InvoicedAt, &o.CorrectionPending, &o.RefundPending, &o.RequiresShipping, &o.PaidAt, &o.PaidCents,
+			&o.RefundedCents, &o.Holds, &o.Content, &o.TestMode)
 	return o, err
 }
 
 // enqueueState records event typ with the order's state after a change
 // (o.version and o.updatedAt already the new ones) in tx.
-func (o lockedOrderRow) enqueueState(ctx context.Context, tx pgx.Tx, projectID, typ string) error {
+func (o Locked) EnqueueState(ctx context.Context, tx pgx.Tx, projectID, typ string) error {
 	var c event.OrderContent
-	if err := json.Unmarshal(o.content, &c); err != nil {
-		return fmt.Errorf("order %s content: %w", o.orderNo, err)
+	if err := json.Unmarshal(o.Content, &c); err != nil {
+		return fmt.Errorf("order %s content: %w", o.OrderNo, err)
 	}
-	ev, err := event.New(typ, projectID, "order", o.id, o.orderNo, o.version, o.updatedAt, o.state(projectID, c))
+	ev, err := event.New(typ, projectID, "order", o.ID, o.OrderNo, o.Version, o.UpdatedAt, o.State(projectID, c))
 	if err != nil {
 		return err
 	}
 	return outbox.Enqueue(ctx, tx, ev)
 }
 
-func (r orderRow) state(projectID string, c event.OrderContent) event.Order {
+func (r Row) State(projectID string, c event.OrderContent) event.Order {
 	o := event.Order{
-		ID: r.id, ProjectID: projectID, Status: r.status, Version: r.version,
-		FulfillmentStatus: r.fulfillmentStatus, ShippedAt: utc(r.shippedAt), SuppliedAt: utc(r.suppliedAt),
-		CreatedAt: r.createdAt.UTC(), UpdatedAt: r.updatedAt.UTC(), InvoicedAt: utc(r.invoicedAt),
-		CorrectionPending: r.correctionPending, RefundPendingCents: r.refundPending, PaidAt: utc(r.paidAt), OrderContent: c,
+		ID: r.ID, ProjectID: projectID, Status: r.Status, Version: r.Version,
+		FulfillmentStatus: r.FulfillmentStatus, ShippedAt: utc(r.ShippedAt), SuppliedAt: utc(r.SuppliedAt),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), InvoicedAt: utc(r.InvoicedAt),
+		CorrectionPending: r.CorrectionPending, RefundPendingCents: r.RefundPending, PaidAt: utc(r.PaidAt), OrderContent: c,
 	}
-	if len(r.holds) > 2 { // not "[]"
-		_ = json.Unmarshal(r.holds, &o.Holds) // written by this package from []event.Hold
+	if len(r.Holds) > 2 { // not "[]"
+		_ = json.Unmarshal(r.Holds, &o.Holds) // written by this package from []event.Hold
 	}
-	if r.trackingNumber != nil {
-		o.TrackingNumber = *r.trackingNumber
+	if r.TrackingNumber != nil {
+		o.TrackingNumber = *r.TrackingNumber
 	}
 	return o
 }
@@ -100,17 +100,17 @@ func utc(t *time.Time) *time.Time {
 
 // noteHoldsTx records the order's open hold tasks on the locked order and
 // publishes its state when they changed.
-func noteHoldsTx(ctx context.Context, tx pgx.Tx, projectID string, o *lockedOrderRow) error {
+func NoteHoldsTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked) error {
 	err := tx.QueryRow(ctx, `UPDATE orders o SET holds = h.holds, version = o.version + 1, updated_at = now()
 		FROM (SELECT coalesce(jsonb_agg(jsonb_build_object('type', kind, 'taskId', id) ORDER BY created_at), '[]'::jsonb) AS holds
 			FROM tasks WHERE project_id = $2 AND subject = $3 AND status = 'open' AND kind = ANY($4)) h
 		WHERE o.id = $1 AND o.holds <> h.holds
-		RETURNING o.version, o.updated_at, o.holds`, o.id, projectID, o.orderNo, holdKinds).Scan(&o.version, &o.updatedAt, &o.holds)
+		RETURNING o.version, o.updated_at, o.holds`, o.ID, projectID, o.OrderNo, HoldKinds).Scan(&o.Version, &o.UpdatedAt, &o.Holds)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // unchanged
 	}
 	if err != nil {
 		return err
 	}
-	return o.enqueueState(ctx, tx, projectID, event.OrderUpdated)
+	return o.EnqueueState(ctx, tx, projectID, event.OrderUpdated)
 }

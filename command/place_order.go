@@ -216,12 +216,12 @@ func newCreateArgs(ctx context.Context, projectID, key, reqID string, c event.Or
 		paymentRef = &c.PaymentRef
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	row := orderRow{id: uuid.Must(uuid.NewV7()).String(), version: 1, status: "created", fulfillmentStatus: Unfulfilled, createdAt: now, updatedAt: now}
-	data, err := event.OrderData(row.state(projectID, c), content)
+	row := Row{ID: uuid.Must(uuid.NewV7()).String(), Version: 1, Status: "created", FulfillmentStatus: Unfulfilled, CreatedAt: now, UpdatedAt: now}
+	data, err := event.OrderData(row.State(projectID, c), content)
 	if err != nil {
 		return createArgs{}, err
 	}
-	ev, err := event.New(event.OrderCreated, projectID, "order", row.id, c.OrderNo, 1, now, data)
+	ev, err := event.New(event.OrderCreated, projectID, "order", row.ID, c.OrderNo, 1, now, data)
 	if err != nil {
 		return createArgs{}, err
 	}
@@ -229,13 +229,13 @@ func newCreateArgs(ctx context.Context, projectID, key, reqID string, c event.Or
 	if err != nil {
 		return createArgs{}, err
 	}
-	body, err := renderData(reqID, OrderResult{ID: row.id, OrderNo: c.OrderNo, Status: row.status})
+	body, err := renderData(reqID, OrderResult{ID: row.ID, OrderNo: c.OrderNo, Status: row.Status})
 	if err != nil {
 		return createArgs{}, err
 	}
 	return createArgs{
 		lockKey: lockKey(projectID, endpointOrders, key), projectID: projectID, key: key,
-		id: row.id, orderNo: c.OrderNo, paymentRef: paymentRef, requiresShipping: c.RequiresShipping,
+		id: row.ID, orderNo: c.OrderNo, paymentRef: paymentRef, requiresShipping: c.RequiresShipping,
 		content: content, contentHash: contentHash, invoiceHash: invoiceHash, at: now, event: ob, body: body,
 	}, nil
 }
@@ -312,7 +312,7 @@ func (s *Service) placeOrderTx(ctx context.Context, conn *pgxpool.Conn, projectI
 		prevHash   []byte
 		prevStatus *int16
 		prevBody   []byte
-		row        orderRow
+		row        Row
 		id         *string
 		version    *int64
 		status     *string
@@ -326,8 +326,8 @@ func (s *Service) placeOrderTx(ctx context.Context, conn *pgxpool.Conn, projectI
 	_, err := br.Exec()
 	if err == nil {
 		err = br.QueryRow().Scan(&locked, &prevHash, &prevStatus, &prevBody,
-			&id, &version, &status, &fstatus, &row.shippedAt, &row.suppliedAt,
-			&row.trackingNumber, &createdAt, &updatedAt, &row.invoicedAt, &correcting, &refunding, &row.holds, &row.paidAt, &inserted)
+			&id, &version, &status, &fstatus, &row.ShippedAt, &row.SuppliedAt,
+			&row.TrackingNumber, &createdAt, &updatedAt, &row.InvoicedAt, &correcting, &refunding, &row.Holds, &row.PaidAt, &inserted)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -352,17 +352,17 @@ func (s *Service) placeOrderTx(ctx context.Context, conn *pgxpool.Conn, projectI
 	var ev *event.Event
 	var httpStatus int
 	if id != nil {
-		row.id, row.version, row.status, row.fulfillmentStatus = *id, *version, *status, *fstatus
-		row.createdAt, row.updatedAt, row.correctionPending, row.refundPending = *createdAt, *updatedAt, *correcting, *refunding
+		row.ID, row.Version, row.Status, row.FulfillmentStatus = *id, *version, *status, *fstatus
+		row.CreatedAt, row.UpdatedAt, row.CorrectionPending, row.RefundPending = *createdAt, *updatedAt, *correcting, *refunding
 		typ, st := event.OrderUpdated, 200
 		if *inserted {
 			typ, st = event.OrderCreated, 201
 		}
-		data, err := event.OrderData(row.state(projectID, c), content)
+		data, err := event.OrderData(row.State(projectID, c), content)
 		if err != nil {
 			return response{}, err
 		}
-		e, err := event.New(typ, projectID, "order", row.id, c.OrderNo, row.version, row.updatedAt, data)
+		e, err := event.New(typ, projectID, "order", row.ID, c.OrderNo, row.Version, row.UpdatedAt, data)
 		if err != nil {
 			return response{}, err
 		}
@@ -373,7 +373,7 @@ func (s *Service) placeOrderTx(ctx context.Context, conn *pgxpool.Conn, projectI
 		var sameContent, sameInvoice bool
 		err := conn.QueryRow(ctx, `SELECT id::text, status, content_hash = $3, invoice_hash = $4
 FROM orders WHERE project_id = $1 AND order_no = $2`, projectID, c.OrderNo, contentHash, invoiceHash).
-			Scan(&row.id, &row.status, &sameContent, &sameInvoice)
+			Scan(&row.ID, &row.Status, &sameContent, &sameInvoice)
 		if err != nil {
 			return response{}, fmt.Errorf("place order %s: read unchanged order: %w", c.OrderNo, err)
 		}
@@ -384,7 +384,7 @@ FROM orders WHERE project_id = $1 AND order_no = $2`, projectID, c.OrderNo, cont
 		httpStatus = 200
 	}
 
-	body, err := renderData(reqID, OrderResult{ID: row.id, OrderNo: c.OrderNo, Status: row.status})
+	body, err := renderData(reqID, OrderResult{ID: row.ID, OrderNo: c.OrderNo, Status: row.Status})
 	if err != nil {
 		return response{}, err
 	}

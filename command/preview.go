@@ -29,7 +29,7 @@ func Preview(body []byte, seller billing.Seller, day time.Time) ([]render.Docume
 	if err != nil {
 		return nil, err
 	}
-	o := billingOrder(c, nil)
+	o := BillingOrder(c, nil)
 	if err := billing.Validate(o, seller); err != nil {
 		return nil, engineError(err)
 	}

@@ -49,7 +49,7 @@ const TaskProviderRightsMissing = "provider_rights_missing"
 
 // providerTransfer reports whether the order pays by bank transfer through
 // the provider.
-func providerTransfer(c event.OrderContent) bool {
+func ProviderTransfer(c event.OrderContent) bool {
 	return c.PaymentGateway == GatewayProviderTransfer // the door requires its email
 }
 
@@ -121,14 +121,14 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 		h := &HeldError{TaskProviderRightsMissing, rights.Error() + ": give the API key write rights for customers and payment intents; the invoice follows automatically"}
 		slog.WarnContext(ctx, "invoicer: payment provider refused the payment order", "orderNo", orderNo, "err", err)
 		return errors.Join(h, store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-			o, err := lockOrder(ctx, tx, projectID, "id", orderID)
+			o, err := Lock(ctx, tx, projectID, "id", orderID)
 			if err != nil {
 				return err
 			}
-			if err := openTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{"orderNo": orderNo, "details": h.Details}); err != nil {
+			if err := OpenTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{"orderNo": orderNo, "details": h.Details}); err != nil {
 				return err
 			}
-			return noteHoldsTx(ctx, tx, projectID, &o)
+			return NoteHoldsTx(ctx, tx, projectID, &o)
 		}))
 	}
 	if err != nil {
@@ -140,7 +140,7 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 			amount_cents = EXCLUDED.amount_cents, currency = EXCLUDED.currency, iban = EXCLUDED.iban, bic = EXCLUDED.bic,
 			account_holder = EXCLUDED.account_holder, reference = EXCLUDED.reference, generation = EXCLUDED.generation, cancelled_at = NULL
 		WHERE provider_transfers.generation < EXCLUDED.generation`, orderID, projectID, orderNo, in.CustomerID, in.PaymentIntentID,
-		in.AmountCents, currency, in.IBAN, nullable(in.BIC), nullable(in.AccountHolder), in.Reference, generation)
+		in.AmountCents, currency, in.IBAN, Nullable(in.BIC), Nullable(in.AccountHolder), in.Reference, generation)
 	if err != nil || prevIntent == "" || prevIntent == in.PaymentIntentID {
 		return err
 	}
@@ -156,7 +156,7 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 // amountPayable is what the order's documents will ask for: the sum of
 // their amounts due, computed as the invoicer will (with placeholder numbers of the range).
 func amountPayable(c event.OrderContent, seller billing.Seller) (int64, error) {
-	o := billingOrder(c, nil)
+	o := BillingOrder(c, nil)
 	now := time.Now().UTC()
 	pattern, err := billing.PatternFor(seller)
 	if err != nil {
@@ -203,7 +203,7 @@ func transferOfTx(ctx context.Context, tx pgx.Tx, orderID string) (*billing.Bank
 
 // transferOrderRef returns the payment_ref-independent lookup of a payment
 // intent: the order whose bank-transfer order it is, "" when none.
-func transferOrderID(ctx context.Context, tx pgx.Tx, projectID, paymentIntent string) (string, error) {
+func TransferOrderID(ctx context.Context, tx pgx.Tx, projectID, paymentIntent string) (string, error) {
 	var id string
 	err := tx.QueryRow(ctx, `SELECT order_id::text FROM provider_transfers WHERE project_id = $1 AND payment_intent_id = $2`,
 		projectID, paymentIntent).Scan(&id)
@@ -218,22 +218,22 @@ func transferOrderID(ctx context.Context, tx pgx.Tx, projectID, paymentIntent st
 // was paid. It returns the order number, "" when the payment intent is no
 // order's.
 func cancelTransferTx(ctx context.Context, tx pgx.Tx, projectID, paymentIntent string) (string, bool, error) {
-	id, err := transferOrderID(ctx, tx, projectID, paymentIntent)
+	id, err := TransferOrderID(ctx, tx, projectID, paymentIntent)
 	if err != nil || id == "" {
 		return "", false, err
 	}
-	o, err := lockOrder(ctx, tx, projectID, "id", id)
+	o, err := Lock(ctx, tx, projectID, "id", id)
 	if err != nil {
 		return "", false, err
 	}
 	if _, err := tx.Exec(ctx, `UPDATE provider_transfers SET cancelled_at = coalesce(cancelled_at, now()) WHERE order_id = $1`, id); err != nil {
 		return "", false, err
 	}
-	if o.paidAt != nil || o.status == "cancelled" {
-		return o.orderNo, false, nil
+	if o.PaidAt != nil || o.Status == "cancelled" {
+		return o.OrderNo, false, nil
 	}
 	applied, err := cancelTx(ctx, tx, projectID, &o, "payment order cancelled at the payment provider")
-	return o.orderNo, applied, err
+	return o.OrderNo, applied, err
 }
 
 // underpaidTransferTx handles payment_intent.partially_funded: the customer
@@ -242,7 +242,7 @@ func cancelTransferTx(ctx context.Context, tx pgx.Tx, projectID, paymentIntent s
 // keeps the payment intent open for the rest). It returns the order
 // number, "" when the payment intent is no order's.
 func underpaidTransferTx(ctx context.Context, tx pgx.Tx, projectID, paymentIntent string, amount int64, remaining *int64) (string, error) {
-	id, err := transferOrderID(ctx, tx, projectID, paymentIntent)
+	id, err := TransferOrderID(ctx, tx, projectID, paymentIntent)
 	if err != nil || id == "" {
 		return "", err
 	}
@@ -257,5 +257,5 @@ func underpaidTransferTx(ctx context.Context, tx pgx.Tx, projectID, paymentInten
 		details["remainingCents"] = *remaining
 		details["paidCents"] = due - *remaining
 	}
-	return orderNo, openTask(ctx, tx, projectID, TaskPaymentAmountMismatch, orderNo, details)
+	return orderNo, OpenTask(ctx, tx, projectID, TaskPaymentAmountMismatch, orderNo, details)
 }

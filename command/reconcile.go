@@ -23,7 +23,7 @@ import (
 //     failure) at once.
 
 // holdKinds are the tasks that hold an order back without an invoice number.
-var holdKinds = []string{HoldContactPhone, HoldRevenueRecognition, HoldNotInvoiceable, TaskValidationFailed, TaskProviderRightsMissing}
+var HoldKinds = []string{HoldContactPhone, HoldRevenueRecognition, HoldNotInvoiceable, TaskValidationFailed, TaskProviderRightsMissing}
 
 // heldPage is how many held orders one round re-evaluates; the walk goes on
 // where it stopped in the next round, so every held order gets its turn.
@@ -141,7 +141,7 @@ func (s *Service) heldOrders(ctx context.Context, c heldCursor, limit int) ([]or
 			o.correction_pending, o.content
 		FROM tasks t JOIN orders o ON o.project_id = t.project_id AND o.order_no = t.subject
 		WHERE t.status = 'open' AND t.kind = ANY($1) AND (t.created_at, t.id) > ($2, $3::uuid)
-		ORDER BY t.created_at, t.id LIMIT $4`, holdKinds, c.at, nullUUID(c.id), limit)
+		ORDER BY t.created_at, t.id LIMIT $4`, HoldKinds, c.at, nullUUID(c.id), limit)
 	if err != nil {
 		return nil, c, err
 	}
@@ -180,7 +180,7 @@ func nullUUID(id string) string {
 }
 
 // resolveTasks resolves the open tasks of kinds about subject.
-func resolveTasks(ctx context.Context, tx pgx.Tx, projectID string, kinds []string, subject, resolution string) error {
+func ResolveTasks(ctx context.Context, tx pgx.Tx, projectID string, kinds []string, subject, resolution string) error {
 	_, err := tx.Exec(ctx, `UPDATE tasks SET status = 'resolved', resolved_at = now(), resolution = $4
 		WHERE project_id = $1 AND kind = ANY($2) AND subject = $3 AND status = 'open'`, projectID, kinds, subject, resolution)
 	return err

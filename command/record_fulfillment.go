@@ -108,15 +108,15 @@ func (s *Service) recordFulfillment(ctx context.Context, projectID, key, reqID s
 
 // fulfillTx records the report and changes the order in tx.
 func (s *Service) fulfillTx(ctx context.Context, tx pgx.Tx, projectID, reqID string, in fulfillmentInput, receivedAt time.Time) (response, error) {
-	o, err := lockOrder(ctx, tx, projectID, "order_no", in.OrderNo)
+	o, err := Lock(ctx, tx, projectID, "order_no", in.OrderNo)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return response{}, apperr.New(apperr.NotFound, "order_not_found", "no order %q in this project", in.OrderNo)
 	}
 	if err != nil {
 		return response{}, err
 	}
-	row := &o.orderRow
-	shippedAt, tracking := row.shippedAt, row.trackingNumber
+	row := &o.Row
+	shippedAt, tracking := row.ShippedAt, row.TrackingNumber
 	if in.ShippedAt != nil {
 		shippedAt = in.ShippedAt
 	}
@@ -128,8 +128,8 @@ func (s *Service) fulfillTx(ctx context.Context, tx pgx.Tx, projectID, reqID str
 		switch {
 		case in.ShippedAt != nil:
 			suppliedAt = in.ShippedAt
-		case row.fulfillmentStatus == Fulfilled && row.suppliedAt != nil:
-			suppliedAt = row.suppliedAt
+		case row.FulfillmentStatus == Fulfilled && row.SuppliedAt != nil:
+			suppliedAt = row.SuppliedAt
 		default:
 			t := receivedAt.UTC().Truncate(time.Microsecond)
 			suppliedAt = &t
@@ -138,39 +138,39 @@ func (s *Service) fulfillTx(ctx context.Context, tx pgx.Tx, projectID, reqID str
 	// The invoice states the date of supply (§14 Abs. 4 Nr. 6 UStG): a
 	// report that moves it corrects the invoice (cancelled and issued
 	// again with the new date when the order is due).
-	status, correcting := row.status, row.correctionPending
-	if row.status == "invoiced" && o.requiresShipping && !sameTime(suppliedAt, row.suppliedAt) {
+	status, correcting := row.Status, row.CorrectionPending
+	if row.Status == "invoiced" && o.RequiresShipping && !sameTime(suppliedAt, row.SuppliedAt) {
 		status, correcting = "created", true
 	}
-	changed := in.Status != row.fulfillmentStatus || !sameTime(shippedAt, row.shippedAt) ||
-		!sameTime(suppliedAt, row.suppliedAt) || (tracking != nil && (row.trackingNumber == nil || *tracking != *row.trackingNumber))
+	changed := in.Status != row.FulfillmentStatus || !sameTime(shippedAt, row.ShippedAt) ||
+		!sameTime(suppliedAt, row.SuppliedAt) || (tracking != nil && (row.TrackingNumber == nil || *tracking != *row.TrackingNumber))
 
 	if _, err := tx.Exec(ctx, `INSERT INTO fulfillments (id, project_id, order_id, status, shipped_at, tracking_number, received_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`, uuid.Must(uuid.NewV7()).String(), projectID, row.id, in.Status, in.ShippedAt,
-		nullable(in.TrackingNumber), receivedAt); err != nil {
+VALUES ($1, $2, $3, $4, $5, $6, $7)`, uuid.Must(uuid.NewV7()).String(), projectID, row.ID, in.Status, in.ShippedAt,
+		Nullable(in.TrackingNumber), receivedAt); err != nil {
 		return response{}, err
 	}
 	if changed {
 		err := tx.QueryRow(ctx, `UPDATE orders SET fulfillment_status = $2, shipped_at = $3, supplied_at = $4,
   tracking_number = $5, status = $6, correction_pending = $7, version = version + 1, updated_at = now()
-WHERE id = $1 RETURNING version, updated_at`, row.id, in.Status, shippedAt, suppliedAt, tracking, status, correcting).Scan(&row.version, &row.updatedAt)
+WHERE id = $1 RETURNING version, updated_at`, row.ID, in.Status, shippedAt, suppliedAt, tracking, status, correcting).Scan(&row.Version, &row.UpdatedAt)
 		if err != nil {
 			return response{}, err
 		}
-		row.fulfillmentStatus, row.shippedAt, row.suppliedAt, row.trackingNumber = in.Status, shippedAt, suppliedAt, tracking
-		row.status, row.correctionPending = status, correcting
+		row.FulfillmentStatus, row.ShippedAt, row.SuppliedAt, row.TrackingNumber = in.Status, shippedAt, suppliedAt, tracking
+		row.Status, row.CorrectionPending = status, correcting
 		typ := event.OrderFulfillmentUpdated
 		if in.Status == Fulfilled {
 			typ = event.OrderFulfilled
 		}
-		if err := o.enqueueState(ctx, tx, projectID, typ); err != nil {
+		if err := o.EnqueueState(ctx, tx, projectID, typ); err != nil {
 			return response{}, err
 		}
 	}
 
-	res := FulfillmentResult{OrderNo: in.OrderNo, FulfillmentStatus: row.fulfillmentStatus}
-	if row.fulfillmentStatus == Fulfilled && row.suppliedAt != nil {
-		s := row.suppliedAt.UTC().Format(time.RFC3339Nano)
+	res := FulfillmentResult{OrderNo: in.OrderNo, FulfillmentStatus: row.FulfillmentStatus}
+	if row.FulfillmentStatus == Fulfilled && row.SuppliedAt != nil {
+		s := row.SuppliedAt.UTC().Format(time.RFC3339Nano)
 		res.ShippedAt = &s
 	}
 	body, err := renderData(reqID, res)
@@ -180,7 +180,7 @@ WHERE id = $1 RETURNING version, updated_at`, row.id, in.Status, shippedAt, supp
 	return response{status: 200, body: body}, nil
 }
 
-func nullable(s string) *string {
+func Nullable(s string) *string {
 	if s == "" {
 		return nil
 	}

@@ -42,41 +42,41 @@ const TaskRefundWithoutOrder = "refund_without_order"
 // refunds anew is kept in provider_refunds for the accounting export. It
 // returns the orderNo ("" when no order has ref) and whether anything changed.
 func refundOrder(ctx context.Context, tx pgx.Tx, projectID, paymentID, ref string, refunded, charged int64, full bool) (string, bool, error) {
-	o, err := lockOrder(ctx, tx, projectID, "payment_ref", ref)
+	o, err := Lock(ctx, tx, projectID, "payment_ref", ref)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A bank transfer through the provider: the payment intent is the
 		// order's payment order (provider_transfer.go).
-		id, terr := transferOrderID(ctx, tx, projectID, ref)
+		id, terr := TransferOrderID(ctx, tx, projectID, ref)
 		if terr != nil || id == "" {
 			return "", false, terr
 		}
-		o, err = lockOrder(ctx, tx, projectID, "id", id)
+		o, err = Lock(ctx, tx, projectID, "id", id)
 	}
 	if err != nil {
 		return "", false, err
 	}
-	increment := refunded - o.refundedCents
-	if increment <= 0 || o.status == "cancelled" {
-		return o.orderNo, false, nil
+	increment := refunded - o.RefundedCents
+	if increment <= 0 || o.Status == "cancelled" {
+		return o.OrderNo, false, nil
 	}
-	whole := (full || refunded >= charged) && o.refundedCents == 0
+	whole := (full || refunded >= charged) && o.RefundedCents == 0
 	if _, err := tx.Exec(ctx, `INSERT INTO provider_refunds (payment_id, project_id, order_id, amount_cents, full_refund)
-		VALUES ($1, $2, $3, $4, $5)`, paymentID, projectID, o.id, increment, whole); err != nil {
+		VALUES ($1, $2, $3, $4, $5)`, paymentID, projectID, o.ID, increment, whole); err != nil {
 		return "", false, fmt.Errorf("record refund: %w", err)
 	}
 	if whole {
 		_, err := cancelTx(ctx, tx, projectID, &o, "refunded in full")
-		return o.orderNo, true, err
+		return o.OrderNo, true, err
 	}
 	err = tx.QueryRow(ctx, `UPDATE orders SET refunded_cents = $2, refund_pending_cents = refund_pending_cents + $3,
 			version = version + 1, updated_at = now()
-		WHERE id = $1 RETURNING version, updated_at, refund_pending_cents`, o.id, refunded, increment).
-		Scan(&o.version, &o.updatedAt, &o.refundPending)
+		WHERE id = $1 RETURNING version, updated_at, refund_pending_cents`, o.ID, refunded, increment).
+		Scan(&o.Version, &o.UpdatedAt, &o.RefundPending)
 	if err != nil {
 		return "", false, err
 	}
-	o.refundedCents = refunded
-	return o.orderNo, true, o.enqueueState(ctx, tx, projectID, event.OrderUpdated)
+	o.RefundedCents = refunded
+	return o.OrderNo, true, o.EnqueueState(ctx, tx, projectID, event.OrderUpdated)
 }
 
 // IssueCreditNotes issues the credit note of the refund pending on the
@@ -87,26 +87,26 @@ func refundOrder(ctx context.Context, tx pgx.Tx, projectID, paymentID, ref strin
 func (s *Service) IssueCreditNotes(ctx context.Context, projectID, orderID string, issueDate time.Time) (out []Issued, err error) {
 	defer apperr.Wrap(&err, "issue credit notes of order %s", orderID)
 	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		o, err := lockOrder(ctx, tx, projectID, "id", orderID)
+		o, err := Lock(ctx, tx, projectID, "id", orderID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
 		}
-		if err != nil || o.refundPending == 0 {
+		if err != nil || o.RefundPending == 0 {
 			return err
 		}
 		var content event.OrderContent
-		if err := json.Unmarshal(o.content, &content); err != nil {
+		if err := json.Unmarshal(o.Content, &content); err != nil {
 			return fmt.Errorf("order content: %w", err)
 		}
 		now := time.Now().UTC()
 		var evs []event.Event
-		if o.status == "invoiced" {
+		if o.Status == "invoiced" {
 			var id string
 			var document []byte
 			err := tx.QueryRow(ctx, `SELECT id::text, document FROM invoices i
 				WHERE order_id = $1 AND type = 'invoice' AND failed_rules = '{}'
 				AND NOT EXISTS (SELECT 1 FROM invoices c WHERE c.cancels = i.id)
-				ORDER BY created_at DESC, seq DESC LIMIT 1`, o.id).Scan(&id, &document)
+				ORDER BY created_at DESC, seq DESC LIMIT 1`, o.ID).Scan(&id, &document)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil // no invoice to correct yet
 			}
@@ -137,37 +137,37 @@ func (s *Service) IssueCreditNotes(ctx context.Context, projectID, orderID strin
 			// The provider paid the refund back through the original means
 			// already (it reported it): the note says so, nothing is due.
 			paidBack := billing.RefundSettlement{Refunded: true, Currency: orig.Currency,
-				Refund: billing.ReceivedPayment{Provider: providerName, Reference: content.PaymentRef, Cents: money.Cents(o.refundPending)}}
+				Refund: billing.ReceivedPayment{Provider: providerName, Reference: content.PaymentRef, Cents: money.Cents(o.RefundPending)}}
 			if paid, ok, err := appliedPaymentTx(ctx, tx, &o, content.PaymentGateway); err != nil {
 				return err
 			} else if ok {
 				paidBack.Refund.Reference, paidBack.Refund.Method = paid.Reference, paid.Method
 			}
-			if paidBack.Refund.Date, err = lastRefundTx(ctx, tx, o.id); err != nil {
+			if paidBack.Refund.Date, err = lastRefundTx(ctx, tx, o.ID); err != nil {
 				return err
 			}
 			if paidBack.Refund.Date.IsZero() {
 				paidBack.Refund.Date = now
 			}
-			note, err := billing.Refund(orig, numbers[0], issueDate, money.Cents(o.refundPending), paidBack)
+			note, err := billing.Refund(orig, numbers[0], issueDate, money.Cents(o.RefundPending), paidBack)
 			if err != nil {
 				return err
 			}
-			doc, ev, err := recordDocumentTx(ctx, tx, projectID, o.id, o.orderNo, content.PaymentRef, note, rangeKey, seq, "", now)
+			doc, ev, err := recordDocumentTx(ctx, tx, projectID, o.ID, o.OrderNo, content.PaymentRef, note, rangeKey, seq, "", now)
 			if err != nil {
 				return err
 			}
 			out, evs = append(out, doc), append(evs, ev)
-		} else if o.status != "cancelled" {
+		} else if o.Status != "cancelled" {
 			return nil // not invoiced yet: the note follows the invoice
 		}
 		err = tx.QueryRow(ctx, `UPDATE orders SET refund_pending_cents = 0, version = version + 1, updated_at = $2
-			WHERE id = $1 RETURNING version, updated_at`, o.id, now).Scan(&o.version, &o.updatedAt)
+			WHERE id = $1 RETURNING version, updated_at`, o.ID, now).Scan(&o.Version, &o.UpdatedAt)
 		if err != nil {
 			return err
 		}
-		o.refundPending = 0
-		ev, err := event.New(event.OrderUpdated, projectID, "order", o.id, o.orderNo, o.version, now, o.state(projectID, content))
+		o.RefundPending = 0
+		ev, err := event.New(event.OrderUpdated, projectID, "order", o.ID, o.OrderNo, o.Version, now, o.State(projectID, content))
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ func TestOpenTaskOnceUnderConcurrency(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				err := store.WithTx(ctx, pool, func(tx pgx.Tx) error {
-					return openTask(ctx, tx, pid, TaskPaymentAmountMismatch, "ORDER-1", map[string]any{"orderNo": "ORDER-1"})
+					return OpenTask(ctx, tx, pid, TaskPaymentAmountMismatch, "ORDER-1", map[string]any{"orderNo": "ORDER-1"})
 				})
 				if err != nil {
 					t.Error(err)
