@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/store"
@@ -37,7 +38,7 @@ func (s *Service) cancelOrder(ctx context.Context, projectID, key, reqID, orderN
 	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		resp, err = keyedTx(ctx, tx, projectID, endpointCancel, key, fingerprint[:], func() (response, error) {
-			o, err := Lock(ctx, tx, projectID, "order_no", orderNo)
+			o, err := orders.Lock(ctx, tx, projectID, "order_no", orderNo)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return response{}, apperr.New(apperr.NotFound, "order_not_found", "no order %q in this project", orderNo)
 			}
@@ -62,7 +63,7 @@ func (s *Service) cancelOrder(ctx context.Context, projectID, key, reqID, orderN
 // when it has documents to cancel, resolves its hold tasks with reason, and
 // publishes its state. It returns false when the order was cancelled
 // already (nothing changes).
-func cancelTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked, reason string) (bool, error) {
+func cancelTx(ctx context.Context, tx pgx.Tx, projectID string, o *orders.Locked, reason string) (bool, error) {
 	if o.Status == "cancelled" {
 		return false, nil
 	}
@@ -78,7 +79,7 @@ func cancelTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked, reaso
 		return false, err
 	}
 	o.Status, o.Holds = "cancelled", nil
-	if err := ResolveTasks(ctx, tx, projectID, HoldKinds, o.OrderNo, reason); err != nil {
+	if err := orders.ResolveTasks(ctx, tx, projectID, orders.HoldKinds, o.OrderNo, reason); err != nil {
 		return false, err
 	}
 	return true, o.EnqueueState(ctx, tx, projectID, event.OrderUpdated)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/outbox"
@@ -131,7 +132,7 @@ func (s *Service) recordCreditTransactions(ctx context.Context, projectID string
 	occurred := make([]time.Time, n)
 	for i, t := range uniq {
 		ids[i], types[i], emails[i], amounts[i], occurred[i] = t.ID, t.Type, t.Email, t.AmountCents, t.OccurredAt
-		orderRefs[i] = Nullable(t.OrderRef)
+		orderRefs[i] = orders.Nullable(t.OrderRef)
 	}
 	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `INSERT INTO credit_transactions (project_id, id, type, email, amount_cents, occurred_at, order_ref)

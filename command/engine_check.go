@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/event"
@@ -60,7 +61,7 @@ func (s *Service) engineCheck(ctx context.Context, projectID string, c event.Ord
 	if err != nil {
 		return err
 	}
-	err = billing.Validate(BillingOrder(c, nil), seller)
+	err = billing.Validate(orders.BillingOrder(c, nil), seller)
 	var fe billing.FieldErrors
 	if !errors.As(err, &fe) {
 		return nil

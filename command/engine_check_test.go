@@ -1,8 +1,11 @@
 package command_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/o2i-service/o2i/internal/httpx"
 )
 
 // TestOrderRulesOfTheEngine: rates not allowed for a German buyer and a
@@ -10,7 +13,7 @@ import (
 // door with the exact field.
 func TestOrderRulesOfTheEngine(t *testing.T) {
 	t.Parallel()
-	v := newInvoicing(t, true, nil)
+	e := newEnv(t)
 	base := `"billingAddress":{"country_code":"DE","name":"Max","street":"Weg 1","postal_code":"10115","city":"Berlin"}`
 	tests := []struct {
 		name, body, field string
@@ -29,7 +32,10 @@ func TestOrderRulesOfTheEngine(t *testing.T) {
 			if tt.name == "no address details yet: accepted, held at invoicing" {
 				body = fmt.Sprintf(`{"orderNo":"E-%d",%s}`, i, tt.body)
 			}
-			status, field := v.post(body)
+			r := e.postOrder([]byte(body))
+			var eb httpx.ErrorBody
+			_ = json.Unmarshal(r.body, &eb)
+			status, field := r.status, eb.Error.Field
 			if tt.field == "" {
 				if status != 201 {
 					t.Errorf("status %d (field %q), want 201", status, field)

@@ -1,13 +1,19 @@
-// Package command is the write side: one use case per file (PlaceOrder,
-// RecordFulfillment, CancelOrder, MatchPayment, IssueInvoices, ...), the
-// write endpoints together in http.go (they parse, call, answer), the
-// Service in service.go, shared pieces in files named for them: the order
-// repository (order_repo.go: lock, change, publish), the keyed-command
-// protocol (idempotency.go), dead letters and the invoicer's reconciler.
+// Package command is the write side's API: one use case per file
+// (PlaceOrder, RecordFulfillment, CancelOrder, MatchPayment, refunds, store
+// credit, products, ResetTestData, Preview, ...), the write endpoints
+// together in http.go (they parse, call, answer), the Service in
+// service.go, shared pieces in files named for them: the keyed-command
+// protocol (idempotency.go), the group commit of new orders
+// (create_batch.go) and the body decoder (decode.go). The invoicer role
+// (issuing, cancelling and crediting documents, archiving, mailing, the
+// reconciler and dead letters) is command/invoicing; what both use (the
+// order repository, payments matched to orders, review tasks, the e-mail
+// queue) is command/orders. The relay role (relay.go) is internal/outbox's
+// relay, which publishes what both write.
 // Each command validates, writes its state change, idempotency record and
 // outbox events in one PostgreSQL transaction; the rules that decide live in
 // internal/lifecycle and internal/billing. It imports internal packages,
-// archive and render, never query.
+// archive, render and command/orders; never query, projection, a command under cmd, or command/invoicing.
 package command
 
 import (

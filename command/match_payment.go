@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -18,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/swaggest/jsonschema-go"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/billing"
-	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/store"
 )
 
@@ -42,9 +41,6 @@ import (
 // such an order waits as "no order" with a review task; it is matched when
 // the order arrives. Other event types are recorded as received and change
 // nothing.
-
-// TaskPaymentWithoutOrder: a payment arrived for a paymentRef no order has (yet).
-const TaskPaymentWithoutOrder = "payment_without_order"
 
 // stripeTolerance is how far a signature's timestamp may be from now.
 const stripeTolerance = 300 * time.Second
@@ -267,7 +263,7 @@ WHERE p.project_id = $1 AND p.provider = 'stripe' AND p.provider_event_id = $2`,
 				return err
 			}
 			if orderNo == "" {
-				return OpenTask(ctx, tx, projectID, TaskRefundWithoutOrder, obj.PaymentIntent, map[string]any{
+				return orders.OpenTask(ctx, tx, projectID, TaskRefundWithoutOrder, obj.PaymentIntent, map[string]any{
 					"paymentRef": obj.PaymentIntent, "eventId": ev.ID, "amountRefundedCents": obj.AmountRefunded,
 				})
 			}
@@ -296,12 +292,12 @@ WHERE p.project_id = $1 AND p.provider = 'stripe' AND p.provider_event_id = $2`,
 		if ev.Type != "payment_intent.succeeded" || obj.ID == "" {
 			return nil
 		}
-		orderNo, applied, err := PayOrder(ctx, tx, projectID, paymentID, obj.ID, amount, now)
+		orderNo, applied, err := orders.PayOrder(ctx, tx, projectID, paymentID, obj.ID, amount, now)
 		if err != nil {
 			return err
 		}
 		if orderNo == "" {
-			return OpenTask(ctx, tx, projectID, TaskPaymentWithoutOrder, obj.ID, map[string]any{
+			return orders.OpenTask(ctx, tx, projectID, orders.TaskPaymentWithoutOrder, obj.ID, map[string]any{
 				"paymentRef": obj.ID, "eventId": ev.ID, "amountCents": amount, "currency": strings.ToUpper(obj.Currency),
 			})
 		}
@@ -312,92 +308,4 @@ WHERE p.project_id = $1 AND p.provider = 'stripe' AND p.provider_event_id = $2`,
 		return PaymentResult{}, fmt.Errorf("record payment %s: %w", ev.ID, err)
 	}
 	return res, nil
-}
-
-// payOrder matches payment paymentID to the order with paymentRef ref in tx:
-// the payment gets the order; an unpaid order becomes paid (amount, at) and
-// an order.updated event follows. It returns the orderNo ("" when no order
-// has ref) and whether the order became paid.
-func PayOrder(ctx context.Context, tx pgx.Tx, projectID, paymentID, ref string, amount int64, at time.Time) (string, bool, error) {
-	o, err := Lock(ctx, tx, projectID, "payment_ref", ref)
-	if errors.Is(err, pgx.ErrNoRows) {
-		// A bank transfer through the provider: the payment intent is the
-		// order's payment order (provider_transfer.go).
-		id, terr := TransferOrderID(ctx, tx, projectID, ref)
-		if terr != nil || id == "" {
-			return "", false, terr
-		}
-		o, err = Lock(ctx, tx, projectID, "id", id)
-	}
-	if err != nil {
-		return "", false, err
-	}
-	if _, err := tx.Exec(ctx, `UPDATE payments SET order_id = $2, matched_at = $3 WHERE id = $1`, paymentID, o.ID, at); err != nil {
-		return "", false, err
-	}
-	if o.PaidAt != nil {
-		return o.OrderNo, false, nil // paid before: recorded, not applied twice
-	}
-	err = tx.QueryRow(ctx, `UPDATE orders SET paid_at = $2, paid_cents = $3, version = version + 1, updated_at = now()
-WHERE id = $1 RETURNING version, updated_at`, o.ID, at, amount).Scan(&o.Version, &o.UpdatedAt)
-	if err != nil {
-		return "", false, err
-	}
-	o.PaidAt, o.PaidCents = &at, &amount
-	// An invoiced order (an open item of an invoice-first gateway) is paid
-	// now: the amount must be what its documents ask for, to the cent.
-	if o.Status == "invoiced" {
-		var due int64
-		if err := tx.QueryRow(ctx, `SELECT coalesce(sum(due_cents), 0) FROM invoices i
-			WHERE order_id = $1 AND type IN ('invoice', 'voucher_sale') AND failed_rules = '{}'
-			AND NOT EXISTS (SELECT 1 FROM invoices c WHERE c.cancels = i.id)`, o.ID).Scan(&due); err != nil {
-			return "", false, err
-		}
-		if due != amount {
-			if err := OpenTask(ctx, tx, projectID, TaskPaymentAmountMismatch, o.OrderNo, map[string]any{
-				"orderNo": o.OrderNo, "paidCents": amount, "dueCents": due,
-			}); err != nil {
-				return "", false, err
-			}
-		}
-	}
-	return o.OrderNo, true, o.EnqueueState(ctx, tx, projectID, event.OrderUpdated)
-}
-
-// paidAt says when the order's payment arrived (nil: not paid). An unpaid
-// order with a paymentRef takes a payment that arrived before it and waits
-// unmatched; that is how a payment without an order meets its order.
-func (s *Service) paidAt(ctx context.Context, projectID, orderID string) (*time.Time, error) {
-	var paid *time.Time
-	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var ref *string
-		if err := tx.QueryRow(ctx, `SELECT paid_at, payment_ref FROM orders WHERE project_id = $1 AND id = $2`, projectID, orderID).
-			Scan(&paid, &ref); err != nil {
-			return err
-		}
-		if paid != nil || ref == nil {
-			return nil
-		}
-		var paymentID string
-		var amount int64
-		var at time.Time
-		err := tx.QueryRow(ctx, `SELECT id::text, amount_cents, received_at FROM payments
-WHERE project_id = $1 AND payment_ref = $2 AND order_id IS NULL AND event_type = 'payment_intent.succeeded'
-ORDER BY received_at LIMIT 1 FOR UPDATE SKIP LOCKED`, projectID, *ref).Scan(&paymentID, &amount, &at)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if _, applied, err := PayOrder(ctx, tx, projectID, paymentID, *ref, amount, at); err != nil || !applied {
-			return err
-		}
-		paid = &at
-		_, err = tx.Exec(ctx, `UPDATE tasks SET status = 'resolved', resolved_at = now()
-WHERE project_id = $1 AND kind = $2 AND subject = $3 AND status = 'open'`,
-			projectID, TaskPaymentWithoutOrder, *ref)
-		return err
-	})
-	return paid, err
 }

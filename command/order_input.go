@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/leitweg"
@@ -110,7 +111,7 @@ func parseOrder(body []byte) (event.OrderContent, error) {
 	if c.Email != "" && !validEmail(c.Email) {
 		return c, apperr.Field("email", "email must be a valid e-mail address")
 	}
-	if c.PaymentGateway == GatewayProviderTransfer && c.Email == "" {
+	if c.PaymentGateway == orders.GatewayProviderTransfer && c.Email == "" {
 		return c, apperr.Field("email", "an order paid by bank transfer through the payment provider (paymentGateway provider_transfer) needs the customer's email")
 	}
 	if c.Currency, err = o.text("currency", false, maxCurrencyLength); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/testenv"
@@ -172,26 +173,26 @@ func TestPaymentBeforeItsOrderWaitsAndIsMatched(t *testing.T) {
 	openTasks := func() int {
 		var n int
 		if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = $3 AND status = 'open'`,
-			e.project, command.TaskPaymentWithoutOrder, ref).Scan(&n); err != nil {
+			e.project, orders.TaskPaymentWithoutOrder, ref).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
 	if openTasks() != 1 {
-		t.Errorf("no open %s task", command.TaskPaymentWithoutOrder)
+		t.Errorf("no open %s task", orders.TaskPaymentWithoutOrder)
 	}
 	created := e.postOrder(mustJSON(t, o))
 	if created.status != 201 {
 		t.Fatalf("order: %d %s", created.status, created.body)
 	}
-	paid, err := e.svc.PaidAt(context.Background(), e.project, created.order(t).ID)
+	paid, err := orders.PaidAt(context.Background(), e.pool, e.project, created.order(t).ID)
 	if err != nil || paid == nil {
 		t.Fatalf("the waiting payment was not matched: %v %v", paid, err)
 	}
 	if openTasks() != 0 {
 		t.Error("the payment task stays open after the order arrived")
 	}
-	if again, err := e.svc.PaidAt(context.Background(), e.project, created.order(t).ID); err != nil || again == nil || !again.Equal(*paid) {
+	if again, err := orders.PaidAt(context.Background(), e.pool, e.project, created.order(t).ID); err != nil || again == nil || !again.Equal(*paid) {
 		t.Errorf("second check: %v %v", again, err)
 	}
 }

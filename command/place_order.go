@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/catalog"
 	"github.com/o2i-service/o2i/internal/event"
@@ -216,7 +217,7 @@ func newCreateArgs(ctx context.Context, projectID, key, reqID string, c event.Or
 		paymentRef = &c.PaymentRef
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	row := Row{ID: uuid.Must(uuid.NewV7()).String(), Version: 1, Status: "created", FulfillmentStatus: Unfulfilled, CreatedAt: now, UpdatedAt: now}
+	row := orders.Row{ID: uuid.Must(uuid.NewV7()).String(), Version: 1, Status: "created", FulfillmentStatus: Unfulfilled, CreatedAt: now, UpdatedAt: now}
 	data, err := event.OrderData(row.State(projectID, c), content)
 	if err != nil {
 		return createArgs{}, err
@@ -312,7 +313,7 @@ func (s *Service) placeOrderTx(ctx context.Context, conn *pgxpool.Conn, projectI
 		prevHash   []byte
 		prevStatus *int16
 		prevBody   []byte
-		row        Row
+		row        orders.Row
 		id         *string
 		version    *int64
 		status     *string

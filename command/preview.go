@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/render"
@@ -29,7 +30,7 @@ func Preview(body []byte, seller billing.Seller, day time.Time) ([]render.Docume
 	if err != nil {
 		return nil, err
 	}
-	o := BillingOrder(c, nil)
+	o := orders.BillingOrder(c, nil)
 	if err := billing.Validate(o, seller); err != nil {
 		return nil, engineError(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/store"
@@ -108,7 +109,7 @@ func (s *Service) recordFulfillment(ctx context.Context, projectID, key, reqID s
 
 // fulfillTx records the report and changes the order in tx.
 func (s *Service) fulfillTx(ctx context.Context, tx pgx.Tx, projectID, reqID string, in fulfillmentInput, receivedAt time.Time) (response, error) {
-	o, err := Lock(ctx, tx, projectID, "order_no", in.OrderNo)
+	o, err := orders.Lock(ctx, tx, projectID, "order_no", in.OrderNo)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return response{}, apperr.New(apperr.NotFound, "order_not_found", "no order %q in this project", in.OrderNo)
 	}
@@ -147,7 +148,7 @@ func (s *Service) fulfillTx(ctx context.Context, tx pgx.Tx, projectID, reqID str
 
 	if _, err := tx.Exec(ctx, `INSERT INTO fulfillments (id, project_id, order_id, status, shipped_at, tracking_number, received_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)`, uuid.Must(uuid.NewV7()).String(), projectID, row.ID, in.Status, in.ShippedAt,
-		Nullable(in.TrackingNumber), receivedAt); err != nil {
+		orders.Nullable(in.TrackingNumber), receivedAt); err != nil {
 		return response{}, err
 	}
 	if changed {
@@ -178,11 +179,4 @@ WHERE id = $1 RETURNING version, updated_at`, row.ID, in.Status, shippedAt, supp
 		return response{}, err
 	}
 	return response{status: 200, body: body}, nil
-}
-
-func Nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

@@ -2,20 +2,13 @@ package command
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/o2i-service/o2i/internal/apperr"
-	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/event"
-	"github.com/o2i-service/o2i/internal/money"
-	"github.com/o2i-service/o2i/internal/outbox"
-	"github.com/o2i-service/o2i/internal/project"
-	"github.com/o2i-service/o2i/internal/store"
 )
 
 // Refunds reported by the payment provider (Stripe charge.refunded, whose
@@ -31,7 +24,7 @@ import (
 //
 // An order cancelled after partial refunds does not cancel its invoice in
 // full: what the credit notes left is credited by one more
-// (cancelDocumentsTx, billing.CancelRemainder).
+// (cancelDocumentsTx of command/invoicing, billing.CancelRemainder).
 
 // TaskRefundWithoutOrder: a refund arrived for a paymentRef no order has.
 const TaskRefundWithoutOrder = "refund_without_order"
@@ -42,15 +35,15 @@ const TaskRefundWithoutOrder = "refund_without_order"
 // refunds anew is kept in provider_refunds for the accounting export. It
 // returns the orderNo ("" when no order has ref) and whether anything changed.
 func refundOrder(ctx context.Context, tx pgx.Tx, projectID, paymentID, ref string, refunded, charged int64, full bool) (string, bool, error) {
-	o, err := Lock(ctx, tx, projectID, "payment_ref", ref)
+	o, err := orders.Lock(ctx, tx, projectID, "payment_ref", ref)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// A bank transfer through the provider: the payment intent is the
-		// order's payment order (provider_transfer.go).
-		id, terr := TransferOrderID(ctx, tx, projectID, ref)
+		// order's payment order (command/invoicing/provider_transfer.go).
+		id, terr := orders.TransferOrderID(ctx, tx, projectID, ref)
 		if terr != nil || id == "" {
 			return "", false, terr
 		}
-		o, err = Lock(ctx, tx, projectID, "id", id)
+		o, err = orders.Lock(ctx, tx, projectID, "id", id)
 	}
 	if err != nil {
 		return "", false, err
@@ -77,101 +70,4 @@ func refundOrder(ctx context.Context, tx pgx.Tx, projectID, paymentID, ref strin
 	}
 	o.RefundedCents = refunded
 	return o.OrderNo, true, o.EnqueueState(ctx, tx, projectID, event.OrderUpdated)
-}
-
-// IssueCreditNotes issues the credit note of the refund pending on the
-// order against its invoice, in one transaction, and returns it. It does
-// nothing while the order has no invoice yet (the note follows the
-// invoice) or no refund pending; a cancelled order's pending refund is
-// covered by its cancellations and dropped.
-func (s *Service) IssueCreditNotes(ctx context.Context, projectID, orderID string, issueDate time.Time) (out []Issued, err error) {
-	defer apperr.Wrap(&err, "issue credit notes of order %s", orderID)
-	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		o, err := Lock(ctx, tx, projectID, "id", orderID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
-		}
-		if err != nil || o.RefundPending == 0 {
-			return err
-		}
-		var content event.OrderContent
-		if err := json.Unmarshal(o.Content, &content); err != nil {
-			return fmt.Errorf("order content: %w", err)
-		}
-		now := time.Now().UTC()
-		var evs []event.Event
-		if o.Status == "invoiced" {
-			var id string
-			var document []byte
-			err := tx.QueryRow(ctx, `SELECT id::text, document FROM invoices i
-				WHERE order_id = $1 AND type = 'invoice' AND failed_rules = '{}'
-				AND NOT EXISTS (SELECT 1 FROM invoices c WHERE c.cancels = i.id)
-				ORDER BY created_at DESC, seq DESC LIMIT 1`, o.ID).Scan(&id, &document)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil // no invoice to correct yet
-			}
-			if err != nil {
-				return err
-			}
-			if document == nil {
-				return fmt.Errorf("invoice %s: %w", id, errNotCancellable)
-			}
-			var orig billing.Invoice
-			if err := json.Unmarshal(document, &orig); err != nil {
-				return fmt.Errorf("invoice %s document: %w", id, err)
-			}
-			p, err := project.Get(ctx, tx, projectID)
-			if err != nil {
-				return err
-			}
-			mode := p.Seller()
-			mode.TestMode = orig.Test
-			pattern, err := billing.PatternFor(mode)
-			if err != nil {
-				return err
-			}
-			rangeKey, seq, numbers, err := takeNumbers(ctx, tx, projectID, pattern, issueDate.Year(), 1)
-			if err != nil {
-				return err
-			}
-			// The provider paid the refund back through the original means
-			// already (it reported it): the note says so, nothing is due.
-			paidBack := billing.RefundSettlement{Refunded: true, Currency: orig.Currency,
-				Refund: billing.ReceivedPayment{Provider: providerName, Reference: content.PaymentRef, Cents: money.Cents(o.RefundPending)}}
-			if paid, ok, err := appliedPaymentTx(ctx, tx, &o, content.PaymentGateway); err != nil {
-				return err
-			} else if ok {
-				paidBack.Refund.Reference, paidBack.Refund.Method = paid.Reference, paid.Method
-			}
-			if paidBack.Refund.Date, err = lastRefundTx(ctx, tx, o.ID); err != nil {
-				return err
-			}
-			if paidBack.Refund.Date.IsZero() {
-				paidBack.Refund.Date = now
-			}
-			note, err := billing.Refund(orig, numbers[0], issueDate, money.Cents(o.RefundPending), paidBack)
-			if err != nil {
-				return err
-			}
-			doc, ev, err := recordDocumentTx(ctx, tx, projectID, o.ID, o.OrderNo, content.PaymentRef, note, rangeKey, seq, "", now)
-			if err != nil {
-				return err
-			}
-			out, evs = append(out, doc), append(evs, ev)
-		} else if o.Status != "cancelled" {
-			return nil // not invoiced yet: the note follows the invoice
-		}
-		err = tx.QueryRow(ctx, `UPDATE orders SET refund_pending_cents = 0, version = version + 1, updated_at = $2
-			WHERE id = $1 RETURNING version, updated_at`, o.ID, now).Scan(&o.Version, &o.UpdatedAt)
-		if err != nil {
-			return err
-		}
-		o.RefundPending = 0
-		ev, err := event.New(event.OrderUpdated, projectID, "order", o.ID, o.OrderNo, o.Version, now, o.State(projectID, content))
-		if err != nil {
-			return err
-		}
-		return outbox.Enqueue(ctx, tx, append(evs, ev)...)
-	})
-	return out, err
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // NewRelay returns the outbox relay of the write side (the "relay" role):
-// it publishes the events the commands wrote to the Kafka brokers.
+// it publishes the events the commands wrote (command and
+// command/invoicing) to the Kafka brokers.
 func NewRelay(pool *pgxpool.Pool, brokers []string, reg prometheus.Registerer) *outbox.Relay {
 	return &outbox.Relay{Pool: pool, Brokers: brokers, Registerer: reg}
 }

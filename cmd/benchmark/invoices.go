@@ -23,7 +23,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/o2i-service/o2i/archive"
-	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/command/invoicing"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/outbox"
 	"github.com/o2i-service/o2i/internal/testenv"
@@ -59,8 +59,8 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	if cfg.backlog < 2 || cfg.rate < 1 || cfg.steady < time.Second || cfg.projects < 1 {
 		return nil, fmt.Errorf("-invoice-orders must be at least 2, -invoice-rate, -invoice-projects at least 1, -invoice-for at least 1s")
 	}
-	workers := command.DefaultInvoicerWorkers // the invoicer's Workers (O2I_INVOICER_WORKERS unset)
-	b.stopServer()                            // a former stage's service runs an invoicer
+	workers := invoicing.DefaultInvoicerWorkers // the invoicer's Workers (O2I_INVOICER_WORKERS unset)
+	b.stopServer()                              // a former stage's service runs an invoicer
 	if err := waitNoInvoicer(ctx, 3*time.Minute); err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	if early > 0 {
 		// Another process of the invoicer group runs on this stack (a test):
 		// it takes partitions, so the drain would not be this invoicer's.
-		return nil, fmt.Errorf("%d invoices were archived before the invoicer under test started: another invoicer (consumer group %s) runs on this stack", early, command.InvoicerGroup)
+		return nil, fmt.Errorf("%d invoices were archived before the invoicer under test started: another invoicer (consumer group %s) runs on this stack", early, invoicing.InvoicerGroup)
 	}
 	log.Printf("invoices: backlog in Kafka, invoicer group lag %d events", lag)
 
@@ -523,10 +523,10 @@ func waitNoInvoicer(ctx context.Context, limit time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d other invoicers (consumer group %s) still run on this stack after %s", members, command.InvoicerGroup, limit)
+			return fmt.Errorf("%d other invoicers (consumer group %s) still run on this stack after %s", members, invoicing.InvoicerGroup, limit)
 		}
 		if polls%5 == 0 {
-			log.Printf("invoices: waiting (at most %s) for %d other invoicers (consumer group %s) to leave", limit, members, command.InvoicerGroup)
+			log.Printf("invoices: waiting (at most %s) for %d other invoicers (consumer group %s) to leave", limit, members, invoicing.InvoicerGroup)
 		}
 		sleep(ctx, 2*time.Second)
 		if ctx.Err() != nil {
@@ -538,9 +538,9 @@ func waitNoInvoicer(ctx context.Context, limit time.Duration) error {
 // invoicerMembers is how many processes are members of the invoicer's consumer group.
 func invoicerMembers(ctx context.Context) (int, error) {
 	c := &kafka.Client{Addr: kafka.TCP(testenv.KafkaBrokers()...), Timeout: 10 * time.Second}
-	resp, err := c.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{command.InvoicerGroup}})
+	resp, err := c.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{invoicing.InvoicerGroup}})
 	if err != nil {
-		return 0, fmt.Errorf("kafka describe group %s: %w", command.InvoicerGroup, err)
+		return 0, fmt.Errorf("kafka describe group %s: %w", invoicing.InvoicerGroup, err)
 	}
 	members := 0
 	for _, g := range resp.Groups {
@@ -571,7 +571,7 @@ func invoicerLag(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("kafka offsets: %w", err)
 	}
-	committed, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: command.InvoicerGroup, Topics: map[string][]int{event.TopicOrders: parts}})
+	committed, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: invoicing.InvoicerGroup, Topics: map[string][]int{event.TopicOrders: parts}})
 	if err == nil {
 		err = committed.Error
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/text/encoding/charmap"
 
-	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/command/invoicing"
 	"github.com/o2i-service/o2i/internal/accounting"
 	"github.com/o2i-service/o2i/internal/apitest"
 	"github.com/o2i-service/o2i/internal/testenv"
@@ -47,7 +47,7 @@ func datevRows(t *testing.T, c *apitest.Client, key, from, to string) (map[strin
 // placeAndIssue places an order of a service of netCents at 19 % for the
 // period start..end that waits for its payment, so no invoicer issues it,
 // and issues its invoice on the day given; it returns the invoice number.
-func placeAndIssue(t *testing.T, c *apitest.Client, svc *command.Service, pid, key, orderNo string, netCents int, start, end string, on time.Time) string {
+func placeAndIssue(t *testing.T, c *apitest.Client, svc *invoicing.Service, pid, key, orderNo string, netCents int, start, end string, on time.Time) string {
 	t.Helper()
 	r := c.Do("POST", "/v1/orders", key, []byte(fmt.Sprintf(`{"orderNo":%q,"paymentRef":"pi_%s","paymentGateway":"stripe",
 		"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
@@ -57,7 +57,7 @@ func placeAndIssue(t *testing.T, c *apitest.Client, svc *command.Service, pid, k
 		t.Fatalf("order %s: %d %s", orderNo, r.Status, r.Body)
 	}
 	id := r.JSON(t)["data"].(map[string]any)["id"].(string)
-	out, err := svc.IssueInvoices(context.Background(), pid, id, command.IssueDates{IssueDate: on})
+	out, err := svc.IssueInvoices(context.Background(), pid, id, invoicing.IssueDates{IssueDate: on})
 	if err != nil || len(out) != 1 {
 		t.Fatalf("issue %s: %v %v", orderNo, out, err)
 	}
@@ -95,7 +95,7 @@ func TestDATEVExportOverAMethodChange(t *testing.T) {
 	pid := testenv.Project(t, pool, false)
 	key := testenv.Key(t, pool, pid)
 	c := client(t)
-	svc := command.New(pool)
+	svc := invoicing.New(pool)
 	suffix := uuid.NewString()[:8]
 
 	issue := func(orderNo string, netCents int, start, end string, on time.Time) string {
@@ -210,7 +210,7 @@ func TestAccountingChangeTakesEffectFromItsYear(t *testing.T) {
 	ctx := context.Background()
 	pool := testenv.Pool(t)
 	c := client(t)
-	svc := command.New(pool)
+	svc := invoicing.New(pool)
 	year := time.Now().UTC().Year()
 	next := fmt.Sprint(year + 1)
 	for _, tc := range []struct {

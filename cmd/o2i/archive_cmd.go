@@ -93,7 +93,7 @@ func archiveCmd(ctx context.Context, cfg Config, args []string, stdout, stderr i
 	case "export":
 		return exportArchive(ctx, w.queries, *projectID, *year, *out, progress, finish, stdout)
 	}
-	res, err := w.commands.BackfillArchive(ctx, w.archive, *projectID, progress)
+	res, err := w.invoices.BackfillArchive(ctx, w.archive, *projectID, progress)
 	finish()
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/command/invoicing"
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/mail"
 )
@@ -70,7 +70,7 @@ var envVars = []envVar{
 	{"O2I_HTTP_ADDR", "127.0.0.1:8080", "address the API listens on", false},
 	{"O2I_DATABASE_URL", "postgres://o2i:o2i@127.0.0.1:25432/o2i?sslmode=disable", "PostgreSQL connection URL", true},
 	{"O2I_DB_MAX_CONNS", "32", "PostgreSQL pool size per process", false},
-	{"O2I_INVOICER_WORKERS", strconv.Itoa(command.DefaultInvoicerWorkers), "events the invoicer role handles at once (each order's events in order); its work mostly waits for PostgreSQL and the object store, so more than the cores; keep it below O2I_DB_MAX_CONNS", false},
+	{"O2I_INVOICER_WORKERS", strconv.Itoa(invoicing.DefaultInvoicerWorkers), "events the invoicer role handles at once (each order's events in order); its work mostly waits for PostgreSQL and the object store, so more than the cores; keep it below O2I_DB_MAX_CONNS", false},
 	{"O2I_REDIS_URL", "redis://127.0.0.1:26379/0", "Redis URL (read models, rate limits)", true},
 	{"O2I_KAFKA_BROKERS", "127.0.0.1:29092", "comma-separated Kafka bootstrap brokers", false},
 	{"O2I_S3_ENDPOINT", "127.0.0.1:29000", "S3/MinIO endpoint host:port (archive)", false},

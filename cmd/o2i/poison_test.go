@@ -12,7 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/o2i-service/o2i/archive"
-	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/command/invoicing"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/outbox"
 	"github.com/o2i-service/o2i/internal/store"
@@ -118,7 +118,7 @@ func TestPoisonOrderDoesNotStopItsPartition(t *testing.T) {
 	})
 	var taskStatus string
 	if err := pool.QueryRow(ctx, `SELECT status FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = $3`,
-		pid, command.TaskInvoicingFailed, poison).Scan(&taskStatus); err != nil || taskStatus != "open" {
+		pid, invoicing.TaskInvoicingFailed, poison).Scan(&taskStatus); err != nil || taskStatus != "open" {
 		t.Fatalf("task of the poison order: %q %v (dead letter: %s)", taskStatus, err, deadErr)
 	}
 
@@ -132,7 +132,7 @@ func TestPoisonOrderDoesNotStopItsPartition(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE invoicing_dead_letters SET next_retry_at = now() WHERE order_id = $1`, poisonID); err != nil {
 		t.Fatal(err)
 	}
-	iv := command.NewInvoicer(command.New(pool), archive.New(testenv.S3(t), testenv.Env("O2I_S3_BUCKET")), testenv.KafkaBrokers())
+	iv := invoicing.NewInvoicer(invoicing.New(pool), archive.New(testenv.S3(t), testenv.Env("O2I_S3_BUCKET")), testenv.KafkaBrokers())
 	if err := iv.RetryDeadLetters(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestPoisonOrderDoesNotStopItsPartition(t *testing.T) {
 		t.Errorf("dead letter resolved = %v, %v", resolved, err)
 	}
 	if err := pool.QueryRow(ctx, `SELECT status FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = $3`,
-		pid, command.TaskInvoicingFailed, poison).Scan(&taskStatus); err != nil || taskStatus != "resolved" {
+		pid, invoicing.TaskInvoicingFailed, poison).Scan(&taskStatus); err != nil || taskStatus != "resolved" {
 		t.Errorf("task after the retry: %q %v", taskStatus, err)
 	}
 }

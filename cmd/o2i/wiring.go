@@ -9,6 +9,7 @@ import (
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/command/invoicing"
 	"github.com/o2i-service/o2i/internal/banktransfer"
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/mail"
@@ -23,6 +24,7 @@ type wiring struct {
 	d        *deps
 	reg      prometheus.Registerer
 	commands *command.Service
+	invoices *invoicing.Service // the invoicer role's use cases
 	queries  *query.Service
 	archive  *archive.Archive
 }
@@ -32,6 +34,7 @@ func newWiring(d *deps, reg prometheus.Registerer) *wiring {
 		d:        d,
 		reg:      reg,
 		commands: command.New(d.pool),
+		invoices: invoicing.New(d.pool),
 		queries:  query.New(d.pool, d.redis),
 	}
 	if reg != nil {
@@ -70,10 +73,10 @@ func (w *wiring) worker(role string) func(context.Context) error {
 	case "relay":
 		return command.NewRelay(w.d.pool, w.d.cfg.KafkaBrokers, w.reg).Run
 	case "invoicer":
-		iv := command.NewInvoicer(w.commands, w.archive, w.d.cfg.KafkaBrokers)
+		iv := invoicing.NewInvoicer(w.invoices, w.archive, w.d.cfg.KafkaBrokers)
 		iv.Workers = w.d.cfg.InvoicerWorkers
 		if sender, err := mail.NewSender(w.d.cfg.SMTPURL, w.d.cfg.MailFrom); err == nil { // checked by loadConfig
-			iv.Mail = command.NewMailer(w.commands, w.archive, sender)
+			iv.Mail = invoicing.NewMailer(w.invoices, w.archive, sender)
 		}
 		iv.Transfers = banktransfer.New(w.d.cfg.StripeAPIBase, 20*time.Second)
 		return iv.Run

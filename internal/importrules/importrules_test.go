@@ -2,6 +2,8 @@
 // import rule its doc comment states. Imports are read with go/parser from
 // the non-test files of each package directory (build tags ignored: every
 // file counts), so the test needs neither the go command nor the network.
+// A rule marked stated is checked against the package's doc comment too: it
+// must contain the rule's words.
 package importrules
 
 import (
@@ -30,11 +32,15 @@ type rule struct {
 	doc     string   // the doc comment's words
 	stdOnly bool     // the standard library only, plus allow
 	allow   []string // with stdOnly: the other imports allowed
-	forbid  []string // never imported
+	forbid  []string // never imported, nor any package below them
+	// forbidExact: never imported, exactly these packages (those below
+	// them may be).
+	forbidExact []string
 	// only: of the module's internal packages, these alone (module-relative);
 	// nil: not restricted.
 	only    []string
 	noClock bool // no call of time.Now, time.Since, ... (reading the clock)
+	stated  bool // the package's doc comment contains doc word for word
 }
 
 var (
@@ -98,8 +104,20 @@ var rules = []rule{
 	{pkgs: []string{"internal/..."}, doc: "(layering) internal packages never import command, query, projection or a command under cmd.", forbid: topLevel},
 	{pkgs: []string{"query"}, doc: "It imports internal packages and archive (documents, read by the version recorded in PostgreSQL), never command or render: the read side never renders or writes a document.",
 		forbid: []string{m + "command", m + "projection", m + "cmd", m + "render"}},
-	{pkgs: []string{"command"}, doc: "It imports internal packages, never query.",
-		forbid: []string{m + "query", m + "projection", m + "cmd"}},
+	// The write side is three packages: the API's use cases (command), the
+	// invoicer role (command/invoicing) and what both use (command/orders).
+	// Neither role imports the other; both import command/orders, which
+	// imports neither.
+	{pkgs: []string{"command"}, stated: true,
+		doc:    "It imports internal packages, archive, render and command/orders; never query, projection, a command under cmd, or command/invoicing.",
+		forbid: []string{m + "query", m + "projection", m + "cmd", m + "command/invoicing"}},
+	{pkgs: []string{"command/invoicing"}, stated: true,
+		doc:         "It imports command/orders, internal packages, archive and render; never command, query, projection or a command under cmd.",
+		forbid:      []string{m + "query", m + "projection", m + "cmd"},
+		forbidExact: []string{m + "command"}},
+	{pkgs: []string{"command/orders"}, stated: true,
+		doc:    "It imports internal packages only; never command, command/invoicing, query, projection, render, archive or a command under cmd.",
+		forbid: []string{m + "command", m + "query", m + "projection", m + "cmd", m + "render", m + "archive"}},
 	{pkgs: []string{"projection"}, doc: "It imports internal/event, internal/readmodel, internal/consume, internal/tracing, pgx, go-redis, kafka-go and the OpenTelemetry trace API; never command or query.",
 		forbid: []string{m + "command", m + "query", m + "cmd"}},
 	// cmd/benchmark, a load tool, reads the stack's addresses with testenv.Env.
@@ -146,6 +164,7 @@ type pkgInfo struct {
 	rel     string
 	imports map[string][]string
 	clock   []string // "file: time.Now" calls that read the clock
+	doc     string   // the package's doc comment, in one line
 }
 
 // loadPackages parses the non-test Go files below root.
@@ -167,7 +186,7 @@ func loadPackages(root string) ([]pkgInfo, error) {
 		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution|parser.ParseComments)
 		if err != nil {
 			return err
 		}
@@ -176,6 +195,9 @@ func loadPackages(root string) ([]pkgInfo, error) {
 		if p == nil {
 			p = &pkgInfo{rel: filepath.ToSlash(dir), imports: map[string][]string{}}
 			byDir[dir] = p
+		}
+		if f.Doc != nil {
+			p.doc = strings.Join(strings.Fields(p.doc+" "+f.Doc.Text()), " ")
 		}
 		timeName := ""
 		for _, imp := range f.Imports {
@@ -239,7 +261,7 @@ func violations(pkgs []pkgInfo) []string {
 			for ip, files := range p.imports {
 				bad := ""
 				switch {
-				case slices.ContainsFunc(forbid, func(f string) bool { return under(ip, f) }):
+				case slices.ContainsFunc(forbid, func(f string) bool { return under(ip, f) }), slices.Contains(r.forbidExact, ip):
 					bad = "forbidden"
 				case r.stdOnly && !isStd(ip) && !slices.ContainsFunc(r.allow, func(a string) bool { return under(ip, a) }):
 					bad = "not allowed"
@@ -247,6 +269,9 @@ func violations(pkgs []pkgInfo) []string {
 				if bad != "" {
 					out = append(out, fmt.Sprintf("%s imports %s (%s; %s): rule %q", p.rel, ip, bad, files[0], r.doc))
 				}
+			}
+			if r.stated && !strings.Contains(p.doc, r.doc) {
+				out = append(out, fmt.Sprintf("%s: the doc comment does not state the rule %q", p.rel, r.doc))
 			}
 			if r.noClock {
 				for _, c := range p.clock {
@@ -320,6 +345,9 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		"query/q.go":             "package query\nimport _ \"" + m + "command\"\n",
 		"command/c.go":           "package command\nimport _ \"" + m + "internal/testenv\"\n",
 		"command/c_test.go":      "package command\nimport _ \"" + m + "query\"\n", // tests may
+		"command/d.go":           "package command\nimport _ \"" + m + "command/invoicing\"\n",
+		"command/invoicing/i.go": "// Package invoicing states no rule.\npackage invoicing\nimport _ \"" + m + "command\"\nimport _ \"" + m + "command/orders\"\n",
+		"command/orders/o.go":    "package orders\nimport _ \"" + m + "command/invoicing\"\n",
 	}
 	for name, src := range files {
 		path := filepath.Join(root, filepath.FromSlash(name))
@@ -344,6 +372,10 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		"internal/einvoice imports " + m + "render",
 		"query imports " + m + "command",
 		"command imports " + m + "internal/testenv",
+		"command imports " + m + "command/invoicing",
+		"command/invoicing imports " + m + "command (forbidden",
+		"command/orders imports " + m + "command/invoicing",
+		"command/invoicing: the doc comment does not state the rule",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no violation %q in:\n%s", want, got)
@@ -351,5 +383,8 @@ func TestImportRulesCatchViolations(t *testing.T) {
 	}
 	if strings.Contains(got, "command imports "+m+"query") {
 		t.Errorf("a test file's import counted:\n%s", got)
+	}
+	if strings.Contains(got, "command/invoicing imports "+m+"command/orders") {
+		t.Errorf("command/invoicing may import command/orders:\n%s", got)
 	}
 }

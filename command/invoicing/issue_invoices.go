@@ -1,4 +1,4 @@
-package command
+package invoicing
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/catalog"
@@ -44,15 +45,11 @@ type Issued struct {
 	recorded *archivable
 }
 
-// Hold kinds: the order waits as a review task, no invoice number is taken.
+// Review tasks of an issued invoice: the invoice is issued, and a person
+// checks what it relies on.
 const (
-	HoldContactPhone          = lifecycle.HoldContactPhone       // Leitweg-ID, but no telephone on the invoice contact (BR-DE-6)
-	HoldRevenueRecognition    = lifecycle.HoldRevenueRecognition // accrual accounting, a service without period or product default
-	HoldNotInvoiceable        = "order_not_invoiceable"          // the engine rejects the order (for example a rate not allowed at the place of supply)
-	TaskValidationFailed      = "invoice_validation_failed"      // a document would break EN 16931 / XRechnung rules: held, no number taken, issued once the cause is fixed
-	TaskPaymentAmountMismatch = "payment_amount_mismatch"        // the provider's payment is not the amount due; the invoice is issued
-	TaskPriorYearRevenue      = "prior_year_revenue"             // accrual accounting, a service period starting in an earlier financial year; the invoice is issued
-	TaskVATIDReview           = "vat_id_review"                  // the buyer's VAT ID decides a supply abroad and needs confirming (billing.VATIDReview); the invoice is issued
+	TaskPriorYearRevenue = "prior_year_revenue" // accrual accounting, a service period starting in an earlier financial year; the invoice is issued
+	TaskVATIDReview      = "vat_id_review"      // the buyer's VAT ID decides a supply abroad and needs confirming (billing.VATIDReview); the invoice is issued
 )
 
 // HeldError says why an order was held back as a review task.
@@ -90,18 +87,18 @@ func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, 
 	var invalid *invalidDocument
 	if errors.As(err, &invalid) {
 		// Rolled back: no number taken. The order waits as a task.
-		h := &HeldError{TaskValidationFailed, invalid.Error()}
+		h := &HeldError{orders.TaskValidationFailed, invalid.Error()}
 		err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-			o, err := Lock(ctx, tx, projectID, "id", orderID)
+			o, err := orders.Lock(ctx, tx, projectID, "id", orderID)
 			if err != nil {
 				return err
 			}
-			if err := OpenTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{
+			if err := orders.OpenTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{
 				"orderNo": orderNo, "document": invalid.kind, "rules": invalid.rules, "findings": invalid.findings,
 			}); err != nil {
 				return err
 			}
-			return NoteHoldsTx(ctx, tx, projectID, &o)
+			return orders.NoteHoldsTx(ctx, tx, projectID, &o)
 		})
 		if err != nil {
 			return nil, err
@@ -115,7 +112,7 @@ func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, 
 }
 
 func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID string, d IssueDates) ([]Issued, *HeldError, string, error) {
-	o, err := Lock(ctx, tx, projectID, "id", orderID)
+	o, err := orders.Lock(ctx, tx, projectID, "id", orderID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, "", apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
 	}
@@ -127,7 +124,7 @@ func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID str
 }
 
 // issueLockedTx is issueTx on the locked order o.
-func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked, d IssueDates) ([]Issued, *HeldError, error) {
+func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string, o *orders.Locked, d IssueDates) ([]Issued, *HeldError, error) {
 	orderID := o.ID
 	var content event.OrderContent
 	if err := json.Unmarshal(o.Content, &content); err != nil {
@@ -157,7 +154,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		return out, nil, saveOrderTx(ctx, tx, projectID, o, content, o.Status, now, evs)
 	}
 	hold := func(h *HeldError) ([]Issued, *HeldError, error) {
-		if err := OpenTask(ctx, tx, projectID, h.Kind, o.OrderNo, map[string]any{"orderNo": o.OrderNo, "details": h.Details}); err != nil {
+		if err := orders.OpenTask(ctx, tx, projectID, h.Kind, o.OrderNo, map[string]any{"orderNo": o.OrderNo, "details": h.Details}); err != nil {
 			return nil, nil, err
 		}
 		if len(evs) > 0 {
@@ -165,15 +162,15 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 				return nil, nil, err
 			}
 		}
-		return nil, h, NoteHoldsTx(ctx, tx, projectID, o)
+		return nil, h, orders.NoteHoldsTx(ctx, tx, projectID, o)
 	}
 
 	defaults, recognised, err := productSettings(ctx, tx, content)
 	if err != nil {
 		return nil, nil, err
 	}
-	order := BillingOrder(content, defaults)
-	if ProviderTransfer(content) {
+	order := orders.BillingOrder(content, defaults)
+	if orders.ProviderTransfer(content) {
 		// The invoice asks for payment to the provider's virtual IBAN with
 		// its reference; the invoicer created the payment order before.
 		if order.Transfer, err = transferOfTx(ctx, tx, orderID); err != nil {
@@ -188,13 +185,13 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	switch lifecycle.HoldOf(lifecycle.Facts{XRechnung: order.BillingAddress.LeitwegID != "", ContactPhone: seller.ContactPhone != "",
 		Accrual: p.AccountingIn(d.IssueDate.Year()) == project.Accrual, RequiresShipping: order.RequiresShipping, ServicePeriod: order.ServicePeriod != nil,
 		RevenueRecognised: recognised}) {
-	case HoldContactPhone:
-		return hold(&HeldError{HoldContactPhone, "XRechnung needs a telephone number on the invoice contact (BR-DE-6): o2i project set --contact-phone"})
-	case HoldRevenueRecognition:
-		return hold(&HeldError{HoldRevenueRecognition, "no service_period and no revenue recognition on the product: send the period, or PUT /v1/products/{productId}"})
+	case orders.HoldContactPhone:
+		return hold(&HeldError{orders.HoldContactPhone, "XRechnung needs a telephone number on the invoice contact (BR-DE-6): o2i project set --contact-phone"})
+	case orders.HoldRevenueRecognition:
+		return hold(&HeldError{orders.HoldRevenueRecognition, "no service_period and no revenue recognition on the product: send the period, or PUT /v1/products/{productId}"})
 	}
 	if err := billing.Validate(order, seller); err != nil {
-		return hold(&HeldError{HoldNotInvoiceable, err.Error()})
+		return hold(&HeldError{orders.HoldNotInvoiceable, err.Error()})
 	}
 
 	pattern, err := billing.PatternFor(seller)
@@ -251,7 +248,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 			applied += int64(inv.Totals.PaidCents)
 		}
 		if due != 0 || applied != int64(paid.Cents) {
-			if err := OpenTask(ctx, tx, projectID, TaskPaymentAmountMismatch, o.OrderNo, map[string]any{
+			if err := orders.OpenTask(ctx, tx, projectID, orders.TaskPaymentAmountMismatch, o.OrderNo, map[string]any{
 				"orderNo": o.OrderNo, "paidCents": int64(paid.Cents), "dueCents": due, "surplusCents": int64(paid.Cents) - applied,
 			}); err != nil {
 				return nil, nil, err
@@ -263,7 +260,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	// service_period rule 4; the financial year is the calendar year, its
 	// method the one in force in the invoice's year).
 	if sp := order.ServicePeriod; sp != nil && p.AccountingIn(d.IssueDate.Year()) == project.Accrual && sp.Start.Year() < d.IssueDate.Year() {
-		if err := OpenTask(ctx, tx, projectID, TaskPriorYearRevenue, o.OrderNo, map[string]any{
+		if err := orders.OpenTask(ctx, tx, projectID, TaskPriorYearRevenue, o.OrderNo, map[string]any{
 			"orderNo": o.OrderNo, "numbers": numbers, "servicePeriodStart": sp.Start.Format(time.DateOnly),
 			"financialYear": sp.Start.Year(), "details": "assign the revenue to the prior financial year",
 		}); err != nil {
@@ -284,13 +281,13 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 			if sa := order.ShippingAddress; sa != nil {
 				details["shippingCountry"] = sa.CountryCode
 			}
-			if err := OpenTask(ctx, tx, projectID, TaskVATIDReview, o.OrderNo, details); err != nil {
+			if err := orders.OpenTask(ctx, tx, projectID, TaskVATIDReview, o.OrderNo, details); err != nil {
 				return nil, nil, err
 			}
 		}
 	}
 	// Whatever held the order has cleared.
-	if err := ResolveTasks(ctx, tx, projectID, HoldKinds, o.OrderNo, "released: invoiced as "+strings.Join(numbers, ", ")); err != nil {
+	if err := orders.ResolveTasks(ctx, tx, projectID, orders.HoldKinds, o.OrderNo, "released: invoiced as "+strings.Join(numbers, ", ")); err != nil {
 		return nil, nil, err
 	}
 	// The order is invoiced: its invoice-relevant content is frozen until a
@@ -357,10 +354,10 @@ func recordDocumentTx(ctx context.Context, tx pgx.Tx, projectID, orderID, orderN
 			format, status, issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, due_cents, test_mode,
 			oss_report, ec_sales_list, failed_rules, xml, document, cancels, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
-		doc.ID, projectID, orderID, orderNo, Nullable(paymentRef), inv.Number, rangeKey, seq, kind, string(inv.TypeCode),
+		doc.ID, projectID, orderID, orderNo, orders.Nullable(paymentRef), inv.Number, rangeKey, seq, kind, string(inv.TypeCode),
 		string(inv.Format), doc.Status, inv.IssueDate, inv.Currency, int64(inv.Totals.TaxBasisCents), int64(inv.Totals.TaxCents),
 		int64(inv.Totals.GrandCents), int64(inv.Totals.DueCents), inv.Test, inv.OSSReport, inv.ECSalesList,
-		append([]string{}, doc.FailedRules...), xml, document, Nullable(cancels), now)
+		append([]string{}, doc.FailedRules...), xml, document, orders.Nullable(cancels), now)
 	if err != nil {
 		return Issued{}, event.Event{}, fmt.Errorf("record invoice %s: %w", inv.Number, err)
 	}
@@ -393,7 +390,7 @@ func (e *invalidDocument) Error() string {
 
 // saveOrderTx stores the order's new status after invoicing or cancelling
 // (no correction pending any more) and enqueues evs with its order.updated.
-func saveOrderTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked, c event.OrderContent, status string, now time.Time, evs []event.Event) error {
+func saveOrderTx(ctx context.Context, tx pgx.Tx, projectID string, o *orders.Locked, c event.OrderContent, status string, now time.Time, evs []event.Event) error {
 	err := tx.QueryRow(ctx, `UPDATE orders SET status = $2, correction_pending = false, version = version + 1, updated_at = $3,
 			invoiced_at = CASE WHEN $2 = 'invoiced' THEN $3 ELSE invoiced_at END, holds = '[]'
 		WHERE id = $1 RETURNING version, updated_at, invoiced_at`, o.ID, status, now).Scan(&o.Version, &o.UpdatedAt, &o.InvoicedAt)
@@ -429,7 +426,7 @@ func findingTexts(fs []einvoice.Finding) []string {
 // productSettings returns the catalogue's defaults of the order's products
 // (VAT rate, service period) and whether every line's product has a
 // revenue recognition set.
-func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[string]ProductDefaults, bool, error) {
+func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[string]orders.ProductDefaults, bool, error) {
 	ids := make([]string, 0, len(c.Items))
 	for _, it := range c.Items {
 		if it.CatalogProductID != "" {
@@ -442,7 +439,7 @@ func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[
 		return nil, false, err
 	}
 	defer rows.Close()
-	defaults := map[string]ProductDefaults{}
+	defaults := map[string]orders.ProductDefaults{}
 	recognised := len(ids) == len(c.Items)
 	seen := 0
 	for rows.Next() {
@@ -453,7 +450,7 @@ func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[
 			return nil, false, err
 		}
 		seen++
-		var d ProductDefaults
+		var d orders.ProductDefaults
 		if rate != nil {
 			r, err := money.ParseDecimal(*rate)
 			if err != nil {
@@ -469,26 +466,6 @@ func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[
 		defaults[id] = d
 	}
 	return defaults, recognised && seen == len(ids), rows.Err()
-}
-
-// openTask records a review task unless the same one is open already; an
-// urgent one is mailed to the project's invoice contact.
-func OpenTask(ctx context.Context, tx pgx.Tx, projectID, kind, subject string, details map[string]any) error {
-	raw, err := json.Marshal(details)
-	if err != nil {
-		return err
-	}
-	id := uuid.NewString()
-	// At most one open task per cause: the partial unique index decides
-	// between concurrent writers (check-then-insert let both insert).
-	tag, err := tx.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (project_id, kind, subject) WHERE status = 'open' DO NOTHING`,
-		id, projectID, kind, subject, raw)
-	if err != nil || tag.RowsAffected() == 0 || !urgentTasks[kind] {
-		return err
-	}
-	// An urgent task is mailed to the invoice contact (deliver_mail.go).
-	return enqueueTaskMailTx(ctx, tx, projectID, id, subject)
 }
 
 func issuedOf(ctx context.Context, tx pgx.Tx, orderID string) ([]Issued, error) {

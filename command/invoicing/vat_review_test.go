@@ -1,4 +1,4 @@
-package command_test
+package invoicing_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/command/invoicing"
 )
 
 // TestIssueOpensVATIDReview: issuing goods to a buyer in France decides by
@@ -50,12 +50,12 @@ func TestIssueOpensVATIDReview(t *testing.T) {
 			}
 			var raw []byte
 			err := v.pool.QueryRow(context.Background(), `SELECT details FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = $3 AND status = 'open'`,
-				v.project, command.TaskVATIDReview, no).Scan(&raw)
+				v.project, invoicing.TaskVATIDReview, no).Scan(&raw)
 			switch {
 			case tc.task == "" && err == nil:
 				t.Errorf("unexpected task: %s", raw)
 			case tc.task != "" && err != nil:
-				t.Fatalf("no %s task: %v", command.TaskVATIDReview, err)
+				t.Fatalf("no %s task: %v", invoicing.TaskVATIDReview, err)
 			case tc.task != "":
 				var d map[string]any
 				if err := json.Unmarshal(raw, &d); err != nil {

@@ -1,4 +1,4 @@
-package command_test
+package invoicing_test
 
 import (
 	"bytes"
@@ -20,6 +20,8 @@ import (
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/command/invoicing"
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apikey"
 	"github.com/o2i-service/o2i/internal/einvoice"
 	"github.com/o2i-service/o2i/internal/httpx"
@@ -31,7 +33,7 @@ import (
 type invoicingEnv struct {
 	t       *testing.T
 	pool    *pgxpool.Pool
-	svc     *command.Service
+	svc     *invoicing.Service
 	url     string
 	project string
 	key     string
@@ -40,8 +42,7 @@ type invoicingEnv struct {
 func newInvoicing(t *testing.T, testMode bool, settings func(*project.Settings)) *invoicingEnv {
 	t.Helper()
 	pool := testenv.Pool(t)
-	svc := command.New(pool)
-	srv := httptest.NewServer((&httpx.Server{Routes: svc.Routes(), Auth: apikey.NewAuthenticator(pool)}).Handler())
+	srv := httptest.NewServer((&httpx.Server{Routes: command.New(pool).Routes(), Auth: apikey.NewAuthenticator(pool)}).Handler())
 	t.Cleanup(srv.Close)
 	id := testenv.Project(t, pool, testMode)
 	if settings != nil {
@@ -49,7 +50,7 @@ func newInvoicing(t *testing.T, testMode bool, settings func(*project.Settings))
 			t.Fatal(err)
 		}
 	}
-	return &invoicingEnv{t: t, pool: pool, svc: svc, url: srv.URL, project: id, key: testenv.Key(t, pool, id)}
+	return &invoicingEnv{t: t, pool: pool, svc: invoicing.New(pool), url: srv.URL, project: id, key: testenv.Key(t, pool, id)}
 }
 
 // send posts an order body with a fresh Idempotency-Key and returns the
@@ -81,26 +82,19 @@ func (v *invoicingEnv) place(body string) string {
 	return out.Data.ID
 }
 
-// post sends an order and returns the status and, for errors, the field.
-func (v *invoicingEnv) post(body string) (int, string) {
-	v.t.Helper()
-	status, raw := v.send(body)
-	var e httpx.ErrorBody
-	_ = json.Unmarshal(raw, &e)
-	return status, e.Error.Field
-}
-
 func simpleOrder(orderNo string, extra string) string {
 	return fmt.Sprintf(`{"orderNo":%q,"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"%s},
 		"items":[{"name":"Tee","quantity":2,"unitNetCents":1000,"taxRate":7},{"name":"Tasse","quantity":1,"unitGrossCents":1190,"taxRate":19}],
 		"requiresShipping":true,"shippingGrossCents":490}`, orderNo, extra)
 }
 
+func uniqueNo(prefix string) string { return prefix + "-" + uuid.NewString()[:13] }
+
 var issueDay = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
 
-func (v *invoicingEnv) issue(orderID string) []command.Issued {
+func (v *invoicingEnv) issue(orderID string) []invoicing.Issued {
 	v.t.Helper()
-	out, err := v.svc.IssueInvoices(context.Background(), v.project, orderID, command.IssueDates{IssueDate: issueDay})
+	out, err := v.svc.IssueInvoices(context.Background(), v.project, orderID, invoicing.IssueDates{IssueDate: issueDay})
 	if err != nil {
 		v.t.Fatalf("IssueInvoices: %v", err)
 	}
@@ -176,7 +170,7 @@ func TestInvoiceNumbersAreGaplessUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := v.svc.IssueInvoices(context.Background(), v.project, id, command.IssueDates{IssueDate: issueDay})
+			out, err := v.svc.IssueInvoices(context.Background(), v.project, id, invoicing.IssueDates{IssueDate: issueDay})
 			if err != nil {
 				t.Error(err)
 				return
@@ -238,14 +232,14 @@ func TestHeldOrdersTakeNoNumber(t *testing.T) {
 	noPhone := func(s *project.Settings) { *s = testenv.DemoSeller(); s.ContactPhone = "" }
 	v := newInvoicing(t, true, noPhone)
 	id := v.place(simpleOrder("H-1", `,"leitweg_id":"04011000-1234512345-06"`))
-	_, err := v.svc.IssueInvoices(context.Background(), v.project, id, command.IssueDates{IssueDate: issueDay})
-	var held *command.HeldError
-	if !errors.As(err, &held) || held.Kind != command.HoldContactPhone {
-		t.Fatalf("err %v, want held %s", err, command.HoldContactPhone)
+	_, err := v.svc.IssueInvoices(context.Background(), v.project, id, invoicing.IssueDates{IssueDate: issueDay})
+	var held *invoicing.HeldError
+	if !errors.As(err, &held) || held.Kind != orders.HoldContactPhone {
+		t.Fatalf("err %v, want held %s", err, orders.HoldContactPhone)
 	}
 	var tasks int
 	if err := v.pool.QueryRow(context.Background(), `SELECT count(*) FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = 'H-1'`,
-		v.project, command.HoldContactPhone).Scan(&tasks); err != nil || tasks != 1 {
+		v.project, orders.HoldContactPhone).Scan(&tasks); err != nil || tasks != 1 {
 		t.Errorf("tasks %d (%v), want 1", tasks, err)
 	}
 	// Once the phone is set, the same order is issued as XRechnung with the first number.
@@ -265,9 +259,9 @@ func TestHeldOrdersTakeNoNumber(t *testing.T) {
 	w := newInvoicing(t, true, nil)
 	sid := w.place(`{"orderNo":"S-1","billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
 		"items":[{"name":"Abo","quantity":1,"unitNetCents":990,"taxRate":19}]}`)
-	_, err = w.svc.IssueInvoices(context.Background(), w.project, sid, command.IssueDates{IssueDate: issueDay})
-	if !errors.As(err, &held) || held.Kind != command.HoldRevenueRecognition {
-		t.Fatalf("err %v, want held %s", err, command.HoldRevenueRecognition)
+	_, err = w.svc.IssueInvoices(context.Background(), w.project, sid, invoicing.IssueDates{IssueDate: issueDay})
+	if !errors.As(err, &held) || held.Kind != orders.HoldRevenueRecognition {
+		t.Fatalf("err %v, want held %s", err, orders.HoldRevenueRecognition)
 	}
 	// With a service period it is issued.
 	pid := w.place(`{"orderNo":"S-2","billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
@@ -286,14 +280,14 @@ func TestFailingValidationHoldsWithoutANumber(t *testing.T) {
 	// there, the same order is issued with the range's first number.
 	v := newInvoicing(t, true, func(s *project.Settings) { *s = testenv.DemoSeller(); s.SellerVATID = ""; s.SellerTaxNumber = "" })
 	id := v.place(simpleOrder("F-1", ""))
-	_, err := v.svc.IssueInvoices(ctx, v.project, id, command.IssueDates{IssueDate: issueDay})
-	var held *command.HeldError
-	if !errors.As(err, &held) || held.Kind != command.TaskValidationFailed {
-		t.Fatalf("IssueInvoices = %v, want a hold %s", err, command.TaskValidationFailed)
+	_, err := v.svc.IssueInvoices(ctx, v.project, id, invoicing.IssueDates{IssueDate: issueDay})
+	var held *invoicing.HeldError
+	if !errors.As(err, &held) || held.Kind != orders.TaskValidationFailed {
+		t.Fatalf("IssueInvoices = %v, want a hold %s", err, orders.TaskValidationFailed)
 	}
 	var details []byte
 	if err := v.pool.QueryRow(ctx, `SELECT details FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = 'F-1' AND status = 'open'`,
-		v.project, command.TaskValidationFailed).Scan(&details); err != nil {
+		v.project, orders.TaskValidationFailed).Scan(&details); err != nil {
 		t.Fatalf("no review task: %v", err)
 	}
 	if !bytes.Contains(details, []byte("BR-CO-26")) {
@@ -317,7 +311,7 @@ func TestFailingValidationHoldsWithoutANumber(t *testing.T) {
 	}
 	var status string
 	if err := v.pool.QueryRow(ctx, `SELECT status FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = 'F-1'`,
-		v.project, command.TaskValidationFailed).Scan(&status); err != nil || status != "resolved" {
+		v.project, orders.TaskValidationFailed).Scan(&status); err != nil || status != "resolved" {
 		t.Errorf("task after the fix: %q %v", status, err)
 	}
 }

@@ -1,4 +1,4 @@
-package command
+package invoicing
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/event"
@@ -30,7 +31,7 @@ var errNotCancellable = errors.New("issued before documents were stored: cancel 
 func (s *Service) CancelSuperseded(ctx context.Context, projectID, orderID string, issueDate time.Time) (out []Issued, err error) {
 	defer apperr.Wrap(&err, "cancel superseded documents of order %s", orderID)
 	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		o, err := Lock(ctx, tx, projectID, "id", orderID)
+		o, err := orders.Lock(ctx, tx, projectID, "id", orderID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
 		}
@@ -67,7 +68,7 @@ func (s *Service) CancelSuperseded(ctx context.Context, projectID, orderID strin
 // (billing.RemainderOf), or by nothing when they credited it all: a full
 // cancellation would credit the refunded part twice. A corrected order keeps
 // its refunds credited, so its invoice is cancelled in full.
-func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked, paymentRef string,
+func (s *Service) cancelDocumentsTx(ctx context.Context, tx pgx.Tx, projectID string, o *orders.Locked, paymentRef string,
 	seller billing.Seller, issueDate, now time.Time) ([]Issued, []event.Event, error) {
 	rows, err := tx.Query(ctx, `SELECT id::text, number, document FROM invoices i
 		WHERE order_id = $1 AND type IN ('invoice', 'voucher_sale') AND failed_rules = '{}'

@@ -1,4 +1,4 @@
-package command_test
+package invoicing_test
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/o2i-service/o2i/archive"
-	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/command/invoicing"
 	"github.com/o2i-service/o2i/internal/testenv"
 	"github.com/o2i-service/o2i/query"
 )
@@ -51,10 +51,10 @@ func unlockedArchive(t *testing.T, versioned bool) (*archive.Archive, *minio.Cli
 
 // archivedDocs issues and archives n invoices of a test-mode project into
 // a (test documents: a bucket without lock is where they belong).
-func archivedDocs(t *testing.T, a *archive.Archive, n int) (*invoicingEnv, []command.Issued) {
+func archivedDocs(t *testing.T, a *archive.Archive, n int) (*invoicingEnv, []invoicing.Issued) {
 	t.Helper()
 	v := newInvoicing(t, true, nil)
-	var docs []command.Issued
+	var docs []invoicing.Issued
 	for i := range n {
 		d := v.issue(v.place(simpleOrder("CH-"+string(rune('A'+i)), "")))[0]
 		if err := v.svc.ArchiveInvoice(context.Background(), a, v.project, d.ID); err != nil {
@@ -296,7 +296,7 @@ func TestExportStopsAtAnObjectThatDoesNotMatchItsRecord(t *testing.T) {
 	a, c, bucket := unlockedArchive(t, false)
 	v := newInvoicing(t, false, nil)
 	ctx := context.Background()
-	var docs []command.Issued
+	var docs []invoicing.Issued
 	for _, no := range []string{"EX-1", "EX-2"} {
 		d := v.issue(v.place(simpleOrder(no, "")))[0]
 		if err := v.svc.ArchiveInvoice(ctx, a, v.project, d.ID); err != nil {
@@ -375,8 +375,8 @@ func TestArchiveIssuedMatchesTheRecord(t *testing.T) {
 	v := newInvoicing(t, true, nil)
 	ctx := context.Background()
 	at := time.Date(2026, 11, 22, 15, 4, 5, 123456789, time.UTC)
-	issue := func(no string) command.Issued {
-		out, err := v.svc.IssueInvoices(ctx, v.project, v.place(simpleOrder(no, "")), command.IssueDates{IssueDate: at})
+	issue := func(no string) invoicing.Issued {
+		out, err := v.svc.IssueInvoices(ctx, v.project, v.place(simpleOrder(no, "")), invoicing.IssueDates{IssueDate: at})
 		if err != nil || len(out) != 1 {
 			t.Fatalf("IssueInvoices: %v %v", out, err)
 		}

@@ -1,4 +1,4 @@
-package command
+package invoicing
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/o2i-service/o2i/command/orders"
 )
 
 // The invoicer's reconciler: no order depends on a later event arriving.
@@ -21,9 +23,6 @@ import (
 //   - archives documents issued but not archived a minute later, and failed
 //     documents whose order has no open dead letter (left from an earlier
 //     failure) at once.
-
-// holdKinds are the tasks that hold an order back without an invoice number.
-var HoldKinds = []string{HoldContactPhone, HoldRevenueRecognition, HoldNotInvoiceable, TaskValidationFailed, TaskProviderRightsMissing}
 
 // heldPage is how many held orders one round re-evaluates; the walk goes on
 // where it stopped in the next round, so every held order gets its turn.
@@ -141,7 +140,7 @@ func (s *Service) heldOrders(ctx context.Context, c heldCursor, limit int) ([]or
 			o.correction_pending, o.content
 		FROM tasks t JOIN orders o ON o.project_id = t.project_id AND o.order_no = t.subject
 		WHERE t.status = 'open' AND t.kind = ANY($1) AND (t.created_at, t.id) > ($2, $3::uuid)
-		ORDER BY t.created_at, t.id LIMIT $4`, HoldKinds, c.at, nullUUID(c.id), limit)
+		ORDER BY t.created_at, t.id LIMIT $4`, orders.HoldKinds, c.at, nullUUID(c.id), limit)
 	if err != nil {
 		return nil, c, err
 	}
@@ -177,11 +176,4 @@ func nullUUID(id string) string {
 		return "00000000-0000-0000-0000-000000000000"
 	}
 	return id
-}
-
-// resolveTasks resolves the open tasks of kinds about subject.
-func ResolveTasks(ctx context.Context, tx pgx.Tx, projectID string, kinds []string, subject, resolution string) error {
-	_, err := tx.Exec(ctx, `UPDATE tasks SET status = 'resolved', resolved_at = now(), resolution = $4
-		WHERE project_id = $1 AND kind = ANY($2) AND subject = $3 AND status = 'open'`, projectID, kinds, subject, resolution)
-	return err
 }

@@ -1,4 +1,4 @@
-package command_test
+package invoicing_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/o2i-service/o2i/archive"
-	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/command/invoicing"
 	"github.com/o2i-service/o2i/internal/mail"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
@@ -47,18 +47,18 @@ func delivery(t *testing.T, v *invoicingEnv, invoiceID string) deliveryRow {
 func deliveryTask(t *testing.T, v *invoicingEnv, invoiceID string) (status string) {
 	t.Helper()
 	_ = v.pool.QueryRow(context.Background(), `SELECT t.status FROM tasks t JOIN invoices i ON i.project_id = t.project_id AND i.order_no = t.subject
-		WHERE i.id = $1 AND t.kind = $2 ORDER BY t.created_at DESC LIMIT 1`, invoiceID, command.TaskMailDeliveryFailed).Scan(&status)
+		WHERE i.id = $1 AND t.kind = $2 ORDER BY t.created_at DESC LIMIT 1`, invoiceID, invoicing.TaskMailDeliveryFailed).Scan(&status)
 	return status
 }
 
-func testMailer(t *testing.T, v *invoicingEnv, a *archive.Archive, relay string) *command.Mailer {
+func testMailer(t *testing.T, v *invoicingEnv, a *archive.Archive, relay string) *invoicing.Mailer {
 	t.Helper()
 	sender, err := mail.NewSender(relay, "Test <rechnung@localhost>")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sender.Timeout = 5 * time.Second
-	m := command.NewMailer(v.svc, a, sender)
+	m := invoicing.NewMailer(v.svc, a, sender)
 	m.Attempts, m.Backoff, m.MaxBackoff, m.Timeout = 2, time.Millisecond, time.Millisecond, 10*time.Second
 	m.ProjectID = v.project
 	return m

@@ -1,4 +1,4 @@
-package command
+package invoicing
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/o2i-service/o2i/archive"
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/event"
@@ -25,7 +26,7 @@ import (
 // PostgreSQL (SHA-256, size, version id, retain-until), writes the invoice's
 // manifest as the next link of its number range's hash chain, then marks it
 // archived, publishes invoice.archived and records its e-mail delivery to
-// the order's address (deliver_mail.go). Live documents get COMPLIANCE
+// the order's address (command/orders/mail_queue.go). Live documents get COMPLIANCE
 // retention to the end of the eighth year after the year of issue; test
 // documents go to the test archive without retention (a reset removes
 // them). A failed document (its archiving failed after the invoicer's
@@ -179,7 +180,7 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 		}
 		inv.Status, inv.ArchivedAt = "archived", &now
 		// The document goes to the order's e-mail (blocked in test mode).
-		if err := EnqueueDocumentMailTx(ctx, tx, projectID, inv.ID, inv.OrderID, inv.OrderNo, inv.TestMode); err != nil {
+		if err := orders.EnqueueDocumentMailTx(ctx, tx, projectID, inv.ID, inv.OrderID, inv.OrderNo, inv.TestMode); err != nil {
 			return err
 		}
 		ev, err := event.New(event.InvoiceArchived, projectID, "invoice", inv.ID, inv.OrderNo, inv.Version, now, inv)

@@ -1,4 +1,4 @@
-package command
+package orders
 
 import (
 	"time"
@@ -8,13 +8,13 @@ import (
 	"github.com/o2i-service/o2i/internal/money"
 )
 
-// productDefaults are a catalogue product's invoicing defaults.
+// ProductDefaults are a catalogue product's invoicing defaults.
 type ProductDefaults struct {
 	TaxRate      *money.Decimal // used when a line sends no taxRate
 	PeriodMonths int            // default service period (SaaS); 0: none
 }
 
-// billingOrder maps a stored order to the invoice engine's input.
+// BillingOrder maps a stored order to the invoice engine's input.
 // products holds the catalogue's defaults per catalogue product.
 func BillingOrder(c event.OrderContent, products map[string]ProductDefaults) billing.Order {
 	o := billing.Order{

@@ -1,4 +1,4 @@
-package command
+package invoicing
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/o2i-service/o2i/archive"
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/mail"
 	"github.com/o2i-service/o2i/internal/project"
@@ -32,63 +32,6 @@ import (
 // sent after MailAttempts tries (or that the relay refused for good); the
 // mailer keeps trying, and sending resolves it.
 const TaskMailDeliveryFailed = "mail_delivery_failed"
-
-// urgentTasks are mailed to the project's invoice contact when opened.
-var urgentTasks = map[string]bool{TaskValidationFailed: true, TaskProviderRightsMissing: true}
-
-// Delivery states.
-const (
-	deliveryPending = "pending"
-	deliverySent    = "sent"
-	deliveryBlocked = "blocked" // test mode: sending blocked
-)
-
-// enqueueDocumentMailTx records the delivery of an archived document to its
-// order's e-mail, in the archiving transaction; an order without e-mail
-// gets none. A test document's delivery is recorded as blocked.
-func EnqueueDocumentMailTx(ctx context.Context, tx pgx.Tx, projectID, invoiceID, orderID, orderNo string, test bool) error {
-	var email *string
-	if err := tx.QueryRow(ctx, `SELECT NULLIF(content->>'email', '') FROM orders WHERE id = $1`, orderID).Scan(&email); err != nil {
-		return fmt.Errorf("order e-mail: %w", err)
-	}
-	if email == nil {
-		return nil
-	}
-	p, err := project.Get(ctx, tx, projectID)
-	if err != nil {
-		return err
-	}
-	status := deliveryPending
-	if test {
-		status = deliveryBlocked
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO mail_deliveries (id, project_id, kind, invoice_id, order_no, recipient, reply_to, status)
-		VALUES ($1, $2, 'invoice', $3, $4, $5, $6, $7) ON CONFLICT (invoice_id) DO NOTHING`,
-		uuid.NewString(), projectID, invoiceID, orderNo, *email, Nullable(p.Settings.ContactEmail), status)
-	return err
-}
-
-// enqueueTaskMailTx records the notice of an urgent task to the project's
-// invoice contact, in the transaction that opened it. Without a contact
-// e-mail there is nobody to tell; in test mode it is blocked.
-func enqueueTaskMailTx(ctx context.Context, tx pgx.Tx, projectID, taskID, subject string) error {
-	p, err := project.Get(ctx, tx, projectID)
-	if err != nil {
-		return err
-	}
-	if p.Settings.ContactEmail == "" {
-		slog.Warn("mailer: urgent task, but the project has no invoice contact e-mail", "projectId", projectID, "taskId", taskID)
-		return nil
-	}
-	status := deliveryPending
-	if p.TestMode {
-		status = deliveryBlocked
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO mail_deliveries (id, project_id, kind, task_id, order_no, recipient, status)
-		VALUES ($1, $2, 'task', $3, $4, $5, $6) ON CONFLICT (task_id) DO NOTHING`,
-		uuid.NewString(), projectID, taskID, subject, p.Settings.ContactEmail, status)
-	return err
-}
 
 // Mailer sends the due e-mail deliveries (role invoicer, beside the
 // reconciler). Several mailers may run: each claims its deliveries with a
@@ -312,7 +255,7 @@ func (m *Mailer) record(ctx context.Context, d dueDelivery, cause error) error {
 					last_attempt_at = now(), version = version + 1 WHERE id = $1`, d.id, attempts); err != nil {
 				return err
 			}
-			return ResolveTasks(ctx, tx, d.projectID, []string{TaskMailDeliveryFailed}, d.orderNo, "sent to "+d.recipient)
+			return orders.ResolveTasks(ctx, tx, d.projectID, []string{TaskMailDeliveryFailed}, d.orderNo, "sent to "+d.recipient)
 		}
 		slog.Warn("mailer: delivery failed", "orderNo", d.orderNo, "kind", d.kind, "attempts", attempts, "err", cause)
 		wait := m.Backoff << min(attempts-1, 20)
@@ -333,7 +276,7 @@ func (m *Mailer) record(ctx context.Context, d dueDelivery, cause error) error {
 			if d.invoiceID != nil {
 				details["invoiceId"] = *d.invoiceID
 			}
-			return OpenTask(ctx, tx, d.projectID, TaskMailDeliveryFailed, d.orderNo, details)
+			return orders.OpenTask(ctx, tx, d.projectID, TaskMailDeliveryFailed, d.orderNo, details)
 		}
 		return nil
 	})

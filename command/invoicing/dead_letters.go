@@ -1,4 +1,4 @@
-package command
+package invoicing
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/store"
 )
 
@@ -46,7 +47,7 @@ func (s *Service) recordDeadLetter(ctx context.Context, j orderJob, cause error,
 		if err != nil {
 			return err
 		}
-		if err := OpenTask(ctx, tx, j.projectID, TaskInvoicingFailed, j.order.OrderNo, map[string]any{
+		if err := orders.OpenTask(ctx, tx, j.projectID, TaskInvoicingFailed, j.order.OrderNo, map[string]any{
 			"orderNo": j.order.OrderNo, "error": cause.Error(), "attempts": attempts,
 		}); err != nil {
 			return err
@@ -75,7 +76,7 @@ func (s *Service) resolveDeadLetter(ctx context.Context, d deadLetter) error {
 		if _, err := tx.Exec(ctx, `UPDATE invoicing_dead_letters SET resolved_at = now() WHERE id = $1`, d.id); err != nil {
 			return err
 		}
-		return ResolveTask(ctx, tx, d.projectID, TaskInvoicingFailed, d.orderNo, "retried: handled")
+		return orders.ResolveTask(ctx, tx, d.projectID, TaskInvoicingFailed, d.orderNo, "retried: handled")
 	})
 }
 
@@ -91,11 +92,4 @@ func (s *Service) retryDeadLetterLater(ctx context.Context, d deadLetter, cause 
 		}
 		return failDocumentsTx(ctx, tx, d.projectID, d.orderNo, failedDocuments(cause))
 	})
-}
-
-// resolveTask resolves the open task of that kind and subject, if any.
-func ResolveTask(ctx context.Context, tx pgx.Tx, projectID, kind, subject, resolution string) error {
-	_, err := tx.Exec(ctx, `UPDATE tasks SET status = 'resolved', resolved_at = now(), resolution = $4
-		WHERE project_id = $1 AND kind = $2 AND subject = $3 AND status = 'open'`, projectID, kind, subject, resolution)
-	return err
 }

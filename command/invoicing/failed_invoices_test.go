@@ -1,4 +1,4 @@
-package command_test
+package invoicing_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/o2i-service/o2i/archive"
-	"github.com/o2i-service/o2i/command"
+	"github.com/o2i-service/o2i/command/invoicing"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
@@ -38,8 +38,8 @@ func failingArchive(t *testing.T) *archive.Archive {
 
 // invoicer is an invoicer over v's service that archives in a and tries a
 // failing event twice, without waiting long.
-func (v *invoicingEnv) invoicer(a *archive.Archive) *command.Invoicer {
-	iv := command.NewInvoicer(v.svc, a, testenv.KafkaBrokers())
+func (v *invoicingEnv) invoicer(a *archive.Archive) *invoicing.Invoicer {
+	iv := invoicing.NewInvoicer(v.svc, a, testenv.KafkaBrokers())
 	iv.Attempts, iv.Backoff, iv.AttemptTimeout = 2, time.Millisecond, 20*time.Second
 	return iv
 }
@@ -132,7 +132,7 @@ func (v *invoicingEnv) lastInvoiceEvent(invoiceID string) (string, event.Invoice
 func (v *invoicingEnv) task(orderNo string) (id, status string) {
 	v.t.Helper()
 	err := v.pool.QueryRow(context.Background(), `SELECT id::text, status FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = $3
-		ORDER BY created_at DESC LIMIT 1`, v.project, command.TaskInvoicingFailed, orderNo).Scan(&id, &status)
+		ORDER BY created_at DESC LIMIT 1`, v.project, invoicing.TaskInvoicingFailed, orderNo).Scan(&id, &status)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		v.t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestIssuedDocumentCreatedToFailed(t *testing.T) {
 		t.Errorf("failure reason %v, want the archiving error", failed.reason)
 	}
 	if taskStatus != "open" || failed.taskID == nil || *failed.taskID != taskID {
-		t.Errorf("failure task %v, want the open %s task %s (%s)", failed.taskID, command.TaskInvoicingFailed, taskID, taskStatus)
+		t.Errorf("failure task %v, want the open %s task %s (%s)", failed.taskID, invoicing.TaskInvoicingFailed, taskID, taskStatus)
 	}
 	if !v.openDeadLetter(id) {
 		t.Error("no open dead letter")

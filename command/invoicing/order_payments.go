@@ -1,4 +1,4 @@
-package command
+package invoicing
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/money"
 )
@@ -21,7 +22,7 @@ const providerName = "Stripe"
 // false when the order is not paid. Its amount is what the provider
 // received, less refunds already documented by credit notes (a refund
 // still pending gets its own credit note after the invoice).
-func appliedPaymentTx(ctx context.Context, tx pgx.Tx, o *Locked, gateway string) (billing.ReceivedPayment, bool, error) {
+func appliedPaymentTx(ctx context.Context, tx pgx.Tx, o *orders.Locked, gateway string) (billing.ReceivedPayment, bool, error) {
 	if o.PaidCents == nil || o.PaidAt == nil {
 		return billing.ReceivedPayment{}, false, nil
 	}
@@ -38,7 +39,7 @@ func appliedPaymentTx(ctx context.Context, tx pgx.Tx, o *Locked, gateway string)
 			return billing.ReceivedPayment{}, false, fmt.Errorf("payment method of order %s: %w", o.OrderNo, err)
 		}
 	}
-	if p.Method.Kind == billing.MethodUnknown && gateway == GatewayProviderTransfer {
+	if p.Method.Kind == billing.MethodUnknown && gateway == orders.GatewayProviderTransfer {
 		p.Method.Kind = billing.MethodProviderTransfer
 	}
 	p.Cents = money.Cents(*o.PaidCents - o.RefundedCents + o.RefundPending)

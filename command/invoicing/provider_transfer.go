@@ -1,4 +1,4 @@
-package command
+package invoicing
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/banktransfer"
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/event"
@@ -38,20 +39,6 @@ import (
 // then as a dead letter; the Idempotency-Keys per order and step make a
 // retry return what the first attempt created, never a second payment
 // order.
-
-// GatewayProviderTransfer is the paymentGateway of bank transfers through
-// the payment provider.
-const GatewayProviderTransfer = "provider_transfer"
-
-// TaskProviderRightsMissing holds a provider_transfer order whose payment
-// order the provider refused for missing rights of the API key.
-const TaskProviderRightsMissing = "provider_rights_missing"
-
-// providerTransfer reports whether the order pays by bank transfer through
-// the provider.
-func ProviderTransfer(c event.OrderContent) bool {
-	return c.PaymentGateway == GatewayProviderTransfer // the door requires its email
-}
 
 // PrepareTransfer makes sure the order has its payment order at the
 // provider, creating it when missing. A key without rights records the
@@ -118,17 +105,17 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 		Name: name, AmountCents: amount, Currency: currency, Generation: generation})
 	var rights *banktransfer.RightsError
 	if errors.As(err, &rights) {
-		h := &HeldError{TaskProviderRightsMissing, rights.Error() + ": give the API key write rights for customers and payment intents; the invoice follows automatically"}
+		h := &HeldError{orders.TaskProviderRightsMissing, rights.Error() + ": give the API key write rights for customers and payment intents; the invoice follows automatically"}
 		slog.WarnContext(ctx, "invoicer: payment provider refused the payment order", "orderNo", orderNo, "err", err)
 		return errors.Join(h, store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-			o, err := Lock(ctx, tx, projectID, "id", orderID)
+			o, err := orders.Lock(ctx, tx, projectID, "id", orderID)
 			if err != nil {
 				return err
 			}
-			if err := OpenTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{"orderNo": orderNo, "details": h.Details}); err != nil {
+			if err := orders.OpenTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{"orderNo": orderNo, "details": h.Details}); err != nil {
 				return err
 			}
-			return NoteHoldsTx(ctx, tx, projectID, &o)
+			return orders.NoteHoldsTx(ctx, tx, projectID, &o)
 		}))
 	}
 	if err != nil {
@@ -140,7 +127,7 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 			amount_cents = EXCLUDED.amount_cents, currency = EXCLUDED.currency, iban = EXCLUDED.iban, bic = EXCLUDED.bic,
 			account_holder = EXCLUDED.account_holder, reference = EXCLUDED.reference, generation = EXCLUDED.generation, cancelled_at = NULL
 		WHERE provider_transfers.generation < EXCLUDED.generation`, orderID, projectID, orderNo, in.CustomerID, in.PaymentIntentID,
-		in.AmountCents, currency, in.IBAN, Nullable(in.BIC), Nullable(in.AccountHolder), in.Reference, generation)
+		in.AmountCents, currency, in.IBAN, orders.Nullable(in.BIC), orders.Nullable(in.AccountHolder), in.Reference, generation)
 	if err != nil || prevIntent == "" || prevIntent == in.PaymentIntentID {
 		return err
 	}
@@ -156,7 +143,7 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 // amountPayable is what the order's documents will ask for: the sum of
 // their amounts due, computed as the invoicer will (with placeholder numbers of the range).
 func amountPayable(c event.OrderContent, seller billing.Seller) (int64, error) {
-	o := BillingOrder(c, nil)
+	o := orders.BillingOrder(c, nil)
 	now := time.Now().UTC()
 	pattern, err := billing.PatternFor(seller)
 	if err != nil {
@@ -199,63 +186,4 @@ func transferOfTx(ctx context.Context, tx pgx.Tx, orderID string) (*billing.Bank
 		t.AccountHolder = *holder
 	}
 	return &t, nil
-}
-
-// transferOrderRef returns the payment_ref-independent lookup of a payment
-// intent: the order whose bank-transfer order it is, "" when none.
-func TransferOrderID(ctx context.Context, tx pgx.Tx, projectID, paymentIntent string) (string, error) {
-	var id string
-	err := tx.QueryRow(ctx, `SELECT order_id::text FROM provider_transfers WHERE project_id = $1 AND payment_intent_id = $2`,
-		projectID, paymentIntent).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil
-	}
-	return id, err
-}
-
-// cancelTransferTx handles payment_intent.canceled: the order of the
-// payment intent is cancelled (its documents get cancellations) unless it
-// was paid. It returns the order number, "" when the payment intent is no
-// order's.
-func cancelTransferTx(ctx context.Context, tx pgx.Tx, projectID, paymentIntent string) (string, bool, error) {
-	id, err := TransferOrderID(ctx, tx, projectID, paymentIntent)
-	if err != nil || id == "" {
-		return "", false, err
-	}
-	o, err := Lock(ctx, tx, projectID, "id", id)
-	if err != nil {
-		return "", false, err
-	}
-	if _, err := tx.Exec(ctx, `UPDATE provider_transfers SET cancelled_at = coalesce(cancelled_at, now()) WHERE order_id = $1`, id); err != nil {
-		return "", false, err
-	}
-	if o.PaidAt != nil || o.Status == "cancelled" {
-		return o.OrderNo, false, nil
-	}
-	applied, err := cancelTx(ctx, tx, projectID, &o, "payment order cancelled at the payment provider")
-	return o.OrderNo, applied, err
-}
-
-// underpaidTransferTx handles payment_intent.partially_funded: the customer
-// transferred less than the payment order's amount, which opens a
-// payment_amount_mismatch task for the order (the invoice stands; Stripe
-// keeps the payment intent open for the rest). It returns the order
-// number, "" when the payment intent is no order's.
-func underpaidTransferTx(ctx context.Context, tx pgx.Tx, projectID, paymentIntent string, amount int64, remaining *int64) (string, error) {
-	id, err := TransferOrderID(ctx, tx, projectID, paymentIntent)
-	if err != nil || id == "" {
-		return "", err
-	}
-	var orderNo string
-	var due int64
-	if err := tx.QueryRow(ctx, `SELECT order_no, amount_cents FROM provider_transfers WHERE order_id = $1`, id).Scan(&orderNo, &due); err != nil {
-		return "", err
-	}
-	details := map[string]any{"orderNo": orderNo, "paymentIntent": paymentIntent, "dueCents": due,
-		"details": "the bank transfer is short of the amount due; the rest is still open at the payment provider"}
-	if remaining != nil {
-		details["remainingCents"] = *remaining
-		details["paidCents"] = due - *remaining
-	}
-	return orderNo, OpenTask(ctx, tx, projectID, TaskPaymentAmountMismatch, orderNo, details)
 }

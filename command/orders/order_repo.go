@@ -1,4 +1,4 @@
-package command
+package orders
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 // an existing order (fulfillment, payment, invoicing, correction,
 // cancellation) locks it here.
 
+// Row is an order row as the write side changes it.
 type Row struct {
 	ID                string
 	Version           int64
@@ -35,7 +36,7 @@ type Row struct {
 	PaidAt            *time.Time // when the provider's payment was matched
 }
 
-// lockedOrderRow is an order row locked FOR UPDATE with what its changes need.
+// Locked is an order row locked FOR UPDATE with what its changes need.
 type Locked struct {
 	Row
 	OrderNo          string
@@ -46,7 +47,7 @@ type Locked struct {
 	TestMode         bool // taken while its project was in test mode: its documents are test documents
 }
 
-// lockOrder locks the project's order whose column (order_no or
+// Lock locks the project's order whose column (order_no or
 // payment_ref) is value; pgx.ErrNoRows when there is none.
 func Lock(ctx context.Context, tx pgx.Tx, projectID, column, value string) (Locked, error) {
 	var o Locked
@@ -60,8 +61,8 @@ FROM orders WHERE project_id = $1 AND `+column+` = $2 FOR UPDATE`, projectID, va
 	return o, err
 }
 
-// enqueueState records event typ with the order's state after a change
-// (o.version and o.updatedAt already the new ones) in tx.
+// EnqueueState records event typ with the order's state after a change
+// (o.Version and o.UpdatedAt already the new ones) in tx.
 func (o Locked) EnqueueState(ctx context.Context, tx pgx.Tx, projectID, typ string) error {
 	var c event.OrderContent
 	if err := json.Unmarshal(o.Content, &c); err != nil {
@@ -82,7 +83,7 @@ func (r Row) State(projectID string, c event.OrderContent) event.Order {
 		CorrectionPending: r.CorrectionPending, RefundPendingCents: r.RefundPending, PaidAt: utc(r.PaidAt), OrderContent: c,
 	}
 	if len(r.Holds) > 2 { // not "[]"
-		_ = json.Unmarshal(r.Holds, &o.Holds) // written by this package from []event.Hold
+		_ = json.Unmarshal(r.Holds, &o.Holds) // written by NoteHoldsTx from the open hold tasks
 	}
 	if r.TrackingNumber != nil {
 		o.TrackingNumber = *r.TrackingNumber
@@ -98,7 +99,7 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
-// noteHoldsTx records the order's open hold tasks on the locked order and
+// NoteHoldsTx records the order's open hold tasks on the locked order and
 // publishes its state when they changed.
 func NoteHoldsTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked) error {
 	err := tx.QueryRow(ctx, `UPDATE orders o SET holds = h.holds, version = o.version + 1, updated_at = now()

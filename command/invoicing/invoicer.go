@@ -1,4 +1,4 @@
-package command
+package invoicing
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/o2i-service/o2i/archive"
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/banktransfer"
 	"github.com/o2i-service/o2i/internal/billing"
@@ -49,7 +50,7 @@ func decideEvent(o event.Order, gateways func() ([]string, error), paid func() (
 		if err != nil {
 			return lifecycle.Decision{}, err
 		}
-		f.InvoiceFirst = slices.Contains(enabled, o.PaymentGateway) || ProviderTransfer(o.OrderContent)
+		f.InvoiceFirst = slices.Contains(enabled, o.PaymentGateway) || orders.ProviderTransfer(o.OrderContent)
 	}
 	if !f.InvoiceFirst {
 		var err error
@@ -284,7 +285,7 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 	d, err := decideEvent(o, func() ([]string, error) { return iv.invoiceFirstGateways(ctx, j.projectID) },
 		func() (bool, error) {
 			var err error
-			paidAt, err = iv.svc.paidAt(ctx, j.projectID, o.ID)
+			paidAt, err = orders.PaidAt(ctx, iv.svc.pool, j.projectID, o.ID)
 			return paidAt != nil, err
 		})
 	if err != nil {
@@ -294,7 +295,7 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 		}
 		return err
 	}
-	if d.Due && ProviderTransfer(o.OrderContent) && o.Status == "created" {
+	if d.Due && orders.ProviderTransfer(o.OrderContent) && o.Status == "created" {
 		// The provider's payment order first: the invoice shows its IBAN and reference.
 		err := iv.svc.PrepareTransfer(ctx, iv.Transfers, j.projectID, o.ID)
 		var held *HeldError

@@ -1,0 +1,15 @@
+package invoicing
+
+import "github.com/jackc/pgx/v5/pgxpool"
+
+// Service holds what the invoicer's use cases need: issuing, cancelling
+// and crediting documents, archiving them, dead letters and the provider's
+// payment orders.
+type Service struct {
+	pool *pgxpool.Pool
+}
+
+// New returns the invoicing side over pool.
+func New(pool *pgxpool.Pool) *Service {
+	return &Service{pool: pool}
+}
