@@ -393,11 +393,14 @@ type relaySQL struct {
 }
 
 func newRelaySQL(table string) relaySQL {
-	cols := `SELECT id, tx_id::text, topic, msg_key, event_id, event_type, payload, traceparent, tracestate FROM ` + table
-	after := ` WHERE (tx_id, id) > ($2::text::xid8, $3::bigint) AND tx_id < pg_snapshot_xmin(pg_current_snapshot())`
+	// The text of tx_id is read under another name: ORDER BY tx_id would
+	// otherwise sort by the output column, the text, where "10" comes
+	// before "9" and a batch would move the position past rows it skipped.
+	cols := `SELECT o.id, o.tx_id::text AS tx_text, o.topic, o.msg_key, o.event_id, o.event_type, o.payload, o.traceparent, o.tracestate FROM ` + table + ` o`
+	after := ` WHERE (o.tx_id, o.id) > ($2::text::xid8, $3::bigint) AND o.tx_id < pg_snapshot_xmin(pg_current_snapshot())`
 	return relaySQL{
-		selectAll:      cols + after + ` ORDER BY tx_id, id LIMIT $1`,
-		selectProjects: cols + after + ` AND project_id = ANY($4::uuid[]) ORDER BY tx_id, id LIMIT $1`,
+		selectAll:      cols + after + ` ORDER BY o.tx_id, o.id LIMIT $1`,
+		selectProjects: cols + after + ` AND o.project_id = ANY($4::uuid[]) ORDER BY o.tx_id, o.id LIMIT $1`,
 		savePosition: `INSERT INTO outbox_relay_positions (relay, tx_id, id) VALUES ($1, $2::text::xid8, $3)
   ON CONFLICT (relay) DO UPDATE SET tx_id = EXCLUDED.tx_id, id = EXCLUDED.id, updated_at = now()`,
 		loadPosition: `SELECT tx_id::text, id FROM outbox_relay_positions WHERE relay = $1`,
