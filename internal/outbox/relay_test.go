@@ -838,3 +838,34 @@ func TestRelayOrdersTransactionIDsAsNumbers(t *testing.T) {
 	checkOrder(t, gs)
 	testenv.Eventually(t, 10*time.Second, "position past every row", func() bool { return f.unsent(t) == 0 })
 }
+
+// TestRelayReportsTheOldestWaitingRow: the leading relay samples the age of
+// the oldest row waiting (o2i_outbox_oldest_seconds) and 0 once none waits.
+func TestRelayReportsTheOldestWaitingRow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testTopic(t))
+	f.enqueue(t, 2, 2)
+	if _, err := f.pool.Exec(context.Background(), `UPDATE `+f.table+` SET created_at = now() - interval '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	r := f.relay(testenv.KafkaBrokers())
+	r.Registerer = reg
+	oldest := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "o2i_outbox_oldest_seconds" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	startRelay(t, r)
+	// The first sample is taken before the first batch: the hour-old row.
+	testenv.Eventually(t, 10*time.Second, "the oldest row's age sampled", func() bool { return oldest() >= 3600 })
+	testenv.Eventually(t, 10*time.Second, "position past every row", func() bool { return f.unsent(t) == 0 })
+	testenv.Eventually(t, 15*time.Second, "age 0 once nothing waits", func() bool { return oldest() == 0 })
+}
