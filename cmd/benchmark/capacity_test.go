@@ -3,9 +3,11 @@ package main
 import (
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // figures are round per-role figures, so that every expected number of the
@@ -202,5 +204,29 @@ func TestMetricSumParsesExposition(t *testing.T) {
 	}
 	if got := sumExposition(strings.NewReader(lines), "o2i_x"); got != 7 {
 		t.Errorf("sum %v, want 7", got)
+	}
+}
+
+// TestRunning: the bench tells a running process from one that ended (a
+// zombie not yet waited for counts as ended).
+func TestRunning(t *testing.T) {
+	if !running(os.Getpid()) {
+		t.Fatal("this process is not running")
+	}
+	c := exec.Command("true")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := c.Process.Pid
+	deadline := time.Now().Add(10 * time.Second)
+	for running(pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("an ended process still counts as running")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = c.Wait()
+	if running(pid) {
+		t.Error("a reaped process counts as running")
 	}
 }

@@ -77,7 +77,7 @@ func (r roleRun) String() string {
 func (b *bench) roles(ctx context.Context, cfg roleConfig) ([]result, roleFigures, error) {
 	var f roleFigures
 	if cfg.duration < 2*time.Second || cfg.conns < 1 || cfg.invoices < 2 || cfg.mails < 1 {
-		return nil, f, fmt.Errorf("-duration must be at least 2s, -conns, -invoice-orders (≥ 2) and -role-mails positive")
+		return nil, f, fmt.Errorf("roles: -duration must be at least 2s, -write-conns positive, -role-invoices at least 2 and -role-mails positive")
 	}
 	b.stopServer()
 	if err := waitNoInvoicer(ctx, 3*time.Minute); err != nil {
@@ -164,8 +164,7 @@ func (b *bench) roles(ctx context.Context, cfg roleConfig) ([]result, roleFigure
 	// 5. invoicer: credit-covered orders accepted while no invoicer runs
 	// (relay and projector beside, on the other cores), then the invoicer
 	// alone on its core drains them.
-	side := b.pinned(support, []string{"serve", "--roles", "relay,projector"}, "O2I_METRICS_ADDR="+supportMetricsAddr)
-	side.Env = slicesWithout(side.Env, "GOMAXPROCS=1")
+	side := b.onCores(support, []string{"serve", "--roles", "relay,projector"}, "O2I_METRICS_ADDR="+supportMetricsAddr)
 	if err := side.Start(); err != nil {
 		return nil, f, fmt.Errorf("start relay and projector: %w", err)
 	}
@@ -306,7 +305,13 @@ func pinCores() (measured, support string) {
 // pinned is a service process with GOMAXPROCS=1, run under taskset on the
 // cores given (none: not pinned).
 func (b *bench) pinned(cores string, args []string, env ...string) *exec.Cmd {
-	c := b.command(args, append(env, "GOMAXPROCS=1")...)
+	return b.onCores(cores, args, append(env, "GOMAXPROCS=1")...)
+}
+
+// onCores is a service process run under taskset on the cores given (none:
+// not pinned).
+func (b *bench) onCores(cores string, args []string, env ...string) *exec.Cmd {
+	c := b.command(args, env...)
 	if cores != "" {
 		if path, err := exec.LookPath("taskset"); err == nil {
 			c.Path = path
@@ -316,23 +321,19 @@ func (b *bench) pinned(cores string, args []string, env ...string) *exec.Cmd {
 	return c
 }
 
-// slicesWithout returns s without the elements equal to v.
-func slicesWithout(s []string, v string) []string {
-	out := s[:0:0]
-	for _, x := range s {
-		if x != v {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// startWaiting starts c and waits until url answers 200.
+// startWaiting starts c and waits until url answers 200, and fails when c
+// ended meanwhile (then another process answers: its figures would not be c's).
 func (b *bench) startWaiting(ctx context.Context, c *exec.Cmd, url string) error {
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", b.bin, err)
 	}
-	return waitHTTP(ctx, url)
+	if err := waitHTTP(ctx, url); err != nil {
+		return err
+	}
+	if !running(c.Process.Pid) {
+		return fmt.Errorf("%s answers, but the process under test (pid %d) has ended: another process listens there", url, c.Process.Pid)
+	}
+	return nil
 }
 
 // cpuOf is the CPU time the process of c has used so far.
