@@ -112,9 +112,9 @@ down: devstack ## Stop every process of the local stack
 clean: devstack ## Stop the local stack and remove .dev/
 	$(DEVSTACK) clean
 
-bench: migrate referee-deps ## Benchmarks and load runs on the local stack; writes the figures into README.md (BENCHFLAGS=-only=reads ...)
+bench: migrate referee-deps ## Benchmarks and load runs on the local stack; writes the figures into README.md and the capacity section of docs/operations.md (BENCHFLAGS=-only=roles ...)
 	$(GO) build -o bin/benchmark ./cmd/benchmark
-	$(LOAD_ENV) && bin/benchmark -readme README.md $(BENCHFLAGS)
+	$(LOAD_ENV) && bin/benchmark -readme README.md -operations docs/operations.md $(BENCHFLAGS)
 
 chaos: migrate ## Fault run: 10,000 orders through service kills, a PostgreSQL crash, broker kill, Redis flush, MinIO outage; reconciles, writes README figures (CHAOSFLAGS=-orders 20000 ...)
 	$(GO) build -o bin/chaos ./cmd/chaos

@@ -6,6 +6,7 @@ package deploy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -382,7 +383,7 @@ func TestProductionObjects(t *testing.T) {
 	t.Parallel()
 	objs := decode(t, render(t, filepath.Join(chartDir, "values-production.yaml")))
 	for _, k := range []struct{ kind, name string }{
-		{"ServiceMonitor", "o2i"}, {"PrometheusRule", "o2i"}, {"ScaledObject", "o2i-invoicer"},
+		{"ServiceMonitor", "o2i"}, {"PrometheusRule", "o2i"}, {"ScaledObject", "o2i-invoicer"}, {"ConfigMap", "o2i-dashboards"},
 		{"HorizontalPodAutoscaler", "o2i-api"}, {"NetworkPolicy", "o2i-default-deny"}, {"Job", "o2i-migrate"},
 		{"Service", "o2i-api"},
 	} {
@@ -547,6 +548,8 @@ func TestValuesSchemaRefuses(t *testing.T) {
 		{"writable root filesystem", "securityContext.readOnlyRootFilesystem=false"},
 		{"root", "podSecurityContext.runAsNonRoot=false"},
 		{"no grace beyond the shutdown timeout", "terminationExtraSeconds=0"},
+		{"collector without a scheme", "config.otlpEndpoint=collector:4318"},
+		{"dashboard label not a string", "metrics.dashboards.labels.grafana_dashboard=1"},
 	} {
 		args := []string{"template", "o2i", chartDir, "--kube-version", kubeVersion, "--set", c.set}
 		out, err := run(t, nil, tool(t, "helm"), args...)
@@ -555,5 +558,172 @@ func TestValuesSchemaRefuses(t *testing.T) {
 		} else if !strings.Contains(out, "values don't meet the specifications of the schema") {
 			t.Errorf("%s: failed, but not on the schema:\n%s", c.name, out)
 		}
+	}
+}
+
+// dashboardFile is the Grafana dashboard the chart ships.
+const dashboardFile = "chart/dashboards/o2i.json"
+
+// The dashboard ConfigMap carries the Grafana sidecar's label and the
+// dashboard file as it is; every metric a panel or variable queries is one
+// the service registers, one of the Go and process collectors serve
+// registers, or the Kafka Exporter's lag that the Kafka example enables;
+// and the panels cover what operations watch.
+func TestDashboard(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		UID        string `json:"uid"`
+		Templating struct {
+			List []struct {
+				Name  string `json:"name"`
+				Query any    `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Type    string `json:"type"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("%s: %v", dashboardFile, err)
+	}
+
+	// Shipped as a ConfigMap for Grafana's sidecar, off by default.
+	prod := decode(t, render(t, filepath.Join(chartDir, "values-production.yaml")))
+	cm := find(prod, "ConfigMap", "o2i-dashboards")
+	if cm == nil {
+		t.Fatal("the production values render no dashboard ConfigMap")
+	}
+	if l := cm.get("metadata", "labels", "grafana_dashboard"); l != "1" {
+		t.Errorf("dashboard ConfigMap label grafana_dashboard = %#v, want \"1\"", l)
+	}
+	if got := cm.get("data", "o2i.json"); got != strings.TrimSuffix(string(raw), "\n") {
+		t.Errorf("the ConfigMap's o2i.json is not %s", dashboardFile)
+	}
+	if find(decode(t, render(t, "")), "ConfigMap", "o2i-dashboards") != nil {
+		t.Error("the default values render the dashboard ConfigMap")
+	}
+
+	exported := registeredMetrics(t)
+	external := externalMetrics(t)
+	selector := regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\{`)
+	variable := regexp.MustCompile(`label_values\(([a-zA-Z_:][a-zA-Z0-9_:]*)`)
+	var exprs []string
+	used := map[string]bool{}
+	for _, p := range dash.Panels {
+		if p.Type != "row" && len(p.Targets) == 0 {
+			t.Errorf("panel %q queries nothing", p.Title)
+		}
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+		}
+	}
+	for _, v := range dash.Templating.List {
+		if q, ok := v.Query.(map[string]any); ok {
+			exprs = append(exprs, fmt.Sprint(q["query"]))
+		}
+	}
+	for _, expr := range exprs {
+		names := selector.FindAllStringSubmatch(expr, -1)
+		names = append(names, variable.FindAllStringSubmatch(expr, -1)...)
+		if len(names) == 0 {
+			t.Errorf("query %q names no metric", expr)
+		}
+		for _, m := range names {
+			base := m[1]
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				base = strings.TrimSuffix(base, s)
+			}
+			used[base] = true
+			if !exported[base] && !external[base] {
+				t.Errorf("query %q uses %s, which nothing exports", expr, m[1])
+			}
+		}
+	}
+	for _, want := range []string{
+		"o2i_http_requests_total", "o2i_http_request_duration_seconds", // API rate, errors, duration
+		"o2i_outbox_published_total", "o2i_outbox_backlog", "o2i_outbox_oldest_seconds", // relay, outbox age
+		"o2i_projection_events_total", "o2i_projection_lag_seconds", // projector; invoices/s by event type
+		"kafka_consumergroup_lag", "o2i_tasks_open", "o2i_outbox_dead_letters_total", "o2i_projection_dead_letters_total",
+		"process_cpu_seconds_total",
+	} {
+		if !used[want] {
+			t.Errorf("no panel queries %s", want)
+		}
+	}
+	if !strings.Contains(strings.Join(exprs, "\n"), `type="invoice.archived"`) {
+		t.Error("no panel shows archived invoices per second")
+	}
+}
+
+// externalMetrics are the metrics the dashboard may use that the service's
+// code does not name: those of the Go and process collectors serve
+// registers, Prometheus's own up, and the consumer lag of Strimzi's Kafka
+// Exporter, enabled in the Kafka example.
+func externalMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{"up": true}
+	serve, err := os.ReadFile(filepath.Join("..", "cmd", "o2i", "serve.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(serve, []byte("collectors.NewProcessCollector(")) {
+		out["process_cpu_seconds_total"], out["process_resident_memory_bytes"] = true, true
+	}
+	if bytes.Contains(serve, []byte("collectors.NewGoCollector(")) {
+		out["go_goroutines"] = true
+	}
+	kafka, err := os.ReadFile(filepath.Join(examplesDir, "kafka.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range decode(t, string(kafka)) {
+		if o.kind() == "Kafka" && o.get("spec", "kafkaExporter") != nil {
+			out["kafka_consumergroup_lag"] = true
+		}
+	}
+	return out
+}
+
+// config.otlpEndpoint reaches every role as O2I_OTLP_ENDPOINT (unset when
+// empty) and networkPolicy.otlpCollector opens the egress to the collector.
+func TestTracingWiring(t *testing.T) {
+	t.Parallel()
+	cm := find(decode(t, render(t, "")), "ConfigMap", "o2i")
+	if cm == nil {
+		t.Fatal("no ConfigMap o2i")
+	}
+	if v := cm.get("data", "O2I_OTLP_ENDPOINT"); v != nil {
+		t.Errorf("O2I_OTLP_ENDPOINT = %v by default, want unset (tracing off)", v)
+	}
+	objs := decode(t, render(t, "", "config.otlpEndpoint=http://otel-collector.monitoring:4318",
+		"networkPolicy.otlpCollector.port=4318", "networkPolicy.otlpCollector.podSelector.matchLabels.app=otel-collector"))
+	if v := find(objs, "ConfigMap", "o2i").get("data", "O2I_OTLP_ENDPOINT"); v != "http://otel-collector.monitoring:4318" {
+		t.Errorf("O2I_OTLP_ENDPOINT = %v", v)
+	}
+	for _, role := range roles {
+		d := find(objs, "Deployment", "o2i-"+role)
+		if d == nil {
+			t.Fatalf("no Deployment o2i-%s", role)
+		}
+		if !strings.Contains(fmt.Sprint(d.get("spec", "template", "spec", "containers")), "configMapRef:map[name:o2i]") {
+			t.Errorf("%s does not take the ConfigMap o2i", role)
+		}
+	}
+	egress := fmt.Sprint(find(objs, "NetworkPolicy", "o2i-egress").get("spec", "egress"))
+	if !strings.Contains(egress, "app:otel-collector") || !strings.Contains(egress, "port:4318") {
+		t.Errorf("no egress to the collector: %s", egress)
+	}
+	out, _, err := kubeconform(t, render(t, "", "config.otlpEndpoint=http://otel-collector.monitoring:4318",
+		"networkPolicy.otlpCollector.port=4318", "networkPolicy.otlpCollector.podSelector.matchLabels.app=otel-collector"))
+	if err != nil {
+		t.Errorf("kubeconform: %v\n%s", err, out)
 	}
 }

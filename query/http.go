@@ -9,9 +9,11 @@ package query
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/o2i-service/o2i/archive"
@@ -26,6 +28,8 @@ type Service struct {
 	cursors *cursorKey
 	near    *nearCache
 	archive *archive.Archive // nil: documents are not served
+
+	openTasks *prometheus.GaugeVec // nil: not counted (RegisterMetrics)
 }
 
 // ServeDocumentsFrom makes the PDF and XML endpoints read archived documents from a.
@@ -38,11 +42,18 @@ func New(pool *pgxpool.Pool, rdb *redis.Client) *Service {
 }
 
 // Run follows the projectors' change announcements (keeping the in-process
-// cache of order status records correct) until ctx ends.
+// cache of order status records correct) and, after RegisterMetrics,
+// counts the open review tasks, until ctx ends.
 func (s *Service) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	if s.openTasks != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.countOpenTasks(ctx) }()
+	}
 	if s.redis != nil {
 		s.near.follow(ctx, s.redis)
 	}
+	wg.Wait()
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/o2i-service/o2i/internal/apitest"
 	"github.com/o2i-service/o2i/internal/httpx"
@@ -290,5 +291,52 @@ func TestTaskByIDAndProjectIsolation(t *testing.T) {
 	}
 	if p, _ := b.listTasks("?orderNo=I-1"); len(p.Data) != 0 {
 		t.Errorf("another project's filtered listing shows %+v", p.Data)
+	}
+}
+
+// TestOpenTasksMetric: after RegisterMetrics, Run counts the open tasks by
+// type into o2i_tasks_open (resolved ones do not count).
+func TestOpenTasksMetric(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	kind := "metric_test_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	for i := range 3 {
+		e.addTask(taskSpec{kind: kind, subject: fmt.Sprintf("ORD-%d", i), created: time.Now()})
+	}
+	e.addTask(taskSpec{kind: kind, subject: "ORD-resolved", status: "resolved", created: time.Now()})
+	q := query.New(e.pool, nil)
+	reg := prometheus.NewRegistry()
+	if err := q.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = q.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	open := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "o2i_tasks_open" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "type" && l.GetValue() == kind {
+						return m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		return -1
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for open() != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("o2i_tasks_open{type=%q} = %v, want 3", kind, open())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

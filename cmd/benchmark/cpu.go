@@ -109,3 +109,16 @@ func perItem(shares []cpuShare, n int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// running reports whether the process runs (not ended, not a zombie), from
+// /proc; where there is no /proc it says yes.
+func running(pid int) bool {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		_, noProc := os.Stat("/proc/self/stat")
+		return noProc != nil
+	}
+	i := bytes.LastIndexByte(raw, ')')
+	f := strings.Fields(string(raw[i+1:]))
+	return i >= 0 && len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}

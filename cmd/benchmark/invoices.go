@@ -575,12 +575,16 @@ func invoicerLag(ctx context.Context) (int64, error) {
 	if err == nil {
 		err = committed.Error
 	}
-	if err != nil {
-		return 0, fmt.Errorf("kafka committed offsets: %w", err)
-	}
 	at := map[int]int64{}
-	for _, p := range committed.Topics[event.TopicOrders] {
-		at[p.Partition] = p.CommittedOffset
+	switch {
+	case errors.Is(err, kafka.GroupIdNotFound):
+		// The group never committed (a fresh stack): it starts at the first offsets.
+	case err != nil:
+		return 0, fmt.Errorf("kafka committed offsets: %w", err)
+	default:
+		for _, p := range committed.Topics[event.TopicOrders] {
+			at[p.Partition] = p.CommittedOffset
+		}
 	}
 	var lag int64
 	for _, p := range ends.Topics[event.TopicOrders] {
@@ -709,7 +713,8 @@ func loop(ctx context.Context, workers int, d time.Duration, f func() error) (fl
 		p50: all[len(all)/2], p99: all[len(all)*99/100]}, nil
 }
 
-// newArchive connects to the stack's archive bucket as the service does.
+// newArchive connects to the stack's archive buckets (live, with the test
+// bucket) as the service does.
 func newArchive() (*archive.Archive, error) {
 	tls := false
 	if v := os.Getenv("O2I_S3_USE_TLS"); v != "" {
@@ -725,7 +730,7 @@ func newArchive() (*archive.Archive, error) {
 	if err != nil {
 		return nil, fmt.Errorf("O2I_S3_ENDPOINT: %w", err)
 	}
-	return archive.New(c, testenv.Env("O2I_S3_BUCKET")), nil
+	return archive.New(c, testenv.Env("O2I_S3_BUCKET")).WithTest(archive.NewTest(c, testenv.Env("O2I_S3_TEST_BUCKET"))), nil
 }
 
 // sleep waits d or until ctx ends.

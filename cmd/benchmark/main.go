@@ -12,7 +12,13 @@
 //     projection lag while the writes run;
 //   - invoices: a backlog of orders drained to archived invoices by the
 //     invoicer, next to the archive's PUTs and the PDF rendering alone, and
-//     order accepted → invoice archived under a steady order rate.
+//     order accepted → invoice archived under a steady order rate;
+//   - roles: what one process of each role sustains on one core (api
+//     orders/s and status reads/s, relay and projector events/s, invoicer
+//     archived invoices/s, mails/s), the numbers/s one number range issues,
+//     and what an order costs in PostgreSQL, WAL, the archive and Redis;
+//     with -operations it rewrites the capacity section of the operations
+//     guide from them.
 //
 // With -readme it rewrites the figures table of README.md: the rows of the
 // stages that ran; those of the others stay, with the day they were measured.
@@ -52,7 +58,7 @@ func main() {
 		return
 	}
 	var (
-		only     = flag.String("only", "engine,reads,list,writes,invoices", "stages to run: engine, reads, list, writes, invoices")
+		only     = flag.String("only", "engine,reads,list,writes,invoices,roles", "stages to run: engine, reads, list, writes, invoices, roles")
 		duration = flag.Duration("duration", 10*time.Second, "length of each load run")
 		conns    = flag.Int("conns", 64, "connections of the read load")
 		wconns   = flag.Int("write-conns", 32, "connections of the write load (and pgbench clients)")
@@ -61,8 +67,12 @@ func main() {
 		bin      = flag.String("o2i", "bin/o2i", "the service binary")
 		addr     = flag.String("addr", "127.0.0.1:18080", "address for the service under test")
 		readme   = flag.String("readme", "", "README to update with the figures")
+		ops      = flag.String("operations", "", "operations guide whose capacity section is computed from the roles stage's figures")
 		inv      invoiceConfig
+		rc       roleConfig
 	)
+	flag.IntVar(&rc.invoices, "role-invoices", 1000, "orders the invoicer drains on one core (roles stage)")
+	flag.IntVar(&rc.mails, "role-mails", 300, "e-mails the mailer sends (roles stage)")
 	flag.IntVar(&inv.backlog, "invoice-orders", 3000, "orders of the invoicer's backlog (invoices stage)")
 	flag.IntVar(&inv.rate, "invoice-rate", 50, "orders per second of the steady load (invoices stage)")
 	flag.DurationVar(&inv.steady, "invoice-for", 20*time.Second, "length of the steady load (invoices stage)")
@@ -103,8 +113,22 @@ func main() {
 	run("list", func() ([]result, error) { return b.list(ctx, *invoices, *duration) })
 	run("writes", func() ([]result, error) { return b.writes(ctx, *wconns, *duration) })
 	run("invoices", func() ([]result, error) { return b.invoices(ctx, inv) })
+	var figures *roleFigures
+	run("roles", func() ([]result, error) {
+		rc.duration, rc.conns = *duration, *wconns
+		r, f, err := b.roles(ctx, rc)
+		figures = &f
+		return r, err
+	})
 	b.stopServer()
 	machine, today := b.machine(), time.Now().UTC().Format(time.DateOnly)
+	if figures != nil {
+		section, err := writeCapacity(*ops, ".dev/bench-roles.json", *figures, today, machine)
+		if err != nil {
+			fatalf("capacity: %v", err)
+		}
+		fmt.Println(section)
+	}
 	fmt.Println(markdown(results, machine, map[string]string{"": today}))
 	raw, _ := json.MarshalIndent(results, "", "  ")
 	_ = os.WriteFile(".dev/bench.json", raw, 0o644)
@@ -128,12 +152,12 @@ func ceilingServer(addr string) {
 }
 
 // stageOrder is the order of the stages in the table.
-var stageOrder = []string{"engine", "reads", "list", "writes", "invoices"}
+var stageOrder = []string{"engine", "reads", "list", "writes", "invoices", "roles"}
 
 // stageOf names the stage of a row already in the table by its first column.
 func stageOf(what string) string {
 	for _, p := range [][2]string{{"invoice engine:", "engine"}, {"PDF/A-3 of", "engine"}, {"GET /v1/orders/", "reads"}, {"GET /v1/invoices", "list"},
-		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"invoice pipeline", "invoices"}} {
+		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"invoice pipeline", "invoices"}, {"one core,", "roles"}} {
 		if strings.HasPrefix(what, p[0]) {
 			return p[1]
 		}

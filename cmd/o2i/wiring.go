@@ -39,6 +39,7 @@ func newWiring(d *deps, reg prometheus.Registerer) *wiring {
 	}
 	if reg != nil {
 		_ = w.commands.RegisterMetrics(reg) // only fails on a second registration
+		_ = w.queries.RegisterMetrics(reg)
 	}
 	if d.s3 != nil {
 		w.archive = archive.New(d.s3, d.cfg.S3Bucket).WithTest(archive.NewTest(d.s3, d.cfg.S3TestBucket))

@@ -126,6 +126,7 @@ type relayMetrics struct {
 	errors      prometheus.Counter
 	deadLetters prometheus.Counter
 	backlog     prometheus.Gauge
+	oldest      prometheus.Gauge
 	leader      prometheus.Gauge
 	batch       prometheus.Histogram
 }
@@ -144,6 +145,9 @@ func newRelayMetrics(reg prometheus.Registerer) *relayMetrics {
 		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "o2i_outbox_backlog", Help: "Outbox rows waiting to be published, sampled by the leading relay.",
 		}),
+		oldest: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "o2i_outbox_oldest_seconds", Help: "Age of the oldest outbox row waiting to be published (0: none), sampled by the leading relay.",
+		}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "o2i_outbox_relay_leader", Help: "1 while this process holds the relay leader lock.",
 		}),
@@ -157,6 +161,7 @@ func newRelayMetrics(reg prometheus.Registerer) *relayMetrics {
 		m.errors = register(reg, m.errors)
 		m.deadLetters = register(reg, m.deadLetters)
 		m.backlog = register(reg, m.backlog)
+		m.oldest = register(reg, m.oldest)
 		m.leader = register(reg, m.leader)
 		m.batch = register(reg, m.batch)
 	}
@@ -389,15 +394,18 @@ type position struct {
 }
 
 type relaySQL struct {
-	selectAll, selectProjects, savePosition, loadPosition, purge, backlog, backlogProjects, deadLetter string
+	selectAll, selectProjects, savePosition, loadPosition, purge, backlog, backlogProjects, oldest, oldestProjects, deadLetter string
 }
 
 func newRelaySQL(table string) relaySQL {
-	cols := `SELECT id, tx_id::text, topic, msg_key, event_id, event_type, payload, traceparent, tracestate FROM ` + table
-	after := ` WHERE (tx_id, id) > ($2::text::xid8, $3::bigint) AND tx_id < pg_snapshot_xmin(pg_current_snapshot())`
+	// The text of tx_id is read under another name: ORDER BY tx_id would
+	// otherwise sort by the output column, the text, where "10" comes
+	// before "9" and a batch would move the position past rows it skipped.
+	cols := `SELECT o.id, o.tx_id::text AS tx_text, o.topic, o.msg_key, o.event_id, o.event_type, o.payload, o.traceparent, o.tracestate FROM ` + table + ` o`
+	after := ` WHERE (o.tx_id, o.id) > ($2::text::xid8, $3::bigint) AND o.tx_id < pg_snapshot_xmin(pg_current_snapshot())`
 	return relaySQL{
-		selectAll:      cols + after + ` ORDER BY tx_id, id LIMIT $1`,
-		selectProjects: cols + after + ` AND project_id = ANY($4::uuid[]) ORDER BY tx_id, id LIMIT $1`,
+		selectAll:      cols + after + ` ORDER BY o.tx_id, o.id LIMIT $1`,
+		selectProjects: cols + after + ` AND o.project_id = ANY($4::uuid[]) ORDER BY o.tx_id, o.id LIMIT $1`,
 		savePosition: `INSERT INTO outbox_relay_positions (relay, tx_id, id) VALUES ($1, $2::text::xid8, $3)
   ON CONFLICT (relay) DO UPDATE SET tx_id = EXCLUDED.tx_id, id = EXCLUDED.id, updated_at = now()`,
 		loadPosition: `SELECT tx_id::text, id FROM outbox_relay_positions WHERE relay = $1`,
@@ -405,6 +413,11 @@ func newRelaySQL(table string) relaySQL {
   SELECT ctid FROM ` + table + ` WHERE created_at < $1 AND (tx_id, id) <= ($2::text::xid8, $3::bigint) LIMIT 10000))`,
 		backlog:         `SELECT count(*) FROM (SELECT 1 FROM ` + table + ` WHERE (tx_id, id) > ($1::text::xid8, $2::bigint) LIMIT 10000000) o`,
 		backlogProjects: `SELECT count(*) FROM ` + table + ` WHERE (tx_id, id) > ($1::text::xid8, $2::bigint) AND project_id = ANY($3::uuid[])`,
+		// The next row to publish is about the oldest waiting (a late commit's row can be older; it is near).
+		oldest: `SELECT coalesce((SELECT extract(epoch FROM now() - created_at)::float8 FROM ` + table +
+			` WHERE (tx_id, id) > ($1::text::xid8, $2::bigint) ORDER BY tx_id, id LIMIT 1), 0)`,
+		oldestProjects: `SELECT coalesce((SELECT extract(epoch FROM now() - created_at)::float8 FROM ` + table +
+			` WHERE (tx_id, id) > ($1::text::xid8, $2::bigint) AND project_id = ANY($3::uuid[]) ORDER BY tx_id, id LIMIT 1), 0)`,
 		// The payload is copied in the database rather than sent back.
 		deadLetter: `INSERT INTO outbox_dead_letters (relay, outbox_id, tx_id, project_id, topic, msg_key, event_id, event_type,
     payload, payload_bytes, message_bytes, error)
@@ -633,13 +646,24 @@ func (r *Relay) deadLetter(ctx context.Context, conn *pgx.Conn, o row, pos *posi
 	return nil
 }
 
-// sampleBacklog sets the backlog gauge. It counts on a pooled connection:
-// a slow count must not cost the leader its connection (and lock).
+// sampleBacklog sets the backlog and oldest-row gauges. It counts on a
+// pooled connection: a slow count must not cost the leader its connection
+// (and lock).
 func (r *Relay) sampleBacklog(ctx context.Context, pos position) {
 	bctx, cancel := context.WithTimeout(ctx, dbTimeout)
 	defer cancel()
 	if n, err := r.backlog(bctx, r.Pool, pos); err == nil {
 		r.m.backlog.Set(float64(n))
+	}
+	var age float64
+	var err error
+	if len(r.Projects) == 0 {
+		err = r.Pool.QueryRow(bctx, r.sql.oldest, pos.txID, pos.id).Scan(&age)
+	} else {
+		err = r.Pool.QueryRow(bctx, r.sql.oldestProjects, pos.txID, pos.id, r.Projects).Scan(&age)
+	}
+	if err == nil {
+		r.m.oldest.Set(max(age, 0))
 	}
 }
 

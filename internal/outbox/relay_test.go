@@ -816,3 +816,56 @@ func TestTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayOrdersTransactionIDsAsNumbers: positions are ordered by the
+// transaction id as a number, never as its text. Ordered as text, "10"
+// sorts before "9": a first batch ending at transaction 10 would move the
+// position past transaction 9's rows, and they would never be published
+// (whenever the ids cross a power of ten with events waiting).
+func TestRelayOrdersTransactionIDsAsNumbers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testTopic(t))
+	ids := f.enqueue(t, 1, 4)
+	// The four transactions in commit order get ids 9, 10, 99 and 100.
+	if _, err := f.pool.Exec(context.Background(), `UPDATE `+f.table+` o SET tx_id = (ARRAY['9','10','99','100'])[n.rn]::xid8
+		FROM (SELECT id, row_number() OVER (ORDER BY tx_id, id) AS rn FROM `+f.table+`) n WHERE n.id = o.id`); err != nil {
+		t.Fatal(err)
+	}
+	r := f.relay(testenv.KafkaBrokers())
+	r.BatchSize = 1
+	startRelay(t, r)
+	gs := newTail(t, testenv.KafkaBrokers(), f.topic, true).collect(t, f.project, ids, 30*time.Second)
+	checkOrder(t, gs)
+	testenv.Eventually(t, 10*time.Second, "position past every row", func() bool { return f.unsent(t) == 0 })
+}
+
+// TestRelayReportsTheOldestWaitingRow: the leading relay samples the age of
+// the oldest row waiting (o2i_outbox_oldest_seconds) and 0 once none waits.
+func TestRelayReportsTheOldestWaitingRow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testTopic(t))
+	f.enqueue(t, 2, 2)
+	if _, err := f.pool.Exec(context.Background(), `UPDATE `+f.table+` SET created_at = now() - interval '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	r := f.relay(testenv.KafkaBrokers())
+	r.Registerer = reg
+	oldest := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "o2i_outbox_oldest_seconds" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	startRelay(t, r)
+	// The first sample is taken before the first batch: the hour-old row.
+	testenv.Eventually(t, 10*time.Second, "the oldest row's age sampled", func() bool { return oldest() >= 3600 })
+	testenv.Eventually(t, 10*time.Second, "position past every row", func() bool { return f.unsent(t) == 0 })
+	testenv.Eventually(t, 15*time.Second, "age 0 once nothing waits", func() bool { return oldest() == 0 })
+}
