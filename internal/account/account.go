@@ -634,3 +634,66 @@ func (s *Store) AuditLog(ctx context.Context, projectID string, before int64, li
 	}
 	return out, false, nil
 }
+
+// StartReset stores a password-reset link for the account of email and
+// returns its token; ok is false when no account with a password has that
+// address (the caller answers the same either way).
+func (s *Store) StartReset(ctx context.Context, email string, now time.Time) (tok string, u User, ok bool, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT id::text, email FROM console_users WHERE lower(email) = lower($1) AND password_hash IS NOT NULL`,
+		strings.TrimSpace(email)).Scan(&u.ID, &u.Email)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", User{}, false, nil
+	}
+	if err != nil {
+		return "", User{}, false, err
+	}
+	tok = NewToken()
+	_, err = s.pool.Exec(ctx, `INSERT INTO console_password_resets (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+		HashToken(tok), u.ID, now, now.Add(ResetTTL))
+	return tok, u, err == nil, err
+}
+
+// ResetValid reports whether a reset token is unused and not expired.
+func (s *Store) ResetValid(ctx context.Context, tok string, now time.Time) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM console_password_resets WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2)`,
+		HashToken(tok), now).Scan(&ok)
+	return ok, err
+}
+
+// Reset sets a new password through a reset link, uses the link up, ends
+// every session of the account and logs the change.
+func (s *Store) Reset(ctx context.Context, tok, password, confirm string, now time.Time) (User, error) {
+	var u User
+	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `SELECT u.id::text, u.email FROM console_password_resets r JOIN console_users u ON u.id = r.user_id
+			WHERE r.token_hash = $1 AND r.used_at IS NULL AND r.expires_at > $2 FOR UPDATE OF r`, HashToken(tok), now).Scan(&u.ID, &u.Email)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return apperr.New(apperr.NotFound, "reset_not_found", "this reset link is unknown, used or expired")
+		}
+		if err != nil {
+			return err
+		}
+		if err := CheckPassword("password", password); err != nil {
+			return err
+		}
+		if password != confirm {
+			return fieldErr("password_confirm", "the two passwords differ")
+		}
+		h, err := HashPassword(password)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE console_users SET password_hash = $2 WHERE id = $1`, u.ID, h); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE console_password_resets SET used_at = $2 WHERE token_hash = $1`, HashToken(tok), now); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE console_sessions SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL`, u.ID, now); err != nil {
+			return err
+		}
+		return Record(ctx, tx, Entry{At: now, ActorID: u.ID, ActorEmail: u.Email, Action: "user.password_reset", Target: u.Email})
+	})
+	return u, err
+}
