@@ -61,11 +61,11 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request, v *view) error 
 	password := r.PostForm.Get("password")
 	accSubject, ipSubject := "acc:"+email, "ip:"+clientAddr(r)
 	since := now.Add(-SignInWindow)
-	nAcc, err := c.acc.Failures(ctx, accSubject, since)
+	nAcc, err := c.acc.Failures(ctx, accSubject, since, now)
 	if err != nil {
 		return err
 	}
-	nIP, err := c.acc.Failures(ctx, ipSubject, since)
+	nIP, err := c.acc.Failures(ctx, ipSubject, since, now)
 	if err != nil {
 		return err
 	}
@@ -216,12 +216,12 @@ func (c *Console) resetRequest(w http.ResponseWriter, r *http.Request, v *view) 
 	ctx := r.Context()
 	now := c.cfg.Now()
 	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
-	accSubject, ipSubject := "reset:"+email, "ip:"+clientAddr(r)
-	nAcc, err := c.acc.Failures(ctx, accSubject, now.Add(-SignInWindow))
+	accSubject, ipSubject := "reset:"+email, "reset-ip:"+clientAddr(r)
+	nAcc, err := c.acc.Failures(ctx, accSubject, now.Add(-SignInWindow), now)
 	if err != nil {
 		return err
 	}
-	nIP, err := c.acc.Failures(ctx, ipSubject, now.Add(-SignInWindow))
+	nIP, err := c.acc.Failures(ctx, ipSubject, now.Add(-SignInWindow), now)
 	if err != nil {
 		return err
 	}

@@ -330,10 +330,10 @@ func (s *Store) RecordFailure(ctx context.Context, now time.Time, subjects ...st
 	return nil
 }
 
-// Failures counts the failed sign-ins of subject since since.
-func (s *Store) Failures(ctx context.Context, subject string, since time.Time) (int, error) {
+// Failures counts the failed sign-ins of subject in the window (since, until].
+func (s *Store) Failures(ctx context.Context, subject string, since, until time.Time) (int, error) {
 	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM console_signin_failures WHERE subject = $1 AND at > $2`, subject, since).Scan(&n)
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM console_signin_failures WHERE subject = $1 AND at > $2 AND at <= $3`, subject, since, until).Scan(&n)
 	return n, err
 }
 
