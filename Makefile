@@ -80,7 +80,7 @@ help: ## List the targets
 	@echo
 	@awk -F':.*## ' '/^[a-z][a-z-]*:.*## /{printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-run: build stack ## Bring up the stack, migrate, seed a dev project + API key, serve http://127.0.0.1:8080
+run: build stack ## Bring up the stack, migrate, seed a dev project + API key + the console owner invitation, serve http://127.0.0.1:8080 (API and console)
 	$(DEVSTACK) seed -o2i $(O2I)
 	$(LOAD_ENV) && exec $(O2I) serve
 
