@@ -173,6 +173,11 @@ func (c *Console) Handler() http.Handler {
 		return errNotFound
 	}))
 	cop := http.NewCrossOriginProtection()
+	// Behind a load balancer the Host the service sees may not be the
+	// browser's: the public URL's origin is this site's too.
+	if err := cop.AddTrustedOrigin(c.cfg.PublicURL); err != nil {
+		slog.Warn("console: public URL is no origin", "url", c.cfg.PublicURL, "err", err)
+	}
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "403 cross-origin request refused", http.StatusForbidden)
 	}))

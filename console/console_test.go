@@ -279,6 +279,25 @@ func TestSessionCookieUnderHTTPS(t *testing.T) {
 	if h := p.header.Get("Strict-Transport-Security"); !strings.Contains(h, "max-age=") {
 		t.Errorf("HSTS %q", h)
 	}
+	// Behind the load balancer the service sees another Host than the
+	// browser: a form from the public URL's origin is this site's.
+	session := strings.SplitN(strings.SplitN(ck, ";", 2)[0], "=", 2)[1]
+	b := e.browser()
+	hdr := map[string]string{"Cookie": "__Host-o2i_session=" + session}
+	page := b.do("GET", "/console/p/"+pid+"/keys", nil, hdr)
+	m := csrfRe.FindStringSubmatch(page.body)
+	if page.status != 200 || m == nil {
+		t.Fatalf("keys page with the cookie: %d", page.status)
+	}
+	form := url.Values{"csrf": {m[1]}, "name": {"lb"}, "scopes": {"invoices:read"}, "expires": {"never"}}
+	hdr["Origin"] = "https://invoices.example.com"
+	if p := b.do("POST", "/console/p/"+pid+"/keys", form, hdr); p.status != 200 {
+		t.Errorf("form from the public URL's origin: %d, want 200", p.status)
+	}
+	hdr["Origin"] = "https://evil.example"
+	if p := b.do("POST", "/console/p/"+pid+"/keys", form, hdr); p.status != 403 {
+		t.Errorf("form from a foreign origin: %d, want 403", p.status)
+	}
 }
 
 func TestSecurityHeaders(t *testing.T) {
