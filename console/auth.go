@@ -59,7 +59,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request, v *view) error 
 	now := c.cfg.Now()
 	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
 	password := r.PostForm.Get("password")
-	accSubject, ipSubject := "acc:"+email, "ip:"+clientAddr(r)
+	accSubject, ipSubject := "acc:"+email, "ip:"+c.clientAddr(r)
 	since := now.Add(-SignInWindow)
 	nAcc, err := c.acc.Failures(ctx, accSubject, since, now)
 	if err != nil {
@@ -89,7 +89,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request, v *view) error 
 		if err := c.acc.RecordFailure(ctx, now, accSubject, ipSubject); err != nil {
 			return err
 		}
-		slog.InfoContext(ctx, "console sign-in failed", "addr", clientAddr(r))
+		slog.InfoContext(ctx, "console sign-in failed", "addr", c.clientAddr(r))
 		v.Error = v.T("signin.failed")
 		c.render(w, http.StatusUnauthorized, "signin", v)
 		return nil
@@ -216,7 +216,7 @@ func (c *Console) resetRequest(w http.ResponseWriter, r *http.Request, v *view) 
 	ctx := r.Context()
 	now := c.cfg.Now()
 	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
-	accSubject, ipSubject := "reset:"+email, "reset-ip:"+clientAddr(r)
+	accSubject, ipSubject := "reset:"+email, "reset-ip:"+c.clientAddr(r)
 	nAcc, err := c.acc.Failures(ctx, accSubject, now.Add(-SignInWindow), now)
 	if err != nil {
 		return err

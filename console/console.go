@@ -18,7 +18,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
-	"net"
+	"net/netip"
 	"net/http"
 	"net/url"
 	"strings"
@@ -28,6 +28,7 @@ import (
 
 	"github.com/o2i-service/o2i/internal/account"
 	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/query"
 )
 
@@ -65,6 +66,9 @@ type Config struct {
 	Sender    account.Sender // e-mail (invitations, resets); nil: none sent
 	Timeouts  account.Timeouts
 	Now       func() time.Time // the clock; nil: time.Now
+	// TrustedProxies are the load balancers whose X-Forwarded-For names the
+	// client whose failed sign-ins count (O2I_TRUSTED_PROXIES).
+	TrustedProxies []netip.Prefix
 }
 
 // Console serves the console's pages.
@@ -325,13 +329,10 @@ func checkForm(r *http.Request, v *view) error {
 	return nil
 }
 
-// clientAddr is the TCP peer's address (host only).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+// clientAddr is the client's address: the TCP peer, or behind a trusted
+// proxy the address it forwards (as the API counts it).
+func (c *Console) clientAddr(r *http.Request) string {
+	return httpx.ClientAddress(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), c.cfg.TrustedProxies)
 }
 
 // setSession sets the session cookie.

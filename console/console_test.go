@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -55,6 +56,12 @@ const password = "a long enough password"
 // server's own) and whose clock starts at start (zero: now).
 func newEnv(t *testing.T, publicURL string, start time.Time) *env {
 	t.Helper()
+	return newEnvWith(t, publicURL, start, nil)
+}
+
+// newEnvWith is newEnv with a change of the console's configuration.
+func newEnvWith(t *testing.T, publicURL string, start time.Time, change func(*console.Config)) *env {
+	t.Helper()
 	pool := testenv.Pool(t)
 	if start.IsZero() {
 		// A moment of its own in the past: the failed sign-ins of one test
@@ -72,7 +79,11 @@ func newEnv(t *testing.T, publicURL string, start time.Time) *env {
 	if publicURL == "" {
 		publicURL = e.srv.URL
 	}
-	e.con, err = console.New(pool, query.New(pool, testenv.Redis(t)), console.Config{PublicURL: publicURL, Sender: sender, Now: e.clock.Now})
+	cfg := console.Config{PublicURL: publicURL, Sender: sender, Now: e.clock.Now}
+	if change != nil {
+		change(&cfg)
+	}
+	e.con, err = console.New(pool, query.New(pool, testenv.Redis(t)), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -824,5 +835,24 @@ func TestTasksPage(t *testing.T) {
 	b, _ := e.member(pid, account.Accountant)
 	if p := b.get("/console/p/" + pid + "/tasks"); p.status != 200 || !strings.Contains(p.body, "No open tasks.") {
 		t.Errorf("tasks: %d", p.status)
+	}
+}
+
+// Behind a trusted proxy, failed sign-ins count per forwarded client address.
+func TestSignInLimitBehindProxy(t *testing.T) {
+	e := newEnvWith(t, "", time.Time{}, func(c *console.Config) {
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	})
+	pid := e.project()
+	_, u := e.member(pid, account.Developer)
+	from := func(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }
+	for range console.MaxFailuresPerIP {
+		e.browser().do("POST", "/console/sign-in", url.Values{"email": {email("spray")}, "password": {"x"}}, from("203.0.113.7"))
+	}
+	if p := e.browser().do("POST", "/console/sign-in", url.Values{"email": {u.Email}, "password": {password}}, from("203.0.113.7")); p.status != 429 {
+		t.Errorf("the flooding client: %d, want 429", p.status)
+	}
+	if p := e.browser().do("POST", "/console/sign-in", url.Values{"email": {u.Email}, "password": {password}}, from("198.51.100.9")); p.status != http.StatusSeeOther {
+		t.Errorf("another client behind the same proxy: %d, want 303", p.status)
 	}
 }

@@ -205,7 +205,7 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 		MaxPublicPerAddr:  cfg.PublicPerAddr,
 		TrustedProxies:    cfg.TrustedProxies,
 	}
-	con, err := console.New(d.pool, w.queries, console.Config{PublicURL: cfg.PublicURL, Sender: mailSender(cfg)})
+	con, err := console.New(d.pool, w.queries, console.Config{PublicURL: cfg.PublicURL, Sender: mailSender(cfg), TrustedProxies: cfg.TrustedProxies})
 	if err != nil {
 		stopWork()
 		stopBG()

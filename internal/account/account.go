@@ -320,10 +320,14 @@ func (s *Store) HasPassword(ctx context.Context, email string) (bool, error) {
 	return ok, err
 }
 
-// RecordFailure notes a failed sign-in for each subject (the account, the address).
+// RecordFailure notes a failed sign-in for each subject (the account, the
+// address) and forgets the subject's failures older than a day.
 func (s *Store) RecordFailure(ctx context.Context, now time.Time, subjects ...string) error {
 	for _, sub := range subjects {
 		if _, err := s.pool.Exec(ctx, `INSERT INTO console_signin_failures (subject, at) VALUES ($1, $2)`, sub, now); err != nil {
+			return err
+		}
+		if _, err := s.pool.Exec(ctx, `DELETE FROM console_signin_failures WHERE subject = $1 AND at < $2`, sub, now.Add(-24*time.Hour)); err != nil {
 			return err
 		}
 	}
