@@ -11,7 +11,10 @@ import (
 	"github.com/o2i-service/o2i/internal/apperr"
 )
 
-var errRateLimited = apperr.New(apperr.RateLimited, "rate_limited", "too many attempts")
+var (
+	errRateLimited = apperr.New(apperr.RateLimited, "rate_limited", "too many attempts")
+	errResetGone   = apperr.New(apperr.NotFound, "reset_not_found", "this reset link is unknown, used or expired")
+)
 
 // home lists the signed-in user's projects.
 func (c *Console) home(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -253,7 +256,7 @@ func (c *Console) resetPage(w http.ResponseWriter, r *http.Request, v *view) err
 		return err
 	}
 	if !ok {
-		return errNotFound
+		return errResetGone
 	}
 	v.Title = v.T("reset.new")
 	c.render(w, http.StatusOK, "reset", v)
@@ -268,7 +271,7 @@ func (c *Console) reset(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		var ae *apperr.Error
 		if errors.As(err, &ae) && ae.Kind == apperr.NotFound {
-			return errNotFound
+			return errResetGone
 		}
 		if err := v.fieldError(err); err != nil {
 			return err

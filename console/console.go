@@ -269,6 +269,9 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, v *view, err erro
 		switch ae.Kind {
 		case apperr.NotFound:
 			status, msg = http.StatusNotFound, v.T("error.not_found")
+			if t := v.T("error." + ae.Code); t != "error."+ae.Code {
+				msg = t // the link of an invitation or a reset: say why
+			}
 		case apperr.Forbidden:
 			status, msg = http.StatusForbidden, v.T("error.forbidden")
 			if ae == errCSRF {

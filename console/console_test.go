@@ -247,9 +247,9 @@ func TestInvitationSetPasswordSignIn(t *testing.T) {
 	if p := b.get("/console/p/" + pid + "/"); p.status != 200 || !strings.Contains(p.body, addr) || !strings.Contains(p.body, `action="/console/sign-out"`) {
 		t.Errorf("overview after accepting: %d", p.status)
 	}
-	// The link is used up.
-	if p := e.browser().get(path); p.status != 404 {
-		t.Errorf("used invitation: %d, want 404", p.status)
+	// The link is used up, and the page says so.
+	if p := e.browser().get(path); p.status != 404 || !strings.Contains(p.body, "This invitation link is unknown, used or expired") {
+		t.Errorf("used invitation: %d, want 404 with the reason", p.status)
 	}
 	// Expired links are gone too.
 	tok, _, err := e.acc.Invite(context.Background(), pid, email("late"), account.Developer, nil, nil, "", e.clock.Now().Add(-account.InvitationTTL-time.Minute))
@@ -854,5 +854,34 @@ func TestSignInLimitBehindProxy(t *testing.T) {
 	}
 	if p := e.browser().do("POST", "/console/sign-in", url.Values{"email": {u.Email}, "password": {password}}, from("198.51.100.9")); p.status != http.StatusSeeOther {
 		t.Errorf("another client behind the same proxy: %d, want 303", p.status)
+	}
+}
+
+// An invitation for an address that has an account asks for its password,
+// not a new one.
+func TestInvitationOfExistingAccount(t *testing.T) {
+	e := newEnv(t, "", time.Time{})
+	a, b := e.project(), e.project()
+	_, u := e.member(a, account.Developer)
+	tok, _, err := e.acc.Invite(context.Background(), b, u.Email, account.Accountant, nil, nil, "", e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := e.browser()
+	p := br.get(account.InvitationPath(tok))
+	if p.status != 200 || !strings.Contains(p.body, "You have an account") || strings.Contains(p.body, "password_confirm") {
+		t.Fatalf("invitation of an existing account: %d", p.status)
+	}
+	p = br.do("POST", account.InvitationPath(tok), url.Values{"email": {u.Email}, "password": {"not the password at all"}}, nil)
+	if p.status != 422 || !strings.Contains(p.body, "password: this account exists already") {
+		t.Errorf("wrong password: %d", p.status)
+	}
+	p = br.do("POST", account.InvitationPath(tok), url.Values{"email": {u.Email}, "password": {password}}, nil)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("accept: %d %s", p.status, p.body)
+	}
+	home := br.get("/console/")
+	if !strings.Contains(home.body, "/console/p/"+a+"/") || !strings.Contains(home.body, "/console/p/"+b+"/") {
+		t.Error("the start page does not list both projects")
 	}
 }

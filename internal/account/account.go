@@ -372,9 +372,17 @@ func (t Timeouts) Expired(created, seen, now time.Time) bool {
 	return now.Sub(seen) > t.Idle || now.Sub(created) > t.Absolute
 }
 
+// sessionKept is how long an ended session's row stays (for questions
+// about a recent sign-in) before a new sign-in of the user removes it.
+const sessionKept = 30 * 24 * time.Hour
+
 // StartSession creates a session for u and returns its id (the cookie's
-// value, stored only as its hash).
+// value, stored only as its hash). The user's sessions that ended, or
+// began, more than sessionKept ago are removed.
 func (s *Store) StartSession(ctx context.Context, u User, now time.Time) (string, error) {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM console_sessions WHERE user_id = $1 AND (revoked_at < $2 OR created_at < $2)`, u.ID, now.Add(-sessionKept)); err != nil {
+		return "", err
+	}
 	id := NewToken()
 	_, err := s.pool.Exec(ctx, `INSERT INTO console_sessions (id_hash, user_id, csrf_token, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $4)`,
 		HashToken(id), u.ID, NewToken(), now)
