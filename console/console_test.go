@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -833,10 +834,59 @@ func TestTasksPage(t *testing.T) {
 	e := newEnv(t, "", time.Time{})
 	pid := e.project()
 	b, _ := e.member(pid, account.Accountant)
-	if p := b.get("/console/p/" + pid + "/tasks"); p.status != 200 || !strings.Contains(p.body, "No open tasks.") {
+	path := "/console/p/" + pid + "/tasks"
+	if p := b.get(path); p.status != 200 || !strings.Contains(p.body, "No tasks.") {
 		t.Errorf("tasks: %d", p.status)
 	}
+	// 101 open tasks of two causes and one resolved: two pages.
+	ctx := context.Background()
+	base := time.Now().Add(-time.Hour)
+	for i := range 101 {
+		kind := "seller_data_missing"
+		if i%2 == 1 {
+			kind = "xrechnung_contact_phone_missing"
+		}
+		order := "ORD-" + strings.Repeat("0", 3-len(itoa(i))) + itoa(i)
+		if _, err := e.pool.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details, created_at) VALUES ($1, $2, $3, $4, jsonb_build_object('orderNo', $4::text), $5)`,
+			uuid.New(), pid, kind, order, base.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.pool.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details, status, resolved_at) VALUES ($1, $2, 'payment_without_order', 'pi_x', '{}', 'resolved', now())`, uuid.New(), pid); err != nil {
+		t.Fatal(err)
+	}
+	p := b.get(path)
+	for _, want := range []string{"<code>seller_data_missing</code>", "<td>50</td>", "<td>50</td>", "ORD-000", "ORD-099"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("first page lacks %s", want)
+		}
+	}
+	if strings.Contains(p.body, "ORD-100") || strings.Contains(p.body, "payment_without_order") {
+		t.Error("first page shows the 101st or a resolved task")
+	}
+	next := regexp.MustCompile(`<a id="next" href="([^"]+)"`).FindStringSubmatch(p.body)
+	if next == nil {
+		t.Fatal("no link to the next page")
+	}
+	p = b.get(strings.ReplaceAll(next[1], "&amp;", "&"))
+	if p.status != 200 || !strings.Contains(p.body, "ORD-100") || strings.Contains(p.body, "ORD-099") || strings.Contains(p.body, `id="next"`) {
+		t.Errorf("second page: %d", p.status)
+	}
+	if p := b.get(path + "?status=resolved"); !strings.Contains(p.body, "payment_without_order") || strings.Contains(p.body, "ORD-000") {
+		t.Error("resolved tasks")
+	}
+	// A cursor of another project is refused.
+	other := e.project()
+	ob, _ := e.member(other, account.Owner)
+	if p := ob.get("/console/p/" + other + "/tasks?" + strings.SplitN(strings.ReplaceAll(next[1], "&amp;", "&"), "?", 2)[1]); p.status == 200 {
+		t.Error("another project's cursor is accepted")
+	}
+	if p := b.get(path + "?status=bogus"); p.status != 422 || !strings.Contains(p.body, "status must be one of open, resolved") {
+		t.Errorf("bad status: %d", p.status)
+	}
 }
+
+func itoa(i int) string { return strconv.Itoa(i) }
 
 // Behind a trusted proxy, failed sign-ins count per forwarded client address.
 func TestSignInLimitBehindProxy(t *testing.T) {

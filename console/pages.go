@@ -137,7 +137,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v *view) erro
 		return err
 	}
 	if v.Can(string(account.ViewTasks)) && c.queries != nil {
-		ts, more, err := c.queries.ListTasks(r.Context(), v.Member.ProjectID, query.TaskFilter{Status: "open"}, 100)
+		ts, _, more, err := c.queries.PageTasks(r.Context(), v.Member.ProjectID, query.TaskFilter{Status: "open"}, "", query.MaxLimit)
 		if err != nil {
 			return err
 		}
@@ -435,17 +435,30 @@ type taskGroup struct {
 }
 
 type tasksData struct {
+	Status string
 	Groups []taskGroup
-	More   bool
+	Next   string // the cursor of the next page; "" when none
 }
 
-// tasks lists the open tasks grouped by cause (the first page of the read model).
+// taskPage is how many tasks one page lists.
+const taskPage = 100
+
+// tasks lists the tasks of a status (open by default) a page at a time from
+// the read model, grouped by cause within the page.
 func (c *Console) tasks(w http.ResponseWriter, r *http.Request, v *view) error {
-	ts, more, err := c.queries.ListTasks(r.Context(), v.Member.ProjectID, query.TaskFilter{Status: "open"}, 200)
+	q := r.URL.Query()
+	f := query.TaskFilter{Status: q.Get("status")}
+	if f.Status == "" {
+		f.Status = "open"
+	}
+	ts, next, more, err := c.queries.PageTasks(r.Context(), v.Member.ProjectID, f, q.Get("cursor"), taskPage)
 	if err != nil {
 		return err
 	}
-	d := tasksData{More: more}
+	d := tasksData{Status: f.Status}
+	if more {
+		d.Next = next
+	}
 	idx := map[string]int{}
 	for _, t := range ts {
 		i, ok := idx[t.Type]
