@@ -194,6 +194,17 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("signed in as %q", who)
 	}
 
+	// German and back with the switch.
+	if st := submit(t, ctx, `a[lang="de"]`); st != 200 {
+		t.Fatalf("switch to German: %d", st)
+	}
+	if got := text(t, ctx, "#sign-out"); got != "Abmelden" {
+		t.Errorf("sign-out button in German: %q", got)
+	}
+	if st := submit(t, ctx, `a[lang="en"]`); st != 200 {
+		t.Fatalf("switch to English: %d", st)
+	}
+
 	// Create a key: its secret is shown once.
 	keys := "/console/p/" + pid + "/keys"
 	if st := open(t, ctx, keys); st != 200 {
