@@ -2,9 +2,10 @@
 // templates and assets embedded beside it) through which the people of a
 // project sign in and run their invoicing in a browser. It is a surface of
 // the service, served by the api role under /console/ on the API's
-// listener: it calls the same packages as the API (internal/apikey for
-// keys, query for the read models, command for changes) and keeps no rule
-// of its own but who may do what (internal/account's role × action table,
+// listener: it calls the same packages as the API and the command line
+// (internal/apikey for keys, internal/project for projects, query for the
+// read models; command for the changes of the pages to come) and keeps no
+// rule of its own but who may do what (internal/account's role × action table,
 // checked on the server for every page and form). It sits above command and
 // query: it imports both and internal packages; nothing below imports it.
 package console

@@ -16,6 +16,7 @@ import (
 	"github.com/o2i-service/o2i/internal/apikey"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/query"
 )
 
@@ -133,9 +134,11 @@ type overviewData struct {
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, v *view) error {
 	var d overviewData
-	if err := c.pool.QueryRow(r.Context(), `SELECT test_mode FROM projects WHERE id = $1`, v.Member.ProjectID).Scan(&d.TestMode); err != nil {
+	p, err := project.Get(r.Context(), c.pool, v.Member.ProjectID)
+	if err != nil {
 		return err
 	}
+	d.TestMode = p.TestMode
 	if v.Can(string(account.ViewTasks)) && c.queries != nil {
 		ts, _, more, err := c.queries.PageTasks(r.Context(), v.Member.ProjectID, query.TaskFilter{Status: "open"}, "", query.MaxLimit)
 		if err != nil {
