@@ -548,6 +548,7 @@ func TestRoleMatrix(t *testing.T) {
 	fill := func(path, project string) string {
 		path = strings.ReplaceAll(path, "{project}", project)
 		path = strings.ReplaceAll(path, "{key}", uuid.NewString())
+		path = strings.ReplaceAll(path, "{invitation}", strings.Repeat("ab", 32))
 		return strings.ReplaceAll(path, "{user}", uuid.NewString())
 	}
 	routes := console.Routes()
@@ -775,9 +776,35 @@ func TestMembersAndAuditLog(t *testing.T) {
 	if p := invitee.get("/console/p/" + pid + "/"); p.status != 404 {
 		t.Errorf("a removed member opens the project: %d", p.status)
 	}
+	// An open invitation is listed and can be withdrawn: its link dies.
+	later := email("later")
+	if p := owner.post(path, url.Values{"email": {later}, "role": {"developer"}}); p.status != http.StatusSeeOther {
+		t.Fatalf("invite: %d", p.status)
+	}
+	var laterLink string
+	testenv.Eventually(t, 10*time.Second, "the second invitation e-mail", func() bool {
+		for _, m := range testenv.Mails(t, later) {
+			laterLink = regexp.MustCompile(`http://\S+/console/invite/\S+`).FindString(m.Text)
+		}
+		return laterLink != ""
+	})
+	p = owner.get(path)
+	w := regexp.MustCompile(`action="(/console/p/[^/]+/invitations/[0-9a-f]{64}/withdraw)"`).FindStringSubmatch(p.body)
+	if !strings.Contains(p.body, later) || w == nil {
+		t.Fatalf("the open invitation is not listed with a withdraw form")
+	}
+	if p := owner.post(w[1], nil); p.status != http.StatusSeeOther {
+		t.Errorf("withdraw: %d", p.status)
+	}
+	if p := e.browser().get(strings.TrimPrefix(laterLink, e.srv.URL)); p.status != 404 {
+		t.Errorf("a withdrawn invitation's link: %d, want 404", p.status)
+	}
+	if p := owner.post(w[1], nil); p.status != 404 {
+		t.Errorf("withdraw again: %d, want 404", p.status)
+	}
 	// The owner's change log shows every change with before and after.
 	p = owner.get("/console/p/" + pid + "/audit")
-	for _, want := range []string{"member.invite", "invitation.accept", "member.role", "member.remove", ou.Email, "&#34;developer&#34;"} {
+	for _, want := range []string{"member.invite", "invitation.accept", "member.role", "member.remove", "member.withdraw", ou.Email, "&#34;developer&#34;"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("change log lacks %s", want)
 		}

@@ -45,6 +45,7 @@ func init() {
 		{"POST /console/p/{project}/members", account.ManageMembers, (*Console).invite},
 		{"POST /console/p/{project}/members/{user}/role", account.ManageMembers, (*Console).setRole},
 		{"POST /console/p/{project}/members/{user}/remove", account.ManageMembers, (*Console).removeMember},
+		{"POST /console/p/{project}/invitations/{invitation}/withdraw", account.ManageMembers, (*Console).withdraw},
 		{"GET /console/p/{project}/tasks", account.ViewTasks, (*Console).tasks},
 		{"GET /console/p/{project}/audit", account.ViewAuditLog, (*Console).auditLog},
 	}
@@ -315,6 +316,7 @@ func (c *Console) rotateKey(w http.ResponseWriter, r *http.Request, v *view) err
 
 type membersData struct {
 	Members []account.Membership
+	Pending []account.Pending
 	Roles   []account.Role
 	Email   string
 	Role    string
@@ -328,6 +330,9 @@ func (c *Console) renderMembers(w http.ResponseWriter, r *http.Request, v *view,
 		return err
 	}
 	d.Members, d.Roles = ms, account.Roles
+	if d.Pending, err = c.acc.PendingInvitations(r.Context(), v.Member.ProjectID, c.cfg.Now()); err != nil {
+		return err
+	}
 	v.Title = v.T("members.title")
 	v.Data = d
 	c.render(w, status, "members", v)
@@ -427,6 +432,18 @@ func (c *Console) removeMember(w http.ResponseWriter, r *http.Request, v *view) 
 			return err
 		}
 		return c.renderMembers(w, r, v, http.StatusUnprocessableEntity, &membersData{Role: string(account.Accountant)})
+	}
+	http.Redirect(w, r, v.Base()+"members", http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) withdraw(w http.ResponseWriter, r *http.Request, v *view) error {
+	err := c.acc.Withdraw(r.Context(), c.actor(v), v.Member.ProjectID, r.PathValue("invitation"), c.cfg.Now())
+	if errors.Is(err, account.ErrNotFound) {
+		return errNotFound
+	}
+	if err != nil {
+		return err
 	}
 	http.Redirect(w, r, v.Base()+"members", http.StatusSeeOther)
 	return nil

@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -708,4 +709,51 @@ func (s *Store) Reset(ctx context.Context, tok, password, confirm string, now ti
 		return Record(ctx, tx, Entry{At: now, ActorID: u.ID, ActorEmail: u.Email, Action: "user.password_reset", Target: u.Email})
 	})
 	return u, err
+}
+
+// Pending is an invitation not yet accepted and not expired, as owners see
+// it (its token is never shown again).
+type Pending struct {
+	ID        string // the hex of the token's hash: names it in forms
+	Email     string
+	Role      Role
+	ExpiresAt time.Time
+}
+
+// PendingInvitations lists a project's open invitations, newest first.
+func (s *Store) PendingInvitations(ctx context.Context, projectID string, now time.Time) ([]Pending, error) {
+	rows, err := s.pool.Query(ctx, `SELECT encode(token_hash, 'hex'), email, role, expires_at FROM console_invitations
+		WHERE project_id = $1 AND used_at IS NULL AND expires_at > $2 ORDER BY created_at DESC LIMIT 200`, projectID, now)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Pending, error) {
+		var p Pending
+		var role string
+		err := r.Scan(&p.ID, &p.Email, &role, &p.ExpiresAt)
+		p.Role = Role(role)
+		return p, err
+	})
+}
+
+// Withdraw ends an open invitation of the project (its link no longer
+// works) and logs it.
+func (s *Store) Withdraw(ctx context.Context, actor User, projectID, id string, now time.Time) error {
+	if b, err := hex.DecodeString(id); err != nil || len(b) != sha256.Size {
+		return ErrNotFound
+	}
+	return store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var email, role string
+		err := tx.QueryRow(ctx, `UPDATE console_invitations SET expires_at = $3
+			WHERE project_id = $1 AND token_hash = decode($2, 'hex') AND used_at IS NULL AND expires_at > $3
+			RETURNING email, role`, projectID, id, now).Scan(&email, &role)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return Record(ctx, tx, Entry{At: now, ProjectID: projectID, ActorID: actor.ID, ActorEmail: actor.Email, Action: "member.withdraw", Target: email,
+			Before: map[string]any{"email": email, "role": role, "pending": true}, After: map[string]any{"pending": false}})
+	})
 }
