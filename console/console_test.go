@@ -763,6 +763,22 @@ func TestMembersAndAuditLog(t *testing.T) {
 	if m, _ := e.acc.Membership(context.Background(), uid, pid, time.Now()); m.Role != account.Developer {
 		t.Errorf("role %s, want developer", m.Role)
 	}
+	// An auditor names years and an end date.
+	if p := owner.post(path+"/"+uid+"/role", url.Values{"role": {"auditor"}}); p.status != 422 || !strings.Contains(p.body, "auditYears: an auditor") {
+		t.Errorf("auditor without years: %d", p.status)
+	}
+	if p := owner.post(path+"/"+uid+"/role", url.Values{"role": {"auditor"}, "auditYears": {"2025, 2024"}, "endsOn": {"2099-12-31"}}); p.status != http.StatusSeeOther {
+		t.Errorf("to auditor: %d %s", p.status, p.body)
+	}
+	if m, _ := e.acc.Membership(context.Background(), uid, pid, time.Now()); m.Role != account.Auditor || len(m.AuditYears) != 2 || m.AuditYears[0] != 2024 || m.EndsOn == nil {
+		t.Errorf("auditor membership %+v", m)
+	}
+	if p := owner.get(path); !strings.Contains(p.body, `value="2024,2025"`) || !strings.Contains(p.body, `value="2099-12-31"`) {
+		t.Error("the members page does not show the auditor's years and end date in the form")
+	}
+	if p := owner.post(path+"/"+uid+"/role", url.Values{"role": {"developer"}}); p.status != http.StatusSeeOther {
+		t.Errorf("back to developer: %d", p.status)
+	}
 	// The last owner stays.
 	if p := owner.post(path+"/"+ou.ID+"/role", url.Values{"role": {"accountant"}}); p.status != 422 || !strings.Contains(p.body, "role: the project&#39;s last owner") {
 		t.Errorf("demote the last owner: %d", p.status)
