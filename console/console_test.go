@@ -978,3 +978,34 @@ func TestInvitationOfExistingAccount(t *testing.T) {
 		t.Error("the start page does not list both projects")
 	}
 }
+
+// Every page an owner opens renders in German and English, with no text
+// key left untranslated.
+func TestPagesInBothLanguages(t *testing.T) {
+	e := newEnv(t, "", time.Time{})
+	pid := e.project()
+	b, _ := e.member(pid, account.Owner)
+	testenv.Key(t, e.pool, pid, "invoices:read")
+	raw := regexp.MustCompile(`>[^<]*\b(?:app|lang|nav|keys|members|tasks|audit|role|error|signin|signout|invite|reset|projects|overview)\.[a-z_.]+`)
+	paths := []string{"/console/", "/console/sign-in", "/console/reset"}
+	for _, rt := range console.Routes() {
+		if rt.Method == "GET" {
+			paths = append(paths, strings.ReplaceAll(rt.Path, "{project}", pid))
+		}
+	}
+	for _, lang := range []string{"de", "en"} {
+		for _, path := range paths {
+			p := b.do("GET", path, nil, map[string]string{"Accept-Language": lang})
+			if p.status != 200 && !(path == "/console/sign-in" && p.status == http.StatusSeeOther) {
+				t.Errorf("%s in %s: %d", path, lang, p.status)
+				continue
+			}
+			if m := raw.FindString(p.body); m != "" {
+				t.Errorf("%s in %s shows a text key: %s", path, lang, m)
+			}
+			if p.status == 200 && !strings.Contains(p.body, `<html lang="`+lang+`">`) {
+				t.Errorf("%s is not in %s", path, lang)
+			}
+		}
+	}
+}
