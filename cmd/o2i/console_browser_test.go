@@ -31,10 +31,12 @@ func newBrowser(t *testing.T) context.Context {
 		t.Fatalf("Chromium is required for the console's browser tests (make browser-deps installs Debian's chromium): %v", err)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	// The browser lives at most as long as the test may take.
+	life, cancelLife := context.WithTimeout(context.Background(), 5*time.Minute)
+	actx, cancelAlloc := chromedp.NewExecAllocator(life, opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	// The first run starts the browser; it has no deadline of its own.
+	t.Cleanup(func() { cancel(); cancelAlloc(); cancelLife() })
+	// The first run starts the browser; its deadline is the browser's life.
 	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
