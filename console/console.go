@@ -8,6 +8,14 @@
 // rule of its own but who may do what (internal/account's role × action table,
 // checked on the server for every page and form). It sits above command and
 // query: it imports both and internal packages; nothing below imports it.
+//
+// A new project page is: an action in internal/account's table (and its
+// row in that package's test), one row in projectPages (pattern, action,
+// handler), a template in templates/ defining "content", and its words in
+// texts.go in both languages. The project wrapper checks the session, the
+// membership, the role and (for POST) the form token before the handler
+// runs; the role matrix test and the two-language test cover the new row
+// without a change. Changes are recorded with account.Record.
 package console
 
 import (
