@@ -73,18 +73,18 @@ export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 # The OpenAPI lint as one shell command; a missing document is a failure.
 OPENAPI_LINT = { test -f $(OPENAPI) || { echo "openapi lint: $(OPENAPI) is missing" >&2; false; }; } && $(REDOCLY) lint $(OPENAPI)
 
-.PHONY: help run test build down clean bench chaos lint fuzz stack migrate status openapi devstack tools staticcheck referee-deps deploy-tools
+.PHONY: help run test build down clean bench chaos lint fuzz stack migrate status openapi devstack tools staticcheck referee-deps browser-deps deploy-tools
 
 help: ## List the targets
 	@echo "usage: make <target>"
 	@echo
 	@awk -F':.*## ' '/^[a-z][a-z-]*:.*## /{printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-run: build stack ## Bring up the stack, migrate, seed a dev project + API key, serve http://127.0.0.1:8080
+run: build stack ## Bring up the stack, migrate, seed a dev project + API key + the console owner invitation, serve http://127.0.0.1:8080 (API and console)
 	$(DEVSTACK) seed -o2i $(O2I)
 	$(LOAD_ENV) && exec $(O2I) serve
 
-test: migrate tools referee-deps deploy-tools ## Stack + migrations and the pinned tools, then go vet, go test (the chart's validation included) and the OpenAPI lint (all run; fails if any fails)
+test: migrate tools referee-deps browser-deps deploy-tools ## Stack + migrations and the pinned tools, then go vet, go test (the chart's validation included) and the OpenAPI lint (all run; fails if any fails)
 	@failed=""; \
 	echo "==> go vet ./..."; \
 	$(GO) vet ./... || failed="$$failed go-vet"; \
@@ -165,6 +165,14 @@ referee-deps:
 	if [ -n "$$missing" ]; then \
 		echo "validator tools missing: installing$$missing from the OS packages"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing </dev/null; \
+	fi
+
+# The console's browser tests drive Debian's headless Chromium (chromedp
+# against the installed binary, never a browser a launcher downloads).
+browser-deps:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+		echo "browser missing: installing chromium from the OS packages"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium </dev/null; \
 	fi
 
 # Staticcheck, pinned, built into .dev/tools/bin by the go command.

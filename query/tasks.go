@@ -190,36 +190,54 @@ func parseTaskQuery(q map[string][]string) (taskQuery, error) {
 	return f, f.Validate()
 }
 
+// PageTasks returns one page of up to limit (1 to MaxLimit) tasks of the
+// project that match f, oldest first, after cursor ("" = from the start),
+// the cursor of the next page and whether more match: the listing of
+// GET /v1/tasks, for the console's page as well.
+func (s *Service) PageTasks(ctx context.Context, projectID string, f TaskFilter, cursor string, limit int) ([]Task, string, bool, error) {
+	if _, err := uuid.Parse(projectID); err != nil {
+		return nil, "", false, apperr.New(apperr.NotFound, "project_not_found", "no project %q", projectID)
+	}
+	if err := f.Validate(); err != nil {
+		return nil, "", false, err
+	}
+	if limit < 1 || limit > MaxLimit {
+		return nil, "", false, apperr.Field("limit", "limit must be an integer from 1 to %d, got %d", MaxLimit, limit)
+	}
+	key, err := s.cursors.get(ctx)
+	if err != nil {
+		return nil, "", false, err
+	}
+	var after listPos
+	if cursor != "" {
+		if after.at, after.id, err = decodeTimeIDCursor(key, projectID, f.key(), cursor); err != nil {
+			return nil, "", false, err
+		}
+	}
+	list, more, err := s.tasks(ctx, projectID, f, after, limit)
+	if err != nil {
+		return nil, "", false, err
+	}
+	out := make([]Task, 0, len(list))
+	last := after
+	for _, row := range list {
+		out = append(out, row.Task)
+		last = row.pos
+	}
+	return out, encodeTimeIDCursor(key, projectID, f.key(), last.at, last.id), more, nil
+}
+
 func (s *Service) listTasks(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	projectID := httpx.ProjectID(ctx)
 	f, err := parseTaskQuery(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	key, err := s.cursors.get(ctx)
+	list, next, more, err := s.PageTasks(ctx, httpx.ProjectID(ctx), f.TaskFilter, f.cursor, f.limit)
 	if err != nil {
 		return err
 	}
-	var after listPos
-	if f.cursor != "" {
-		if after.at, after.id, err = decodeTimeIDCursor(key, projectID, f.key(), f.cursor); err != nil {
-			return err
-		}
-	}
-	list, more, err := s.tasks(ctx, projectID, f.TaskFilter, after, f.limit)
-	if err != nil {
-		return err
-	}
-	page := TaskPage{Data: make([]Task, 0, len(list)), HasMore: more, RequestID: httpx.RequestID(ctx)}
-	last := after
-	for _, row := range list {
-		page.Data = append(page.Data, row.Task)
-		last = row.pos
-	}
-	c := encodeTimeIDCursor(key, projectID, f.key(), last.at, last.id)
-	page.NextCursor = &c
-	httpx.WriteJSON(w, r, http.StatusOK, page)
+	httpx.WriteJSON(w, r, http.StatusOK, TaskPage{Data: list, HasMore: more, NextCursor: &next, RequestID: httpx.RequestID(ctx)})
 	return nil
 }
 

@@ -15,6 +15,7 @@ func TestEnvVarsContract(t *testing.T) {
 	}
 	want := map[string]string{
 		"O2I_HTTP_ADDR":       "127.0.0.1:8080",
+		"O2I_PUBLIC_URL":      "http://127.0.0.1:8080",
 		"O2I_METRICS_ADDR":    "127.0.0.1:9464",
 		"O2I_DATABASE_URL":    "postgres://o2i:o2i@127.0.0.1:25432/o2i?sslmode=disable",
 		"O2I_REDIS_URL":       "redis://127.0.0.1:26379/0",
@@ -46,6 +47,7 @@ func TestPortOffset(t *testing.T) {
 	}
 	for k, want := range map[string]string{
 		"O2I_HTTP_ADDR":       "127.0.0.1:8180",
+		"O2I_PUBLIC_URL":      "http://127.0.0.1:8180",
 		"O2I_METRICS_ADDR":    "127.0.0.1:9564",
 		"O2I_DATABASE_URL":    "postgres://o2i:o2i@127.0.0.1:25532/o2i?sslmode=disable",
 		"O2I_REDIS_URL":       "redis://127.0.0.1:26479/0",

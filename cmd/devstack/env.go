@@ -24,6 +24,7 @@ func envVars(cfg *config) []envVar {
 	}
 	return []envVar{
 		{"O2I_HTTP_ADDR", cfg.httpAddr},
+		{"O2I_PUBLIC_URL", "http://" + cfg.httpAddr},
 		{"O2I_METRICS_ADDR", cfg.metricsAddr},
 		{"O2I_DATABASE_URL", db.String()},
 		{"O2I_REDIS_URL", fmt.Sprintf("redis://127.0.0.1:%d/0", cfg.redisPort)},

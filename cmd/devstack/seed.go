@@ -53,7 +53,7 @@ func seed(cfg *config, bin string) error {
 	credPath := cfg.path("credentials.json")
 	if c, err := readCredentials(credPath); err == nil {
 		logf("seed: dev project %s exists; API key in %s", c.ProjectID, cfg.rel(credPath))
-		return nil
+		return seedOwner(o2i, c.ProjectID)
 	}
 
 	// A project id from an interrupted run is reused instead of creating another.
@@ -102,6 +102,32 @@ func seed(cfg *config, bin string) error {
 	}
 	_ = os.Remove(partial)
 	fmt.Printf("\nDev project %s (\"Dev Shop\", test mode) with API key (scopes orders:write,invoices:read):\n\n    %s\n\nShown once; also stored in %s (mode 0600).\n\n", projectID, k.Key, cfg.rel(credPath))
+	return seedOwner(o2i, projectID)
+}
+
+// devOwner is the local owner of the dev project in the console.
+const devOwner = "owner@example.com"
+
+// seedOwner invites the dev project's local owner to the console (an
+// e-mail lands in the SMTP sink) and prints how to sign in; once the owner
+// has set a password, it prints the sign-in link instead.
+func seedOwner(o2i func(args ...string) ([]byte, error), projectID string) error {
+	out, err := o2i("user", "invite", "--project", projectID, "--email", devOwner, "--role", "owner", "--unless-member")
+	if err != nil {
+		return err
+	}
+	var inv struct {
+		Link   string `json:"link"`
+		Member bool   `json:"member"`
+	}
+	if err := decodeJSONOutput(out, &inv); err != nil || inv.Link == "" {
+		return fmt.Errorf("o2i user invite: no link in output (%v)", err)
+	}
+	if inv.Member {
+		fmt.Printf("\nConsole: sign in as %s at\n\n    %s\n\n", devOwner, inv.Link)
+		return nil
+	}
+	fmt.Printf("\nConsole: open this one-time link (72 h; also in .dev/mail/) to set the password of %s, the dev project's owner:\n\n    %s\n\n", devOwner, inv.Link)
 	return nil
 }
 

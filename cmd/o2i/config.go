@@ -58,6 +58,9 @@ type Config struct {
 	// OTLPEndpoint is where spans go over OTLP/HTTP; empty: tracing off
 	// (no-op spans, the trace context is still passed on).
 	OTLPEndpoint string
+	// PublicURL is the service's address as browsers see it: the links the
+	// console e-mails, and (https) its Secure cookies and HSTS.
+	PublicURL string
 }
 
 // envVar documents one variable; the README's configuration table lists the same.
@@ -94,6 +97,7 @@ var envVars = []envVar{
 	{"O2I_SMTP_URL", "smtp://127.0.0.1:22525", "SMTP relay of the invoice e-mail: smtp://user:pass@host:port (STARTTLS when offered) or smtps://...", true},
 	{"O2I_STRIPE_API_BASE", "https://api.stripe.com", "base URL of the payment provider's API (Stripe); the local stack's fake in .dev/env", false},
 	{"O2I_MAIL_FROM", "Rechnungsversand <rechnung@localhost>", "sender address of the invoice e-mail (replies go to the project's invoice contact)", false},
+	{"O2I_PUBLIC_URL", "http://127.0.0.1:8080", "the service's address as browsers see it (behind the load balancer): the links the console e-mails (invitations, password resets); with https the console's cookies are Secure with the __Host- prefix and it sends HSTS", false},
 	{"O2I_OTLP_ENDPOINT", "", "when set, exports trace spans over OTLP/HTTP to this URL (an OpenTelemetry collector, e.g. http://collector:4318); unset: tracing off", false},
 }
 
@@ -185,6 +189,10 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		if u, err := url.Parse(c.OTLPEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return c, fmt.Errorf("O2I_OTLP_ENDPOINT must be an http(s) URL, got %q", c.OTLPEndpoint)
 		}
+	}
+	c.PublicURL = strings.TrimRight(v("O2I_PUBLIC_URL"), "/")
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return c, fmt.Errorf("O2I_PUBLIC_URL must be an http(s) URL without a path, like https://invoices.example.com, got %q", c.PublicURL)
 	}
 	if _, err := mail.NewSender(c.SMTPURL, c.MailFrom); err != nil {
 		return c, fmt.Errorf("O2I_SMTP_URL / O2I_MAIL_FROM: %w", err)

@@ -33,6 +33,7 @@ Usage:
   o2i key revoke --key-id ID
   o2i requests show REQUEST_ID
   o2i product set --project ID --product-id ID (--period-months N | --immediate)
+  o2i user invite --project ID --email X --role owner|developer|accountant|auditor [--audit-years Y,Y --ends-on YYYY-MM-DD]
   o2i tasks list --project ID [--status open|resolved] [--type T] [--order ORDERNO] [--limit N]
   o2i invoice preview --order ORDER.json [--project ID] [--out FILE] [--format zugferd|xrechnung]
   o2i invoice samples --out DIR                 one XML file per scenario of the engine's corpus
@@ -99,6 +100,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return projectCmd(ctx, cfg, args[1:], stdout, stderr)
 	case "key":
 		return keyCmd(ctx, cfg, args[1:], stdout, stderr)
+	case "user":
+		return userCmd(ctx, cfg, args[1:], stdout, stderr)
 	case "requests":
 		return requestsCmd(ctx, cfg, args[1:], stdout, stderr)
 	case "product":

@@ -23,8 +23,11 @@ import (
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
+	"github.com/o2i-service/o2i/console"
+	"github.com/o2i-service/o2i/internal/account"
 	"github.com/o2i-service/o2i/internal/apikey"
 	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/mail"
 	"github.com/o2i-service/o2i/internal/ratelimit"
 	"github.com/o2i-service/o2i/internal/reqlog"
 	"github.com/o2i-service/o2i/internal/tracing"
@@ -202,7 +205,13 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 		MaxPublicPerAddr:  cfg.PublicPerAddr,
 		TrustedProxies:    cfg.TrustedProxies,
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+	con, err := console.New(d.pool, w.queries, console.Config{PublicURL: cfg.PublicURL, Sender: mailSender(cfg), TrustedProxies: cfg.TrustedProxies})
+	if err != nil {
+		stopWork()
+		stopBG()
+		return fmt.Errorf("O2I_PUBLIC_URL: %w", err)
+	}
+	hs := &http.Server{Handler: withConsole(srv.Handler(), con.Handler()), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -235,6 +244,28 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 	stopWork()
 	wg.Wait()
 	return err
+}
+
+// withConsole serves the console under /console/ and the API (with its
+// key authentication, limits and request log) everywhere else: one origin,
+// one listener.
+func withConsole(api, con http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, console.Prefix) {
+			con.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+// mailSender is the SMTP sender of the configuration (checked by loadConfig).
+func mailSender(cfg Config) account.Sender {
+	s, err := mail.NewSender(cfg.SMTPURL, cfg.MailFrom)
+	if err != nil {
+		return nil
+	}
+	return s
 }
 
 func getenvGOGC() string { return os.Getenv("GOGC") }

@@ -226,3 +226,71 @@ func Revoke(ctx context.Context, pool *pgxpool.Pool, keyID string) (Info, error)
 
 // equalHash compares two hashes in constant time.
 func equalHash(a, b []byte) bool { return subtle.ConstantTimeCompare(a, b) == 1 }
+
+// RevokeIn revokes a key of the project; a key of another project is
+// key_not_found, as an unknown one.
+func RevokeIn(ctx context.Context, pool *pgxpool.Pool, projectID, keyID string) (Info, error) {
+	if _, err := uuid.Parse(keyID); err != nil {
+		return Info{}, apperr.New(apperr.NotFound, "key_not_found", "no key %q", keyID)
+	}
+	if _, err := uuid.Parse(projectID); err != nil {
+		return Info{}, apperr.New(apperr.NotFound, "key_not_found", "no key %q", keyID)
+	}
+	var i Info
+	err := pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 AND project_id = $2
+		RETURNING id::text, name, prefix, scopes, created_at, last_used_at, expires_at, revoked_at`, keyID, projectID).
+		Scan(&i.ID, &i.Name, &i.Prefix, &i.Scopes, &i.CreatedAt, &i.LastUsedAt, &i.ExpiresAt, &i.RevokedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Info{}, apperr.New(apperr.NotFound, "key_not_found", "no key %q", keyID)
+	}
+	return i, err
+}
+
+// Rotate replaces a live key of the project by a new one with the same
+// name, scopes and lifetime (counted from now), and revokes the old one, in
+// one transaction. The new key is shown this once.
+func Rotate(ctx context.Context, pool *pgxpool.Pool, projectID, keyID string) (Created, Info, error) {
+	notFound := apperr.New(apperr.NotFound, "key_not_found", "no live key %q", keyID)
+	if _, err := uuid.Parse(keyID); err != nil {
+		return Created{}, Info{}, notFound
+	}
+	if _, err := uuid.Parse(projectID); err != nil {
+		return Created{}, Info{}, notFound
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return Created{}, Info{}, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var old Info
+	err = tx.QueryRow(ctx, `UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND project_id = $2 AND revoked_at IS NULL
+		AND (expires_at IS NULL OR expires_at > now())
+		RETURNING id::text, name, prefix, scopes, created_at, last_used_at, expires_at, revoked_at`, keyID, projectID).
+		Scan(&old.ID, &old.Name, &old.Prefix, &old.Scopes, &old.CreatedAt, &old.LastUsedAt, &old.ExpiresAt, &old.RevokedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Created{}, Info{}, notFound
+	}
+	if err != nil {
+		return Created{}, Info{}, err
+	}
+	format := Prefix
+	for _, p := range []string{LegacyTest, LegacyLive} {
+		if strings.HasPrefix(old.Prefix, p) {
+			format = p
+		}
+	}
+	key, shown, err := Generate(format)
+	if err != nil {
+		return Created{}, Info{}, err
+	}
+	c := Created{ID: uuid.New().String(), Key: key, Prefix: shown, Name: old.Name, ProjectID: projectID, Scopes: old.Scopes}
+	if old.ExpiresAt != nil {
+		t := time.Now().Add(old.ExpiresAt.Sub(old.CreatedAt)).UTC().Truncate(time.Second)
+		c.ExpiresAt = &t
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO api_keys (id, project_id, name, prefix, key_hash, scopes, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		c.ID, projectID, c.Name, shown, Hash(key), c.Scopes, c.ExpiresAt); err != nil {
+		return Created{}, Info{}, fmt.Errorf("rotate key: %w", err)
+	}
+	return c, old, tx.Commit(ctx)
+}

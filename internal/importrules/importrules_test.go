@@ -45,7 +45,7 @@ type rule struct {
 
 var (
 	ioPackages    = []string{"os", "net", "database/sql", "syscall", "github.com/jackc/pgx", "github.com/redis/go-redis", "github.com/segmentio/kafka-go", "github.com/minio/minio-go"}
-	topLevel      = []string{m + "command", m + "query", m + "projection", m + "cmd"}
+	topLevel      = []string{m + "command", m + "query", m + "projection", m + "cmd", m + "console"}
 	clockFuncs    = []string{"Now", "Since", "Until", "Sleep", "Tick", "After", "AfterFunc", "NewTimer", "NewTicker"}
 	testOnlyUsers = []string{"internal/testenv", "internal/apitest"}
 )
@@ -93,6 +93,8 @@ var rules = []rule{
 		only: []string{"internal/apperr", "internal/money", "internal/store"}},
 	{pkgs: []string{"internal/project"}, doc: "It imports internal/apperr, internal/accounting (the accounting methods), internal/billing (the seller of its invoices) and pgx.",
 		only: []string{"internal/apperr", "internal/accounting", "internal/billing"}},
+	{pkgs: []string{"internal/account"}, doc: "It imports internal/apperr, internal/mail (the message of an invitation), internal/store (transactions) and pgx.",
+		only: []string{"internal/apperr", "internal/mail", "internal/store"}},
 	{pkgs: []string{"internal/ratelimit"}, doc: "It imports internal/httpx and go-redis.",
 		only: []string{"internal/httpx"}},
 	// The doc comment names internal/httpx only; the package uses
@@ -103,7 +105,7 @@ var rules = []rule{
 		only: []string{"internal/apperr", "internal/tracing"}},
 	{pkgs: []string{"internal/..."}, doc: "(layering) internal packages never import command, query, projection or a command under cmd.", forbid: topLevel},
 	{pkgs: []string{"query"}, doc: "It imports internal packages and archive (documents, read by the version recorded in PostgreSQL), never command or render: the read side never renders or writes a document.",
-		forbid: []string{m + "command", m + "projection", m + "cmd", m + "render"}},
+		forbid: []string{m + "command", m + "projection", m + "cmd", m + "render", m + "console"}},
 	// The write side is three packages: the API's use cases (command), the
 	// invoicer role (command/invoicing) and what both use (command/orders).
 	// Neither role imports the other; both import command/orders, which
@@ -118,6 +120,13 @@ var rules = []rule{
 	{pkgs: []string{"command/orders"}, stated: true,
 		doc:    "It imports internal packages only; never command, command/invoicing, query, projection, render, archive or a command under cmd.",
 		forbid: []string{m + "command", m + "query", m + "projection", m + "cmd", m + "render", m + "archive"}},
+	// The console sits above command and query: it calls both (and internal
+	// packages); nothing but the binary imports it.
+	{pkgs: []string{"console"}, doc: "It sits above command and query: it imports both and internal packages; nothing below imports it.",
+		forbid: []string{m + "projection", m + "cmd"}},
+	{pkgs: []string{"..."}, except: []string{"console", "cmd/o2i"},
+		doc:    "(layering) only the binary imports the console",
+		forbid: []string{m + "console"}},
 	{pkgs: []string{"projection"}, doc: "It imports internal/event, internal/readmodel, internal/consume, internal/tracing, pgx, go-redis, kafka-go and the OpenTelemetry trace API; never command or query.",
 		forbid: []string{m + "command", m + "query", m + "cmd"}},
 	// cmd/benchmark, a load tool, reads the stack's addresses with testenv.Env.

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
+
+	"github.com/o2i-service/o2i/internal/testenv"
+)
+
+// The console in a real browser: Debian's headless Chromium (installed by
+// `make test`'s browser-deps), driven by chromedp, against the service that
+// TestMain runs.
+
+const browserPassword = "a browser's long password"
+
+// newBrowser starts headless Chromium (no sandbox: CI runs as root) and
+// returns a context whose actions run in one tab. A missing browser fails.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("Chromium is required for the console's browser tests (make browser-deps installs Debian's chromium): %v", err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU)
+	// The browser lives at most as long as the test may take.
+	life, cancelLife := context.WithTimeout(context.Background(), 5*time.Minute)
+	actx, cancelAlloc := chromedp.NewExecAllocator(life, opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc(); cancelLife() })
+	// The first run starts the browser; its deadline is the browser's life.
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	return ctx
+}
+
+// step runs actions with a deadline.
+func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(sctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// open navigates to path and returns the HTTP status of the page.
+func open(t *testing.T, ctx context.Context, path string) int64 {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := chromedp.Run(sctx, chromedp.NavigateResponse(baseURL+path))
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	return resp.Status
+}
+
+// submit clicks a submit button and waits for the next page; its status.
+func submit(t *testing.T, ctx context.Context, sel string) int64 {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := chromedp.RunResponse(sctx, chromedp.Click(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("submit %s: %v", sel, err)
+	}
+	return resp.Status
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return s
+}
+
+func location(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func bodyHTML(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("body")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// inviteByCommand runs `o2i user invite` and returns the link's path (the
+// command builds it on O2I_PUBLIC_URL; the test's service listens elsewhere).
+func inviteByCommand(t *testing.T, projectID, email, role string, extra ...string) string {
+	t.Helper()
+	out, err := runCmd(t, append([]string{"user", "invite", "--project", projectID, "--email", email, "--role", role}, extra...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(strings.TrimSpace(out), "{\n  \"link\":") {
+		t.Errorf("the JSON's first field is not link: %s", out)
+	}
+	var inv struct{ Link string }
+	if err := json.Unmarshal([]byte(out), &inv); err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(inv.Link, "/console/invite/")
+	if i < 0 {
+		t.Fatalf("link %q", inv.Link)
+	}
+	return inv.Link[i:]
+}
+
+// acceptInBrowser opens an invitation, checks the e-mail is prefilled, and
+// sets the password; the browser is then signed in.
+func acceptInBrowser(t *testing.T, ctx context.Context, path, email string) {
+	t.Helper()
+	if st := open(t, ctx, path); st != 200 {
+		t.Fatalf("invitation page: %d", st)
+	}
+	v, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`input[type=email][name=email]`)))
+	if err != nil || v != email {
+		t.Fatalf("the e-mail field holds %q (%v), want %q", v, err, email)
+	}
+	step(t, ctx, "type the password",
+		chromedp.SendKeys(chromedp.ID("password"), browserPassword),
+		chromedp.SendKeys(chromedp.ID("password_confirm"), browserPassword))
+	if st := submit(t, ctx, "#accept"); st != 200 {
+		t.Fatalf("accept: %d", st)
+	}
+	if who := text(t, ctx, "#signed-in-as"); who != email {
+		t.Fatalf("signed in as %q, want %s", who, email)
+	}
+}
+
+// apiStatus is the status of GET /v1/orders/{unknown} with a bearer key:
+// 404 when the key is valid, 401 when not.
+func apiStatus(t *testing.T, key string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", baseURL+"/v1/orders/NO-SUCH-ORDER-"+uuid.NewString()[:8], nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestConsoleInBrowser(t *testing.T) {
+	pool := testenv.Pool(t)
+	pid := testenv.Project(t, pool, true)
+	ctx := newBrowser(t)
+	owner := "owner-" + uuid.NewString()[:8] + "@example.com"
+
+	// Invite → set password → signed in.
+	path := inviteByCommand(t, pid, owner, "owner")
+	testenv.Eventually(t, 10*time.Second, "the invitation e-mail", func() bool {
+		for _, m := range testenv.Mails(t, owner) {
+			if strings.Contains(m.Text, path) {
+				return true
+			}
+		}
+		return false
+	})
+	acceptInBrowser(t, ctx, path, owner)
+
+	// Sign out, then sign in with the password.
+	if st := submit(t, ctx, "#sign-out"); st != 200 {
+		t.Fatalf("sign-out: %d", st)
+	}
+	step(t, ctx, "sign in",
+		chromedp.SendKeys(chromedp.ID("email"), owner),
+		chromedp.SendKeys(chromedp.ID("password"), browserPassword))
+	if st := submit(t, ctx, "#sign-in"); st != 200 {
+		t.Fatalf("sign-in: %d", st)
+	}
+	if who := text(t, ctx, "#signed-in-as"); who != owner {
+		t.Fatalf("signed in as %q", who)
+	}
+
+	// German and back with the switch.
+	if st := submit(t, ctx, `a[lang="de"]`); st != 200 {
+		t.Fatalf("switch to German: %d", st)
+	}
+	if got := text(t, ctx, "#sign-out"); got != "Abmelden" {
+		t.Errorf("sign-out button in German: %q", got)
+	}
+	if st := submit(t, ctx, `a[lang="en"]`); st != 200 {
+		t.Fatalf("switch to English: %d", st)
+	}
+
+	// Create a key: its secret is shown once.
+	keys := "/console/p/" + pid + "/keys"
+	if st := open(t, ctx, keys); st != 200 {
+		t.Fatalf("keys page: %d", st)
+	}
+	step(t, ctx, "fill the key form",
+		chromedp.SendKeys(chromedp.ID("name"), "browser"),
+		chromedp.Click(chromedp.CSS(`input[name=scopes][value="invoices:read"]`)))
+	if st := submit(t, ctx, "#create"); st != 200 {
+		t.Fatalf("create key: %d", st)
+	}
+	key := text(t, ctx, "#new-key")
+	if !regexp.MustCompile(`^o2i_[0-9A-Za-z]{40}$`).MatchString(key) {
+		t.Fatalf("shown key %q", key)
+	}
+	if st := open(t, ctx, keys); st != 200 {
+		t.Fatalf("keys page again: %d", st)
+	}
+	if html := bodyHTML(t, ctx); strings.Contains(html, key) || strings.Contains(html, `id="new-key"`) || !strings.Contains(html, key[:12]) {
+		t.Error("the key's secret is shown again, or its prefix is missing")
+	}
+
+	// The key works against the API; revoked, it is refused.
+	if st := apiStatus(t, key); st != 404 {
+		t.Fatalf("GET /v1/orders with the new key: %d, want 404 (authenticated)", st)
+	}
+	if st := submit(t, ctx, "button.revoke"); st != 200 {
+		t.Fatalf("revoke: %d", st)
+	}
+	if !strings.Contains(text(t, ctx, ".notice"), key[:12]) {
+		t.Error("no notice of the revocation")
+	}
+	testenv.Eventually(t, 15*time.Second, "the revoked key is refused", func() bool { return apiStatus(t, key) == 401 })
+
+	// An accountant and an auditor see no keys.
+	for _, role := range []string{"accountant", "auditor"} {
+		other := newBrowser(t) // a browser of its own: tabs of one browser share cookies
+		addr := role + "-" + uuid.NewString()[:8] + "@example.com"
+		var extra []string
+		if role == "auditor" {
+			extra = []string{"--audit-years", "2025", "--ends-on", time.Now().AddDate(0, 1, 0).Format("2006-01-02")}
+		}
+		acceptInBrowser(t, other, inviteByCommand(t, pid, addr, role, extra...), addr)
+		if html := bodyHTML(t, other); strings.Contains(html, "/keys\"") {
+			t.Errorf("the %s's navigation links to the keys", role)
+		}
+		if st := open(t, other, keys); st != 403 {
+			t.Errorf("keys page as %s: %d, want 403", role, st)
+		}
+		if st := open(t, other, "/console/p/"+pid+"/members"); st != 403 {
+			t.Errorf("members page as %s: %d, want 403", role, st)
+		}
+	}
+
+	// Sign out: the pages ask for a sign-in again.
+	if st := open(t, ctx, "/console/p/"+pid+"/"); st != 200 {
+		t.Fatalf("overview: %d", st)
+	}
+	if st := submit(t, ctx, "#sign-out"); st != 200 {
+		t.Fatalf("sign-out: %d", st)
+	}
+	open(t, ctx, keys)
+	if loc := location(t, ctx); !strings.Contains(loc, "/console/sign-in?next=") {
+		t.Errorf("keys page after sign-out at %s, want the sign-in page", loc)
+	}
+}

@@ -1,0 +1,541 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/o2i-service/o2i/internal/account"
+	"github.com/o2i-service/o2i/internal/apikey"
+	"github.com/o2i-service/o2i/internal/apperr"
+	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/query"
+)
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }
+
+// projectPage is one page or form of a project: its route, the action the
+// member's role must allow, and its handler. A new page is one more row.
+type projectPage struct {
+	pattern string
+	action  account.Action
+	handle  projectHandler
+}
+
+// projectPages are the project's pages and forms; Routes lists them for the
+// role matrix test.
+var projectPages []projectPage
+
+func init() {
+	projectPages = []projectPage{
+		{"GET /console/p/{project}/{$}", account.ViewProject, (*Console).overview},
+		{"GET /console/p/{project}/keys", account.ViewKeys, (*Console).keys},
+		{"POST /console/p/{project}/keys", account.ManageKeys, (*Console).createKey},
+		{"POST /console/p/{project}/keys/{key}/revoke", account.ManageKeys, (*Console).revokeKey},
+		{"POST /console/p/{project}/keys/{key}/rotate", account.ManageKeys, (*Console).rotateKey},
+		{"GET /console/p/{project}/members", account.ViewMembers, (*Console).members},
+		{"POST /console/p/{project}/members", account.ManageMembers, (*Console).invite},
+		{"POST /console/p/{project}/members/{user}/role", account.ManageMembers, (*Console).setRole},
+		{"POST /console/p/{project}/members/{user}/remove", account.ManageMembers, (*Console).removeMember},
+		{"POST /console/p/{project}/invitations/{invitation}/withdraw", account.ManageMembers, (*Console).withdraw},
+		{"GET /console/p/{project}/tasks", account.ViewTasks, (*Console).tasks},
+		{"GET /console/p/{project}/audit", account.ViewAuditLog, (*Console).auditLog},
+	}
+}
+
+// Route is one project page or form of the console (for tests and the README).
+type Route struct {
+	Method, Path string // Path with {project} and other placeholders
+	Action       account.Action
+}
+
+// Routes lists the project pages and forms with the action each needs.
+func Routes() []Route {
+	out := make([]Route, 0, len(projectPages))
+	for _, p := range projectPages {
+		m, path, _ := strings.Cut(p.pattern, " ")
+		out = append(out, Route{Method: m, Path: strings.TrimSuffix(path, "{$}"), Action: p.action})
+	}
+	return out
+}
+
+// projectHandler is a handler method of a project page.
+type projectHandler func(c *Console, w http.ResponseWriter, r *http.Request, v *view) error
+
+// nav lists the pages the member's role may see.
+var nav = []struct {
+	path, label string
+	action      account.Action
+}{
+	{"", "nav.overview", account.ViewProject},
+	{"tasks", "nav.tasks", account.ViewTasks},
+	{"keys", "nav.keys", account.ViewKeys},
+	{"members", "nav.members", account.ViewMembers},
+	{"audit", "nav.audit", account.ViewAuditLog},
+}
+
+// project checks, for every project page and form: a session, a membership
+// in force in that project (else 404: another project's pages do not
+// exist for the user), the role's right to the action (else 403), and for
+// a POST the form token.
+func (c *Console) project(action account.Action, h projectHandler) handler {
+	return func(w http.ResponseWriter, r *http.Request, v *view) error {
+		if err := requireSession(v); err != nil {
+			return err
+		}
+		m, err := c.acc.Membership(r.Context(), v.Session.User.ID, r.PathValue("project"), c.cfg.Now())
+		if errors.Is(err, account.ErrNotFound) {
+			return errNotFound
+		}
+		if err != nil {
+			return err
+		}
+		v.Member = &m
+		base := Prefix + "p/" + m.ProjectID + "/"
+		for _, n := range nav {
+			if account.Allows(m.Role, n.action) {
+				v.Nav = append(v.Nav, navItem{Href: base + n.path, Label: v.T(n.label), Current: r.URL.Path == base+n.path})
+			}
+		}
+		if !account.Allows(m.Role, action) {
+			return errForbidden
+		}
+		if r.Method == http.MethodPost {
+			if err := checkForm(r, v); err != nil {
+				return err
+			}
+		}
+		return h(c, w, r, v)
+	}
+}
+
+// base is the path of the view's project.
+func (v *view) Base() string { return Prefix + "p/" + v.Member.ProjectID + "/" }
+
+// Can reports whether the member may do action (templates show only what is allowed).
+func (v *view) Can(action string) bool {
+	return v.Member != nil && account.Allows(v.Member.Role, account.Action(action))
+}
+
+func (c *Console) actor(v *view) account.User { return v.Session.User }
+
+type overviewData struct {
+	TestMode  bool
+	OpenTasks int
+	MoreTasks bool
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, v *view) error {
+	var d overviewData
+	p, err := project.Get(r.Context(), c.pool, v.Member.ProjectID)
+	if err != nil {
+		return err
+	}
+	d.TestMode = p.TestMode
+	if v.Can(string(account.ViewTasks)) && c.queries != nil {
+		ts, _, more, err := c.queries.PageTasks(r.Context(), v.Member.ProjectID, query.TaskFilter{Status: "open"}, "", query.MaxLimit)
+		if err != nil {
+			return err
+		}
+		d.OpenTasks, d.MoreTasks = len(ts), more
+	}
+	v.Title = v.T("overview.title")
+	v.Data = d
+	c.render(w, http.StatusOK, "overview", v)
+	return nil
+}
+
+// keyRow is one key of the listing.
+type keyRow struct {
+	apikey.Info
+	Expired bool
+}
+
+type keysData struct {
+	Keys    []keyRow
+	Created *apikey.Created // the new key, shown this once
+	FormID  string          // makes the create form one-time
+	Name    string
+	Scopes  []string
+	All     []string
+	Expires []string
+}
+
+func (c *Console) keysData(ctx context.Context, v *view) (*keysData, error) {
+	list, err := apikey.List(ctx, c.pool, v.Member.ProjectID, c.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	d := &keysData{FormID: account.NewToken(), Expires: []string{"30d", "90d", "365d", "never"}}
+	for _, s := range httpx.Scopes {
+		d.All = append(d.All, string(s))
+	}
+	now := c.cfg.Now()
+	for _, k := range list {
+		d.Keys = append(d.Keys, keyRow{Info: k, Expired: k.ExpiresAt != nil && !k.ExpiresAt.After(now)})
+	}
+	return d, nil
+}
+
+// Has reports whether the form had scope s checked.
+func (d *keysData) Has(s string) bool {
+	for _, x := range d.Scopes {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Console) keys(w http.ResponseWriter, r *http.Request, v *view) error {
+	d, err := c.keysData(r.Context(), v)
+	if err != nil {
+		return err
+	}
+	if id := r.URL.Query().Get("revoked"); id != "" {
+		v.Notice = fmt.Sprintf(v.T("keys.revoked_notice"), id)
+	}
+	v.Title = v.T("keys.title")
+	v.Data = d
+	c.render(w, http.StatusOK, "keys", v)
+	return nil
+}
+
+// createKey creates a key with the rules of the command line (scopes,
+// expiry) and shows its secret in this answer only; a resubmitted form
+// creates nothing.
+func (c *Console) createKey(w http.ResponseWriter, r *http.Request, v *view) error {
+	ctx := r.Context()
+	f := r.PostForm
+	name := strings.TrimSpace(f.Get("name"))
+	scopes := f["scopes"]
+	render := func(status int, created *apikey.Created) error {
+		d, err := c.keysData(ctx, v)
+		if err != nil {
+			return err
+		}
+		d.Created = created
+		if created == nil {
+			d.Name, d.Scopes = name, scopes
+		}
+		v.Title = v.T("keys.title")
+		v.Data = d
+		c.render(w, status, "keys", v)
+		return nil
+	}
+	sc, err := apikey.ParseScopes(strings.Join(scopes, ","))
+	if err == nil && len(name) > 200 {
+		err = apperr.Field("name", "the name may have at most 200 characters")
+	}
+	var life time.Duration
+	if err == nil {
+		life, err = apikey.ParseExpiry(f.Get("expires"))
+	}
+	if err != nil {
+		if err := v.fieldError(err); err != nil {
+			return err
+		}
+		return render(http.StatusUnprocessableEntity, nil)
+	}
+	if formID := f.Get("form_id"); formID != "" {
+		fresh, err := c.acc.UseForm(ctx, "key:"+formID)
+		if err != nil {
+			return err
+		}
+		if !fresh {
+			v.Notice = v.T("keys.shown_once")
+			return render(http.StatusConflict, nil)
+		}
+	}
+	created, err := apikey.Create(ctx, c.pool, v.Member.ProjectID, sc, life, name, apikey.Prefix)
+	if err != nil {
+		return err
+	}
+	if err := c.acc.Record(ctx, account.Entry{At: c.cfg.Now(), ProjectID: v.Member.ProjectID, ActorID: v.Session.User.ID, ActorEmail: v.Session.User.Email,
+		Action: "key.create", Target: created.Prefix,
+		After: map[string]any{"id": created.ID, "name": created.Name, "prefix": created.Prefix, "scopes": created.Scopes, "expiresAt": created.ExpiresAt}}); err != nil {
+		return err
+	}
+	return render(http.StatusOK, &created)
+}
+
+func (c *Console) revokeKey(w http.ResponseWriter, r *http.Request, v *view) error {
+	ctx := r.Context()
+	info, err := apikey.RevokeIn(ctx, c.pool, v.Member.ProjectID, r.PathValue("key"))
+	if err != nil {
+		return err
+	}
+	if err := c.acc.Record(ctx, account.Entry{At: c.cfg.Now(), ProjectID: v.Member.ProjectID, ActorID: v.Session.User.ID, ActorEmail: v.Session.User.Email,
+		Action: "key.revoke", Target: info.Prefix,
+		Before: map[string]any{"id": info.ID, "revokedAt": nil}, After: map[string]any{"id": info.ID, "revokedAt": info.RevokedAt}}); err != nil {
+		return err
+	}
+	http.Redirect(w, r, v.Base()+"keys?revoked="+url.QueryEscape(info.Prefix), http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) rotateKey(w http.ResponseWriter, r *http.Request, v *view) error {
+	ctx := r.Context()
+	if formID := r.PostForm.Get("form_id"); formID != "" {
+		fresh, err := c.acc.UseForm(ctx, "rotate:"+formID)
+		if err != nil {
+			return err
+		}
+		if !fresh {
+			http.Redirect(w, r, v.Base()+"keys", http.StatusSeeOther)
+			return nil
+		}
+	}
+	created, old, err := apikey.Rotate(ctx, c.pool, v.Member.ProjectID, r.PathValue("key"))
+	if err != nil {
+		return err
+	}
+	if err := c.acc.Record(ctx, account.Entry{At: c.cfg.Now(), ProjectID: v.Member.ProjectID, ActorID: v.Session.User.ID, ActorEmail: v.Session.User.Email,
+		Action: "key.rotate", Target: old.Prefix,
+		Before: map[string]any{"id": old.ID, "prefix": old.Prefix}, After: map[string]any{"id": created.ID, "prefix": created.Prefix, "expiresAt": created.ExpiresAt}}); err != nil {
+		return err
+	}
+	d, err := c.keysData(ctx, v)
+	if err != nil {
+		return err
+	}
+	d.Created = &created
+	v.Title = v.T("keys.title")
+	v.Data = d
+	c.render(w, http.StatusOK, "keys", v)
+	return nil
+}
+
+type membersData struct {
+	Members []account.Membership
+	Pending []account.Pending
+	Roles   []account.Role
+	Email   string
+	Role    string
+	Years   string
+	EndsOn  string
+}
+
+func (c *Console) renderMembers(w http.ResponseWriter, r *http.Request, v *view, status int, d *membersData) error {
+	ms, err := c.acc.Members(r.Context(), v.Member.ProjectID)
+	if err != nil {
+		return err
+	}
+	d.Members, d.Roles = ms, account.Roles
+	if d.Pending, err = c.acc.PendingInvitations(r.Context(), v.Member.ProjectID, c.cfg.Now()); err != nil {
+		return err
+	}
+	v.Title = v.T("members.title")
+	v.Data = d
+	c.render(w, status, "members", v)
+	return nil
+}
+
+func (c *Console) members(w http.ResponseWriter, r *http.Request, v *view) error {
+	if e := r.URL.Query().Get("invited"); e != "" {
+		v.Notice = fmt.Sprintf(v.T("members.invited"), e)
+	}
+	return c.renderMembers(w, r, v, http.StatusOK, &membersData{Role: string(account.Accountant)})
+}
+
+// auditScope reads an auditor's years (comma-separated) and end date from a form.
+func auditScope(role account.Role, yearsField, endsField string) ([]int, *time.Time, error) {
+	if role != account.Auditor {
+		return nil, nil, nil
+	}
+	var years []int
+	for _, p := range strings.Split(yearsField, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		y, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, nil, apperr.Field("auditYears", "not a year: %q", p)
+		}
+		years = append(years, y)
+	}
+	sort.Ints(years)
+	var ends *time.Time
+	if endsField != "" {
+		t, err := time.Parse("2006-01-02", endsField)
+		if err != nil {
+			return nil, nil, apperr.Field("endsOn", "a date YYYY-MM-DD, got %q", endsField)
+		}
+		ends = &t
+	}
+	return years, ends, account.AuditScope(role, years, ends)
+}
+
+func (c *Console) invite(w http.ResponseWriter, r *http.Request, v *view) error {
+	f := r.PostForm
+	d := &membersData{Email: f.Get("email"), Role: f.Get("role"), Years: f.Get("auditYears"), EndsOn: f.Get("endsOn")}
+	role, err := account.ParseRole("role", f.Get("role"))
+	var years []int
+	var ends *time.Time
+	if err == nil {
+		years, ends, err = auditScope(role, d.Years, d.EndsOn)
+	}
+	var inv account.Invited
+	if err == nil {
+		inv, err = c.acc.SendInvitation(r.Context(), c.cfg.Sender, c.cfg.PublicURL, v.Member.ProjectID, f.Get("email"), role, years, ends, c.actor(v), c.cfg.Now())
+	}
+	if err != nil {
+		if err := v.fieldError(err); err != nil {
+			return err
+		}
+		return c.renderMembers(w, r, v, http.StatusUnprocessableEntity, d)
+	}
+	http.Redirect(w, r, v.Base()+"members?invited="+url.QueryEscape(inv.Email), http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) setRole(w http.ResponseWriter, r *http.Request, v *view) error {
+	f := r.PostForm
+	role, err := account.ParseRole("role", f.Get("role"))
+	var years []int
+	var ends *time.Time
+	if err == nil {
+		years, ends, err = auditScope(role, f.Get("auditYears"), f.Get("endsOn"))
+	}
+	if err == nil {
+		err = c.acc.SetRole(r.Context(), c.actor(v), v.Member.ProjectID, r.PathValue("user"), role, years, ends, c.cfg.Now())
+	}
+	if err != nil {
+		if errors.Is(err, account.ErrNotFound) {
+			return errNotFound
+		}
+		if err := v.fieldError(err); err != nil {
+			return err
+		}
+		return c.renderMembers(w, r, v, http.StatusUnprocessableEntity, &membersData{Role: string(account.Accountant)})
+	}
+	http.Redirect(w, r, v.Base()+"members", http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) removeMember(w http.ResponseWriter, r *http.Request, v *view) error {
+	err := c.acc.RemoveMember(r.Context(), c.actor(v), v.Member.ProjectID, r.PathValue("user"), c.cfg.Now())
+	if err != nil {
+		if errors.Is(err, account.ErrNotFound) {
+			return errNotFound
+		}
+		if err := v.fieldError(err); err != nil {
+			return err
+		}
+		return c.renderMembers(w, r, v, http.StatusUnprocessableEntity, &membersData{Role: string(account.Accountant)})
+	}
+	http.Redirect(w, r, v.Base()+"members", http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) withdraw(w http.ResponseWriter, r *http.Request, v *view) error {
+	err := c.acc.Withdraw(r.Context(), c.actor(v), v.Member.ProjectID, r.PathValue("invitation"), c.cfg.Now())
+	if errors.Is(err, account.ErrNotFound) {
+		return errNotFound
+	}
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, v.Base()+"members", http.StatusSeeOther)
+	return nil
+}
+
+type taskGroup struct {
+	Type  string
+	Tasks []query.Task
+}
+
+type tasksData struct {
+	Status string
+	Groups []taskGroup
+	Next   string // the cursor of the next page; "" when none
+}
+
+// taskPage is how many tasks one page lists.
+const taskPage = 100
+
+// tasks lists the tasks of a status (open by default) a page at a time from
+// the read model, grouped by cause within the page.
+func (c *Console) tasks(w http.ResponseWriter, r *http.Request, v *view) error {
+	q := r.URL.Query()
+	f := query.TaskFilter{Status: q.Get("status")}
+	if f.Status == "" {
+		f.Status = "open"
+	}
+	ts, next, more, err := c.queries.PageTasks(r.Context(), v.Member.ProjectID, f, q.Get("cursor"), taskPage)
+	if err != nil {
+		return err
+	}
+	d := tasksData{Status: f.Status}
+	if more {
+		d.Next = next
+	}
+	idx := map[string]int{}
+	for _, t := range ts {
+		i, ok := idx[t.Type]
+		if !ok {
+			i = len(d.Groups)
+			idx[t.Type] = i
+			d.Groups = append(d.Groups, taskGroup{Type: t.Type})
+		}
+		d.Groups[i].Tasks = append(d.Groups[i].Tasks, t)
+	}
+	v.Title = v.T("tasks.title")
+	v.Data = d
+	c.render(w, http.StatusOK, "tasks", v)
+	return nil
+}
+
+type auditData struct {
+	Entries []account.Entry
+	Older   int64 // the cursor of the next page; 0: none
+}
+
+// JSON shows a recorded value.
+func (auditData) JSON(v any) string {
+	if v == nil {
+		return ""
+	}
+	switch b := v.(type) {
+	case json.RawMessage:
+		return string(b)
+	case []byte:
+		return string(b)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+const auditPage = 50
+
+func (c *Console) auditLog(w http.ResponseWriter, r *http.Request, v *view) error {
+	var before int64
+	if s := r.URL.Query().Get("before"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			return apperr.Field("before", "a positive entry number, got %q", s)
+		}
+		before = n
+	}
+	es, more, err := c.acc.AuditLog(r.Context(), v.Member.ProjectID, before, auditPage)
+	if err != nil {
+		return err
+	}
+	d := auditData{Entries: es}
+	if more {
+		d.Older = es[len(es)-1].ID
+	}
+	v.Title = v.T("audit.title")
+	v.Data = d
+	c.render(w, http.StatusOK, "audit", v)
+	return nil
+}
