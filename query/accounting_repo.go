@@ -21,8 +21,9 @@ import (
 // new customers, is a short transaction of its own per page
 // (assignDebtors).
 
-// exportPage is how many rows one read of an export takes.
-const exportPage = 500
+// exportPage is how many rows one read of an export takes (a variable:
+// tests read in tiny pages).
+var exportPage = 500
 
 // exportStatementTimeout bounds each statement of an export or report.
 const exportStatementTimeout = time.Minute

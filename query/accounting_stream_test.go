@@ -1,0 +1,314 @@
+package query
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/o2i-service/o2i/internal/accounting"
+	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/internal/money"
+	"github.com/o2i-service/o2i/internal/project"
+	"github.com/o2i-service/o2i/internal/testenv"
+)
+
+func date(y int, m time.Month, d int) time.Time { return time.Date(y, m, d, 0, 0, 0, 0, time.UTC) }
+
+// TestStreamedDATEVExportIsTheWholeFile: the export read in pages of three
+// rows and written booking by booking is byte for byte the file of all
+// documents and payments loaded at once and booked by accounting.Bookings
+// (as the export was made before it streamed), and the debtor accounts are
+// given in the order the customers are first booked. The data has what
+// decides the order: several documents a day whose numbers sort otherwise
+// than their sequence, releases of a document of the year before and of
+// one of the year, a cancellation, payments at one instant with different
+// documents, a payment of an order without a document, one at midnight of
+// its document's issue day, refunds, and customers booked more than once.
+func TestStreamedDATEVExportIsTheWholeFile(t *testing.T) {
+	pool := testenv.Pool(t)
+	ctx := context.Background()
+	pid := testenv.Project(t, pool, false)
+	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) {
+		s.Debtors = "per-customer"
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	seller := billing.ExampleSeller()
+	seq := 0
+	orders := map[string]string{} // order number -> id
+	add := func(orderNo, email string, issue time.Time, netCents int64, period *billing.Period) billing.Invoice {
+		t.Helper()
+		seq++
+		number := fmt.Sprintf("RE-%d", seq) // RE-10 sorts before RE-9
+		price := netCents
+		invs, err := billing.Compute(billing.Order{OrderNo: orderNo, Email: email,
+			BillingAddress: billing.Address{CountryCode: "DE", Name: "Kunde " + email, Street: "Weg 1", PostalCode: "10115", City: "Berlin"},
+			Items:          []billing.Item{{Name: "Kurs", Quantity: money.Int(1), UnitNetCents: &price, TaxRate: ptr(money.Int(19))}},
+			ServicePeriod:  period},
+			seller, billing.Context{IssueDate: issue, PaymentDate: issue, Numbers: []string{number}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		storeDoc(t, pool, pid, orders, invs[0], seq)
+		return invs[0]
+	}
+	add("Y0", "old@example.de", date(2024, 12, 10), 9000, &billing.Period{Start: date(2024, 12, 10), End: date(2025, 3, 31)})
+	for i := 0; i < 12; i++ { // twelve documents on one day: RE-2 .. RE-13
+		add(fmt.Sprintf("D%d", i), fmt.Sprintf("k%d@example.de", i%5), date(2025, 3, 1), int64(1000+i), nil)
+	}
+	deferred := add("P1", "k1@example.de", date(2025, 3, 15), 30000, &billing.Period{Start: date(2025, 3, 15), End: date(2025, 6, 14)})
+	add("P2", "new@example.de", date(2025, 4, 1), 1200, &billing.Period{Start: date(2025, 4, 1), End: date(2025, 5, 31)})
+	seq++
+	cancel, err := billing.Cancel(deferred, fmt.Sprintf("RE-%d", seq), date(2025, 5, 2), billing.TypeCode("381"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeDoc(t, pool, pid, orders, cancel, seq)
+	add("LATE", "late@example.de", date(2025, 12, 31), 500, nil)
+	add("NEXT", "next@example.de", date(2026, 1, 2), 700, nil) // after the range
+
+	noon := time.Date(2025, 3, 1, 12, 0, 0, 123456000, time.UTC)
+	pay := func(orderNo string, at time.Time, cents int64) {
+		t.Helper()
+		if _, ok := orders[orderNo]; !ok {
+			orders[orderNo] = uuid.NewString()
+			insertOrder(t, pool, pid, orders[orderNo], orderNo)
+		}
+		if _, err := pool.Exec(ctx, `UPDATE orders SET paid_at = $2, paid_cents = $3 WHERE id = $1`, orders[orderNo], at, cents); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 9; i++ { // one instant, documents RE-2 .. RE-10: RE-10 (D8) sorts first
+		pay(fmt.Sprintf("D%d", i), noon, int64(1190+i))
+	}
+	pay("D9", date(2025, 3, 1), 1199)                   // midnight of its document's day
+	pay("NODOC", noon.Add(time.Hour), 4200)             // no document: no reference, the collective debtor
+	pay("D10", date(2025, 2, 28).Add(-time.Hour), 1200) // before the range
+	refund := func(orderNo string, at time.Time, cents int64) {
+		t.Helper()
+		id := uuid.NewString()
+		if _, err := pool.Exec(ctx, `INSERT INTO payments (id, project_id, provider, provider_event_id, event_type, payment_ref, amount_cents, currency, order_id, received_at)
+VALUES ($1, $2, 'stripe', $7, 'charge.refunded', $3, $4, 'eur', $5, $6)`, id, pid, "pi_"+orderNo, cents, orders[orderNo], at, "evt_"+id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO provider_refunds (payment_id, project_id, order_id, amount_cents, full_refund) VALUES ($1, $2, $3, $4, false)`,
+			id, pid, orders[orderNo], cents); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refund("D1", noon, 100)
+	refund("D0", noon, 90)
+	refund("D0", noon.Add(24*time.Hour), 80)
+
+	from, to := date(2025, 1, 1), date(2025, 12, 31)
+	now := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+	s := New(pool, nil)
+	defer func(n int) { exportPage = n }(exportPage)
+	exportPage = 3
+	var got bytes.Buffer
+	if err := s.DATEVExport(ctx, &got, pid, from, to, now, nil); err != nil {
+		t.Fatal(err)
+	}
+	want, keys := wholeFile(t, s, pid, from, to, now)
+	if !bytes.Equal(got.Bytes(), want) {
+		gl, wl := strings.Split(got.String(), "\r\n"), strings.Split(string(want), "\r\n")
+		for i := 0; i < max(len(gl), len(wl)); i++ {
+			if i >= len(gl) || i >= len(wl) || gl[i] != wl[i] {
+				t.Fatalf("line %d differs (%d and %d lines):\n got %q\nwant %q", i+1, len(gl), len(wl), at(gl, i), at(wl, i))
+			}
+		}
+	}
+	if n := strings.Count(got.String(), "\r\n"); n < 30 {
+		t.Errorf("only %d lines: the data does not exercise the export", n)
+	}
+	// Accounts in the order the customers were first booked.
+	rows, _ := pool.Query(ctx, `SELECT customer_key, account FROM accounting_debtors WHERE project_id = $1 ORDER BY account`, pid)
+	assigned, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		var k string
+		var a int
+		err := r.Scan(&k, &a)
+		return fmt.Sprintf("%s=%d", k, a), err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expected []string
+	for i, k := range keys {
+		expected = append(expected, fmt.Sprintf("%s=%d", k, 10001+i))
+	}
+	if strings.Join(assigned, " ") != strings.Join(expected, " ") {
+		t.Errorf("debtors\n got %v\nwant %v", assigned, expected)
+	}
+	// A second export gives the same file and no new accounts.
+	var again bytes.Buffer
+	exportPage = 500
+	if err := s.DATEVExport(ctx, &again, pid, from, to, now, nil); err != nil || !bytes.Equal(again.Bytes(), want) {
+		t.Errorf("second export differs: %v", err)
+	}
+}
+
+func at(lines []string, i int) string {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return "(none)"
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func insertOrder(t *testing.T, pool *pgxpool.Pool, projectID, id, orderNo string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `INSERT INTO orders (id, project_id, order_no, status, content, content_hash, invoice_hash, test_mode)
+VALUES ($1, $2, $3, 'invoiced', '{}', '\x00', '\x00', false)`, id, projectID, orderNo); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storeDoc records inv as the invoicer does, in range RE with sequence seq.
+func storeDoc(t *testing.T, pool *pgxpool.Pool, projectID string, orders map[string]string, inv billing.Invoice, seq int) {
+	t.Helper()
+	if _, ok := orders[inv.OrderNo]; !ok {
+		orders[inv.OrderNo] = uuid.NewString()
+		insertOrder(t, pool, projectID, orders[inv.OrderNo], inv.OrderNo)
+	}
+	doc, err := json.Marshal(inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind := string(inv.Kind)
+	if inv.Kind == billing.KindCancellation {
+		kind = "cancellation"
+	}
+	if _, err := pool.Exec(context.Background(), `INSERT INTO invoices (id, project_id, order_id, order_no, number, range_key, seq, type, type_code,
+    format, status, issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, due_cents, test_mode, xml, document, archived_at)
+VALUES ($1, $2, $3, $4, $5, 'RE', $6, $7, $8, 'zugferd', 'archived', $9, 'EUR', 0, 0, 0, 0, false, '', $10, now())`,
+		uuid.NewString(), projectID, orders[inv.OrderNo], inv.OrderNo, inv.Number, seq, kind, string(inv.TypeCode), inv.IssueDate, doc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wholeFile is the export as it was made before it streamed: every
+// document and payment loaded at once, booked by accounting.Bookings and
+// written by accounting.WriteDATEV, the debtors from accounting_debtors.
+// keys are the customers in the order they are first booked.
+func wholeFile(t *testing.T, s *Service, projectID string, from, to, now time.Time) ([]byte, []string) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := project.Get(ctx, s.pool, projectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := accountingSettings(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT document FROM invoices WHERE `+loadedDocuments+` ORDER BY issue_date, range_key, seq`, projectID, from, to, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	invs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (billing.Invoice, error) {
+		var inv billing.Invoice
+		var raw []byte
+		if err := r.Scan(&raw); err != nil {
+			return inv, err
+		}
+		return inv, json.Unmarshal(raw, &inv)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	seen := map[string]bool{}
+	first := func(k string) {
+		if k != "" && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	accounts := func() map[string]string {
+		rows, err := s.pool.Query(ctx, `SELECT customer_key, account::text FROM accounting_debtors WHERE project_id = $1`, projectID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for rows.Next() {
+			var k, a string
+			if err := rows.Scan(&k, &a); err != nil {
+				t.Fatal(err)
+			}
+			m[k] = a
+		}
+		return m
+	}()
+	docs := make([]accounting.Document, len(invs))
+	for i, inv := range invs {
+		first(accounting.DebtorKey(inv))
+		docs[i] = accounting.Document{Invoice: inv, Debtor: accounts[accounting.DebtorKey(inv)]}
+	}
+	var payments []accounting.Payment
+	for _, q := range []struct {
+		sql  string
+		sign money.Cents
+	}{
+		{`SELECT o.order_no, o.paid_at, o.paid_cents, doc.number, doc.document FROM orders o
+LEFT JOIN LATERAL (SELECT i.number, i.document FROM invoices i WHERE i.order_id = o.id AND NOT i.test_mode ORDER BY i.range_key, i.seq LIMIT 1) doc ON true
+WHERE o.project_id = $1 AND o.paid_cents IS NOT NULL
+  AND o.paid_at >= ($2::date)::timestamp AT TIME ZONE 'UTC' AND o.paid_at < ($3::date + 1)::timestamp AT TIME ZONE 'UTC'
+ORDER BY o.paid_at, o.order_no`, 1},
+		{`SELECT o.order_no, pay.received_at, r.amount_cents, doc.number, doc.document FROM provider_refunds r
+JOIN payments pay ON pay.id = r.payment_id JOIN orders o ON o.id = r.order_id
+LEFT JOIN LATERAL (SELECT i.number, i.document FROM invoices i WHERE i.order_id = o.id AND NOT i.test_mode ORDER BY i.range_key, i.seq LIMIT 1) doc ON true
+WHERE r.project_id = $1
+  AND pay.received_at >= ($2::date)::timestamp AT TIME ZONE 'UTC' AND pay.received_at < ($3::date + 1)::timestamp AT TIME ZONE 'UTC'
+ORDER BY pay.received_at, o.order_no, r.payment_id`, -1},
+	} {
+		rows, err := s.pool.Query(ctx, q.sql, projectID, from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var p accounting.Payment
+			var number *string
+			var raw []byte
+			var c int64
+			if err := rows.Scan(&p.OrderNo, &p.Date, &c, &number, &raw); err != nil {
+				t.Fatal(err)
+			}
+			p.Date, p.Cents = p.Date.UTC(), q.sign*money.Cents(c)
+			if number != nil {
+				p.Reference = *number
+			}
+			if raw != nil {
+				var inv billing.Invoice
+				if err := json.Unmarshal(raw, &inv); err != nil {
+					t.Fatal(err)
+				}
+				first(accounting.DebtorKey(inv))
+				p.Debtor = accounts[accounting.DebtorKey(inv)]
+			}
+			payments = append(payments, p)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bookings, err := accounting.Bookings(set, docs, payments, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := accounting.Header{Consultant: 1001, Client: 1, FiscalYearStart: date(from.Year(), 1, 1), From: from, To: to, Created: now,
+		Chart: set.Chart, Label: fmt.Sprintf("o2i %s bis %s", from.Format(time.DateOnly), to.Format(time.DateOnly))}
+	var buf bytes.Buffer
+	if err := accounting.WriteDATEV(&buf, h, bookings); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), keys
+}
