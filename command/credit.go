@@ -97,22 +97,6 @@ func parseCreditTransactions(body []byte) ([]event.CreditTransaction, error) {
 	return out, nil
 }
 
-// balanceEffect is what a transaction does to the customer's balance.
-func balanceEffect(typ string, amount int64) int64 {
-	abs := amount
-	if abs < 0 {
-		abs = -abs
-	}
-	switch typ {
-	case "earn":
-		return abs
-	case "reverse":
-		return amount
-	default: // redeem, payout, expire
-		return -abs
-	}
-}
-
 func (s *Service) recordCreditTransactions(ctx context.Context, projectID string, txs []event.CreditTransaction) (CreditTransactionsResult, error) {
 	res := CreditTransactionsResult{Accepted: len(txs)}
 	seen := make(map[string]bool, len(txs))
@@ -241,8 +225,8 @@ func (s *Service) reconcileBalances(ctx context.Context, projectID string, bs []
 }
 
 // reconcileBatch compares the balances with the history in one statement:
-// the history's balance per e-mail (compared case-insensitively, see
-// balanceEffect), and for each e-mail whose last reported balance differs
+// the history's balance per e-mail (compared case-insensitively; earn
+// +|amount|, redeem, payout and expire -|amount|, reverse as signed), and for each e-mail whose last reported balance differs
 // an open task with the reported and computed balance. It returns how many
 // of the balances differ.
 func (s *Service) reconcileBatch(ctx context.Context, projectID string, bs []CreditBalance) (int, error) {
