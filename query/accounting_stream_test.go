@@ -312,3 +312,71 @@ ORDER BY pay.received_at, o.order_no, r.payment_id`, -1},
 	}
 	return buf.Bytes(), keys
 }
+
+// TestConcurrentExportsGiveEachCustomerOneDebtor: four exports of a
+// project with 300 new customers at once give every customer exactly one
+// account (10001 to 10300, none twice) and write the same file; an export
+// after them gives no new account.
+func TestConcurrentExportsGiveEachCustomerOneDebtor(t *testing.T) {
+	pool := testenv.Pool(t)
+	ctx := context.Background()
+	pid := testenv.Project(t, pool, false)
+	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) {
+		s.Debtors = "per-customer"
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	const customers = 300
+	orders := map[string]string{}
+	price := int64(1000)
+	for i := 1; i <= customers; i++ {
+		issue := date(2025, time.Month(1+i%12), 1+i%28)
+		invs, err := billing.Compute(billing.Order{OrderNo: fmt.Sprintf("C%d", i), Email: fmt.Sprintf("c%d@example.de", i),
+			BillingAddress: billing.Address{CountryCode: "DE", Name: "Kunde", Street: "Weg 1", PostalCode: "10115", City: "Berlin"},
+			Items:          []billing.Item{{Name: "Kurs", Quantity: money.Int(1), UnitNetCents: &price, TaxRate: ptr(money.Int(19))}}},
+			billing.ExampleSeller(), billing.Context{IssueDate: issue, PaymentDate: issue, Numbers: []string{fmt.Sprintf("RE-%d", i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		storeDoc(t, pool, pid, orders, invs[0], i)
+	}
+	s := New(pool, nil)
+	from, to, now := date(2025, 1, 1), date(2025, 12, 31), time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+	defer func(n int) { exportPage = n }(exportPage)
+	exportPage = 50
+	outs := make([]bytes.Buffer, 4)
+	errs := make(chan error, len(outs))
+	for i := range outs {
+		go func() { errs <- s.DATEVExport(ctx, &outs[i], pid, from, to, now, nil) }()
+	}
+	for range outs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		var n, distinct, lo, hi int
+		if err := pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT account), min(account), max(account) FROM accounting_debtors WHERE project_id = $1`,
+			pid).Scan(&n, &distinct, &lo, &hi); err != nil {
+			t.Fatal(err)
+		}
+		if n != customers || distinct != customers || lo != 10001 || hi != 10000+customers {
+			t.Errorf("%s: %d debtors, %d accounts from %d to %d; want %d from 10001", when, n, distinct, lo, hi, customers)
+		}
+	}
+	check("after four exports at once")
+	for i := range outs[1:] {
+		if !bytes.Equal(outs[i+1].Bytes(), outs[0].Bytes()) {
+			t.Errorf("export %d differs from the first", i+2)
+		}
+	}
+	if n := strings.Count(outs[0].String(), "\r\n"); n != customers+2 {
+		t.Errorf("%d lines, want %d", n, customers+2)
+	}
+	var again bytes.Buffer
+	if err := s.DATEVExport(ctx, &again, pid, from, to, now, nil); err != nil || !bytes.Equal(again.Bytes(), outs[0].Bytes()) {
+		t.Errorf("a later export differs: %v", err)
+	}
+	check("after a later export")
+}
