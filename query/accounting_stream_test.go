@@ -188,9 +188,11 @@ func storeDoc(t *testing.T, pool *pgxpool.Pool, projectID string, orders map[str
 		kind = "cancellation"
 	}
 	if _, err := pool.Exec(context.Background(), `INSERT INTO invoices (id, project_id, order_id, order_no, number, range_key, seq, type, type_code,
-    format, status, issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, due_cents, test_mode, xml, document, archived_at)
-VALUES ($1, $2, $3, $4, $5, 'RE', $6, $7, $8, 'zugferd', 'archived', $9, 'EUR', 0, 0, 0, 0, false, '', $10, now())`,
-		uuid.NewString(), projectID, orders[inv.OrderNo], inv.OrderNo, inv.Number, seq, kind, string(inv.TypeCode), inv.IssueDate, doc); err != nil {
+    format, status, issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, due_cents, test_mode, xml, document, archived_at,
+    oss_report, ec_sales_list)
+VALUES ($1, $2, $3, $4, $5, 'RE', $6, $7, $8, 'zugferd', 'archived', $9, 'EUR', 0, 0, 0, 0, false, '', $10, now(), $11, $12)`,
+		uuid.NewString(), projectID, orders[inv.OrderNo], inv.OrderNo, inv.Number, seq, kind, string(inv.TypeCode), inv.IssueDate, doc,
+		inv.OSSReport, inv.ECSalesList); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -379,4 +381,81 @@ func TestConcurrentExportsGiveEachCustomerOneDebtor(t *testing.T) {
 		t.Errorf("a later export differs: %v", err)
 	}
 	check("after a later export")
+}
+
+// TestReportsReadInPagesSumAllDocuments: the OSS return and the EC sales
+// list read in pages of two documents are the reports of all documents at
+// once (accounting.OSS and accounting.ECSL): OSS sales to France and
+// Austria, supplies to French and Austrian businesses, a cancellation, and
+// domestic documents that count in neither.
+func TestReportsReadInPagesSumAllDocuments(t *testing.T) {
+	pool := testenv.Pool(t)
+	ctx := context.Background()
+	pid := testenv.Project(t, pool, false)
+	seller := billing.ExampleSeller()
+	orders := map[string]string{}
+	var all []billing.Invoice
+	seq := 0
+	add := func(orderNo string, addr billing.Address, goods bool, net int64, issue time.Time) billing.Invoice {
+		t.Helper()
+		seq++
+		invs, err := billing.Compute(billing.Order{OrderNo: orderNo, BillingAddress: addr, Email: orderNo + "@example.eu", RequiresShipping: goods,
+			Items: []billing.Item{{Name: "Ware", Quantity: money.Int(1), UnitNetCents: &net}}},
+			seller, billing.Context{IssueDate: issue, SupplyDate: issue, PaymentDate: issue, Numbers: []string{fmt.Sprintf("RE-%d", seq)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		storeDoc(t, pool, pid, orders, invs[0], seq)
+		all = append(all, invs[0])
+		return invs[0]
+	}
+	fr := billing.Address{CountryCode: "FR", Name: "Marie Curie", Street: "2 rue Cuvier", PostalCode: "75005", City: "Paris"}
+	at := billing.Address{CountryCode: "AT", Name: "Max Bauer", Street: "Gasse 2", PostalCode: "8010", City: "Graz"}
+	frB := billing.Address{CountryCode: "FR", CompanyName: "Client SARL", Name: "Jean", VATID: "FR12345678901", Street: "1 rue", PostalCode: "75002", City: "Paris"}
+	atB := billing.Address{CountryCode: "AT", CompanyName: "Kunde GmbH", Name: "Eva", VATID: "ATU12345678", Street: "Ring 1", PostalCode: "1010", City: "Wien"}
+	de := billing.Address{CountryCode: "DE", Name: "Anna", Street: "Weg 1", PostalCode: "10115", City: "Berlin"}
+	for i := 0; i < 3; i++ {
+		add(fmt.Sprintf("FR%d", i), fr, true, int64(1000+i), date(2026, 3, 3+i))
+		add(fmt.Sprintf("AT%d", i), at, false, int64(2000+i), date(2026, 3, 4))
+		add(fmt.Sprintf("FRB%d", i), frB, true, int64(3000+i), date(2026, 3, 10))
+		add(fmt.Sprintf("ATB%d", i), atB, false, int64(4000+i), date(2026, 3, 12+i))
+		add(fmt.Sprintf("DE%d", i), de, true, int64(500+i), date(2026, 3, 5))
+	}
+	last := add("FRB9", frB, true, 9000, date(2026, 3, 20))
+	seq++
+	cancel, err := billing.Cancel(last, fmt.Sprintf("RE-%d", seq), date(2026, 3, 21), billing.TypeCode("381"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeDoc(t, pool, pid, orders, cancel, seq)
+	all = append(all, cancel)
+	add("LATER", fr, true, 777, date(2026, 4, 1)) // the next quarter and month
+
+	s := New(pool, nil)
+	defer func(n int) { exportPage = n }(exportPage)
+	exportPage = 2
+	q, _ := accounting.ParseQuarter("2026-Q1")
+	var want bytes.Buffer
+	if err := accounting.WriteOSS(&want, accounting.OSS(all, q)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.OSSReport(ctx, pid, q)
+	if err != nil || !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("OSS return: %v\n%s\nwant\n%s", err, got, want.Bytes())
+	}
+	if strings.Count(string(got), "\r\n") < 5 {
+		t.Errorf("OSS return has too few rows:\n%s", got)
+	}
+	m, _ := accounting.ParsePeriod("2026-03")
+	want.Reset()
+	if err := accounting.WriteECSL(&want, accounting.ECSL(all, m)); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.ECSLReport(ctx, pid, m)
+	if err != nil || !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("EC sales list: %v\n%s\nwant\n%s", err, got, want.Bytes())
+	}
+	if strings.Count(string(got), "\r\n") < 5 {
+		t.Errorf("EC sales list has too few rows:\n%s", got)
+	}
 }
