@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,7 +38,7 @@ const loadedDocuments = `project_id = $1 AND NOT test_mode AND failed_rules = '{
   AND (issue_date >= $2 OR ($4 AND jsonb_typeof(document->'Period') = 'object'
        AND (document->'Period'->>'End')::timestamptz >= $2::date))`
 
-// query runs one page's statement and collects its rows.
+// collect runs one page's statement and collects its rows.
 func collect[T any](ctx context.Context, s *Service, scan func(pgx.Rows) (T, error), sql string, args ...any) ([]T, error) {
 	qctx, cancel := context.WithTimeout(ctx, exportStatementTimeout)
 	defer cancel()
@@ -66,7 +67,7 @@ func (s *Service) firstWithoutComputation(ctx context.Context, projectID string,
 	var number string
 	err := s.pool.QueryRow(qctx, `SELECT number FROM invoices WHERE `+loadedDocuments+` AND document IS NULL
 ORDER BY issue_date, range_key, seq LIMIT 1`, projectID, from, to, deferrals).Scan(&number)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
 	return number, err
@@ -133,9 +134,8 @@ WHERE `+loadedDocuments+` AND issue_date < $5 AND number COLLATE "C" > $6
 ORDER BY number COLLATE "C" LIMIT $8`, projectID, from, to, true, month, afterNumber, month.Format(time.DateOnly), exportPage)
 }
 
-// buyerPage reads the buyers of the export's documents in the order they
-// are booked for the first time (issue date, number range, sequence), after
-// the position given (none on the first page).
+// buyerRow is a document's position in the order its customer is first
+// booked, and its buyer.
 type buyerRow struct {
 	issueDate time.Time
 	rangeKey  string
@@ -143,6 +143,9 @@ type buyerRow struct {
 	buyer     []byte
 }
 
+// buyerPage reads the buyers of the export's documents in the order they
+// are booked for the first time (issue date, number range, sequence), after
+// the position given (none on the first page).
 func (s *Service) buyerPage(ctx context.Context, projectID string, from, to time.Time, after *buyerRow) ([]buyerRow, error) {
 	first := after == nil
 	if first {
