@@ -98,22 +98,6 @@ func parseCreditTransactions(body []byte) ([]event.CreditTransaction, error) {
 	return out, nil
 }
 
-// balanceEffect is what a transaction does to the customer's balance.
-func balanceEffect(typ string, amount int64) int64 {
-	abs := amount
-	if abs < 0 {
-		abs = -abs
-	}
-	switch typ {
-	case "earn":
-		return abs
-	case "reverse":
-		return amount
-	default: // redeem, payout, expire
-		return -abs
-	}
-}
-
 func (s *Service) recordCreditTransactions(ctx context.Context, projectID string, txs []event.CreditTransaction) (CreditTransactionsResult, error) {
 	res := CreditTransactionsResult{Accepted: len(txs)}
 	seen := make(map[string]bool, len(txs))
@@ -219,59 +203,54 @@ func parseCreditBalances(body []byte) ([]CreditBalance, error) {
 	return out, nil
 }
 
-// reconcileBalances compares each reported balance with the history.
+// balanceBatch is how many reported balances one statement compares.
+const balanceBatch = 1000
+
+// reconcileBalances compares each reported balance with the history and
+// opens (or updates) a task for each that differs. It works in batches of
+// balanceBatch, each one set-based statement committed on its own, so no
+// transaction is long (a long one would hold back the outbox relay); a
+// repeated call compares again and updates the same open tasks, so a call
+// cut short is completed by sending it again. A customer reported twice
+// is compared twice and its task shows the last report.
 func (s *Service) reconcileBalances(ctx context.Context, projectID string, bs []CreditBalance) (CreditBalancesResult, error) {
 	res := CreditBalancesResult{Compared: len(bs)}
-	if len(bs) == 0 {
-		return res, nil
-	}
-	emails := make([]string, len(bs))
-	for i, b := range bs {
-		emails[i] = strings.ToLower(b.Email)
-	}
-	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT lower(email), type, amount_cents FROM credit_transactions
-WHERE project_id = $1 AND lower(email) = ANY($2::text[])`, projectID, emails)
+	for start := 0; start < len(bs); start += balanceBatch {
+		n, err := s.reconcileBatch(ctx, projectID, bs[start:min(start+balanceBatch, len(bs))])
 		if err != nil {
-			return err
+			return CreditBalancesResult{}, fmt.Errorf("reconcile credit balances: %w", err)
 		}
-		history := map[string]int64{}
-		for rows.Next() {
-			var email, typ string
-			var amount int64
-			if err := rows.Scan(&email, &typ, &amount); err != nil {
-				rows.Close()
-				return err
-			}
-			history[email] += balanceEffect(typ, amount)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for i, b := range bs {
-			computed := history[emails[i]]
-			if computed == b.BalanceCents {
-				continue
-			}
-			res.Mismatches++
-			details := map[string]any{"email": b.Email, "reportedCents": b.BalanceCents, "computedCents": computed}
-			tag, err := tx.Exec(ctx, `UPDATE tasks SET details = $4, created_at = created_at
-WHERE project_id = $1 AND kind = $2 AND subject = $3 AND status = 'open'`, projectID, TaskCreditBalanceMismatch, emails[i], details)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				if _, err := tx.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details) VALUES ($1, $2, $3, $4, $5)
-					ON CONFLICT (project_id, kind, subject) WHERE status = 'open' DO UPDATE SET details = EXCLUDED.details`,
-					uuid.Must(uuid.NewV7()).String(), projectID, TaskCreditBalanceMismatch, emails[i], details); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return CreditBalancesResult{}, fmt.Errorf("reconcile credit balances: %w", err)
+		res.Mismatches += n
 	}
 	return res, nil
+}
+
+// reconcileBatch compares the balances with the history in one statement:
+// the history's balance per e-mail (compared case-insensitively; earn
+// +|amount|, redeem, payout and expire -|amount|, reverse as signed), and for each e-mail whose last reported balance differs
+// an open task with the reported and computed balance. It returns how many
+// of the balances differ.
+func (s *Service) reconcileBatch(ctx context.Context, projectID string, bs []CreditBalance) (int, error) {
+	emails, shown, reported, ids := make([]string, len(bs)), make([]string, len(bs)), make([]int64, len(bs)), make([]string, len(bs))
+	for i, b := range bs {
+		emails[i], shown[i], reported[i] = strings.ToLower(b.Email), b.Email, b.BalanceCents
+		ids[i] = uuid.Must(uuid.NewV7()).String()
+	}
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH r AS (
+  SELECT * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::uuid[]) WITH ORDINALITY AS r(email, shown, reported, id, ord)),
+h AS (
+  SELECT lower(c.email) AS email, sum(CASE c.type WHEN 'earn' THEN abs(c.amount_cents) WHEN 'reverse' THEN c.amount_cents
+                                      ELSE -abs(c.amount_cents) END) AS computed
+  FROM credit_transactions c WHERE c.project_id = $1 AND lower(c.email) IN (SELECT email FROM r) GROUP BY lower(c.email)),
+d AS (
+  SELECT r.*, coalesce(h.computed, 0) AS computed FROM r LEFT JOIN h ON h.email = r.email WHERE coalesce(h.computed, 0) <> r.reported),
+t AS (
+  INSERT INTO tasks (id, project_id, kind, subject, details)
+  SELECT DISTINCT ON (email) id, $1, $6, email,
+         jsonb_build_object('email', shown, 'reportedCents', reported, 'computedCents', computed)
+  FROM d ORDER BY email, ord DESC
+  ON CONFLICT (project_id, kind, subject) WHERE status = 'open' DO UPDATE SET details = EXCLUDED.details)
+SELECT count(*) FROM d`, projectID, emails, shown, reported, ids, TaskCreditBalanceMismatch).Scan(&n)
+	return n, err
 }

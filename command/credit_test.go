@@ -126,3 +126,70 @@ func TestCreditTransactionsAppliedOnceAndReconciled(t *testing.T) {
 		t.Errorf("bad balance: %d %s", r.status, r.body)
 	}
 }
+
+// TestCreditBalancesOverBatches: an upload of 2,500 balances (three
+// batches) compares each with the history: matching ones open nothing, a
+// customer reported twice in different batches is counted twice and its
+// one task shows the last report, e-mails compare case-insensitively, and
+// the same upload again updates the same open tasks.
+func TestCreditBalancesOverBatches(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// History: a@ 1000 - 300 = 700; b@ -200 (a reversal); c@ 50.
+	e.postCredit(creditTx("h1", "earn", "A@example.com", 1000), creditTx("h2", "redeem", "a@example.com", -300),
+		creditTx("h3", "reverse", "b@example.com", -200), creditTx("h4", "earn", "c@example.com", 50))
+	bs := make([]any, 2500)
+	for i := range bs {
+		bs[i] = map[string]any{"email": fmt.Sprintf("k%d@example.com", i), "balance_cents": 0} // no history: 0, matching
+	}
+	bs[3] = map[string]any{"email": "a@EXAMPLE.com", "balance_cents": 700}   // matches
+	bs[4] = map[string]any{"email": "b@example.com", "balance_cents": -200}  // matches
+	bs[5] = map[string]any{"email": "c@example.com", "balance_cents": 60}    // differs
+	bs[1500] = map[string]any{"email": "C@example.com", "balance_cents": 70} // differs again, later batch
+	bs[2400] = map[string]any{"email": "d@example.com", "balance_cents": 5}  // no history: differs
+	put := func() command.CreditBalancesResult {
+		t.Helper()
+		r := e.do(http.MethodPut, "/v1/credit-balances", "", mustJSON(t, map[string]any{"balances": bs}))
+		var env httpx.Envelope[command.CreditBalancesResult]
+		if err := json.Unmarshal(r.body, &env); err != nil || r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		return env.Data
+	}
+	tasks := func() map[string]string {
+		t.Helper()
+		rows, err := e.pool.Query(context.Background(), `SELECT subject, details::text FROM tasks WHERE project_id = $1 AND kind = $2 AND status = 'open'`,
+			e.project, command.TaskCreditBalanceMismatch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[string]string{}
+		for rows.Next() {
+			var s, d string
+			if err := rows.Scan(&s, &d); err != nil {
+				t.Fatal(err)
+			}
+			out[s] = d
+		}
+		return out
+	}
+	want := map[string]string{
+		"c@example.com": `{"email": "C@example.com", "computedCents": 50, "reportedCents": 70}`,
+		"d@example.com": `{"email": "d@example.com", "computedCents": 0, "reportedCents": 5}`,
+	}
+	for _, round := range []string{"first", "again"} {
+		if res := put(); res.Compared != 2500 || res.Mismatches != 3 {
+			t.Errorf("%s upload: %+v, want 2500 compared and 3 mismatches", round, res)
+		}
+		got := tasks()
+		if len(got) != len(want) {
+			t.Errorf("%s upload: tasks %v, want %v", round, got, want)
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s upload: task of %s: %s, want %s", round, k, got[k], v)
+			}
+		}
+	}
+}

@@ -1,15 +1,14 @@
 package query
 
 import (
+	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/o2i-service/o2i/internal/accounting"
 	"github.com/o2i-service/o2i/internal/apperr"
@@ -17,12 +16,11 @@ import (
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/money"
 	"github.com/o2i-service/o2i/internal/project"
-	"github.com/o2i-service/o2i/internal/store"
 )
 
-// ExportTimeout bounds one export or report: every database statement of it
-// runs within this time.
-const ExportTimeout = 60 * time.Second
+// ExportTimeout bounds one export or report as a whole: it streams, page
+// by page, each statement within exportStatementTimeout.
+const ExportTimeout = 10 * time.Minute
 
 // Progress is told how many of the loaded documents have been booked; nil
 // means nobody watches.
@@ -89,310 +87,363 @@ func accountingSettings(p project.Project) (accounting.Settings, error) {
 	return accounting.Settings{Chart: chart, Accounts: accts, Debtors: debtors, Methods: p.AccountingHistory}, nil
 }
 
-// DATEVExport returns the project's DATEV Buchungsstapel of the bookings
-// dated from..to (see internal/accounting): live documents and payments
-// only. With a debtor per customer, customers booked for the first time get
-// their debtor account, stored for every later export. It fails with a
-// validation error for a bad range, and with a conflict when a document
-// cannot be booked.
-func (s *Service) DATEVExport(ctx context.Context, projectID string, from, to time.Time, now time.Time, progress Progress) (out []byte, err error) {
+// DATEVExport writes the project's DATEV Buchungsstapel of the bookings
+// dated from..to (see internal/accounting) to w: live documents and
+// payments only. It streams: the bookings are read page by page in the
+// order they are written, and the file is written booking by booking, so
+// memory holds a few pages, never the range. Every read is outside a
+// transaction; with a debtor per customer, customers booked for the first
+// time get their debtor accounts first, in short transactions of one
+// statement each (assignDebtors), stored for every later export. It fails
+// with a validation error for a bad range, and with a conflict when a
+// document cannot be booked; what was written to w then is incomplete.
+func (s *Service) DATEVExport(ctx context.Context, w io.Writer, projectID string, from, to time.Time, now time.Time, progress Progress) (err error) {
 	defer apperr.Wrap(&err, "DATEV export of project %s", projectID)
 	if _, _, err := ParseExportRange(from.Format(time.DateOnly), to.Format(time.DateOnly)); err != nil {
-		return nil, err
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, ExportTimeout)
 	defer cancel()
-	var buf bytes.Buffer
-	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := store.LocalStatementTimeout(ctx, tx, ExportTimeout); err != nil {
+	p, err := project.Get(ctx, s.pool, projectID)
+	if err != nil {
+		return err
+	}
+	set, err := accountingSettings(p)
+	if err != nil {
+		return apperr.New(apperr.Conflict, "accounting_settings_invalid", "the project's accounting settings: %v (o2i project set)", err)
+	}
+	if number, err := s.firstWithoutComputation(ctx, projectID, from, to, true); err != nil {
+		return err
+	} else if number != "" {
+		_, err := decodeDocument(number, nil)
+		return err
+	}
+	x := &datevExport{s: s, projectID: projectID, set: set, from: from, to: to, progress: progress}
+	if set.Debtors == accounting.DebtorsPerCustomer {
+		if err := x.assignDebtors(ctx); err != nil {
 			return err
 		}
-		p, err := project.Get(ctx, tx, projectID)
+	}
+	if progress != nil {
+		if x.total, err = s.countIssued(ctx, projectID, from, to); err != nil {
+			return err
+		}
+		progress(0, x.total)
+	}
+	consultant, client := p.Settings.DATEVConsultant, p.Settings.DATEVClient
+	if consultant == 0 {
+		consultant = 1001
+	}
+	if client == 0 {
+		client = 1
+	}
+	h := accounting.Header{Consultant: consultant, Client: client, FiscalYearStart: time.Date(from.Year(), 1, 1, 0, 0, 0, 0, time.UTC),
+		From: from, To: to, Created: now, Chart: set.Chart,
+		Label: fmt.Sprintf("o2i %s bis %s", from.Format(time.DateOnly), to.Format(time.DateOnly))}
+	dw, err := accounting.NewDATEVWriter(w, h)
+	if err != nil {
+		return exportFailed(err)
+	}
+	return accounting.Merge(func(b accounting.Booking) error { return exportFailed(dw.Write(b)) },
+		x.issued(ctx), x.releases(ctx), x.money(ctx, false), x.money(ctx, true))
+}
+
+// datevExport is one DATEV export's state: the sources of its bookings.
+type datevExport struct {
+	s         *Service
+	projectID string
+	set       accounting.Settings
+	from, to  time.Time
+	progress  Progress
+	total     int
+	done      int
+}
+
+// pages is a stream of bookings read page by page: next returns the
+// bookings of the next page and whether there was one.
+func pages(next func() ([]accounting.Booking, bool, error)) accounting.Stream {
+	var buf []accounting.Booking
+	more := true
+	return func() (accounting.Booking, bool, error) {
+		for len(buf) == 0 && more {
+			var err error
+			if buf, more, err = next(); err != nil {
+				return accounting.Booking{}, false, err
+			}
+		}
+		if len(buf) == 0 {
+			return accounting.Booking{}, false, nil
+		}
+		b := buf[0]
+		buf = buf[1:]
+		return b, true, nil
+	}
+}
+
+// perCustomer reports whether each customer has a debtor of its own.
+func (x *datevExport) perCustomer() bool { return x.set.Debtors == accounting.DebtorsPerCustomer }
+
+// assignDebtors gives every customer the export books a debtor account,
+// before anything is written, in the order the customers are first
+// booked: the documents by issue date, number range and sequence, then the
+// payments by time and order, then the refunds. Each page's new customers
+// get theirs in one short statement.
+func (x *datevExport) assignDebtors(ctx context.Context) error {
+	var after *buyerRow
+	for {
+		rows, err := x.s.buyerPage(ctx, x.projectID, x.from, x.to, after)
 		if err != nil {
 			return err
 		}
-		set, err := accountingSettings(p)
-		if err != nil {
-			return apperr.New(apperr.Conflict, "accounting_settings_invalid", "the project's accounting settings: %v (o2i project set)", err)
+		if len(rows) == 0 {
+			break
 		}
-		docs, err := loadDocuments(ctx, tx, projectID, from, to, true, progress)
-		if err != nil {
+		keys := make([]string, 0, len(rows))
+		for _, r := range rows {
+			if r.buyer != nil {
+				keys = append(keys, debtorKeyOf(r.buyer))
+			}
+		}
+		if _, err := x.s.debtorAccounts(ctx, x.projectID, x.set.Accounts.Debtor, keys); err != nil {
 			return err
 		}
-		payments, err := loadPayments(ctx, tx, projectID, from, to)
-		if err != nil {
-			return err
-		}
-		if set.Debtors == accounting.DebtorsPerCustomer {
-			if err := assignDebtors(ctx, tx, projectID, set.Accounts.Debtor, docs, payments); err != nil {
+		after = &rows[len(rows)-1]
+	}
+	for _, refunds := range []bool{false, true} {
+		var after *moneyRow
+		for {
+			rows, err := x.s.moneyPage(ctx, x.projectID, x.from, x.to, refunds, false, after)
+			if err != nil {
 				return err
 			}
-		} else {
-			clearDebtorKeys(payments)
+			if len(rows) == 0 {
+				break
+			}
+			if _, err := x.s.debtorAccounts(ctx, x.projectID, x.set.Accounts.Debtor, moneyKeys(rows)); err != nil {
+				return err
+			}
+			after = &rows[len(rows)-1]
 		}
-		bookings, err := accounting.Bookings(set, docs, payments, from, to)
-		if err != nil {
-			return apperr.New(apperr.Conflict, "export_failed", "%v", err)
+	}
+	return nil
+}
+
+func moneyKeys(rows []moneyRow) []string {
+	keys := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if k := debtorKeyOf(r.buyer); k != "" {
+			keys = append(keys, k)
 		}
-		consultant, client := p.Settings.DATEVConsultant, p.Settings.DATEVClient
-		if consultant == 0 {
-			consultant = 1001
+	}
+	return keys
+}
+
+// issued are the bookings of the documents issued in the range, on their
+// issue dates.
+func (x *datevExport) issued(ctx context.Context) accounting.Stream {
+	afterDate, afterNumber := x.from, ""
+	return pages(func() ([]accounting.Booking, bool, error) {
+		rows, err := x.s.issuedPage(ctx, x.projectID, afterDate, x.to, afterNumber)
+		if err != nil || len(rows) == 0 {
+			return nil, false, err
 		}
-		if client == 0 {
-			client = 1
+		afterDate, afterNumber = rows[len(rows)-1].issueDate, rows[len(rows)-1].number
+		docs := make([]accounting.Document, len(rows))
+		keys := make([]string, 0, len(rows))
+		for i, r := range rows {
+			inv, err := decodeDocument(r.number, r.raw)
+			if err != nil {
+				return nil, false, err
+			}
+			docs[i].Invoice = inv
+			if x.perCustomer() {
+				keys = append(keys, accounting.DebtorKey(inv))
+			}
 		}
-		h := accounting.Header{Consultant: consultant, Client: client, FiscalYearStart: time.Date(from.Year(), 1, 1, 0, 0, 0, 0, time.UTC),
-			From: from, To: to, Created: now, Chart: set.Chart,
-			Label: fmt.Sprintf("o2i %s bis %s", from.Format(time.DateOnly), to.Format(time.DateOnly))}
-		return exportFailed(accounting.WriteDATEV(&buf, h, bookings))
+		if x.perCustomer() {
+			accts, err := x.s.debtorAccounts(ctx, x.projectID, x.set.Accounts.Debtor, keys)
+			if err != nil {
+				return nil, false, err
+			}
+			for i := range docs {
+				docs[i].Debtor = accts[accounting.DebtorKey(docs[i].Invoice)]
+			}
+		}
+		var out []accounting.Booking
+		for _, d := range docs {
+			bs, err := accounting.IssueBookings(x.set, d, x.from, x.to)
+			if err != nil {
+				return nil, false, exportFailed(err)
+			}
+			out = append(out, bs...)
+			x.done++
+			if x.progress != nil {
+				x.progress(x.done, max(x.total, x.done))
+			}
+		}
+		return out, true, nil
 	})
-	return buf.Bytes(), err
+}
+
+// releases are the releases of deferred revenue on the first day of each
+// month of the range.
+func (x *datevExport) releases(ctx context.Context) accounting.Stream {
+	month := time.Date(x.from.Year(), x.from.Month(), 1, 0, 0, 0, 0, time.UTC)
+	if month.Before(day(x.from)) {
+		month = month.AddDate(0, 1, 0)
+	}
+	afterNumber := ""
+	return pages(func() ([]accounting.Booking, bool, error) {
+		for !month.After(day(x.to)) {
+			rows, err := x.s.releasePage(ctx, x.projectID, x.from, x.to, month, afterNumber)
+			if err != nil {
+				return nil, false, err
+			}
+			if len(rows) == 0 {
+				month, afterNumber = month.AddDate(0, 1, 0), ""
+				continue
+			}
+			afterNumber = rows[len(rows)-1].number
+			var out []accounting.Booking
+			for _, r := range rows {
+				inv, err := decodeDocument(r.number, r.raw)
+				if err != nil {
+					return nil, false, err
+				}
+				bs, err := accounting.ReleaseBookings(x.set, accounting.Document{Invoice: inv}, month, x.from, x.to)
+				if err != nil {
+					return nil, false, exportFailed(err)
+				}
+				out = append(out, bs...)
+			}
+			return out, true, nil
+		}
+		return nil, false, nil
+	})
+}
+
+// money are the provider payments (refunds: the money paid back) of the
+// range, each naming its order's first live document.
+func (x *datevExport) money(ctx context.Context, refunds bool) accounting.Stream {
+	var after *moneyRow
+	sign := int64(1)
+	if refunds {
+		sign = -1
+	}
+	return pages(func() ([]accounting.Booking, bool, error) {
+		rows, err := x.s.moneyPage(ctx, x.projectID, x.from, x.to, refunds, true, after)
+		if err != nil || len(rows) == 0 {
+			return nil, false, err
+		}
+		after = &rows[len(rows)-1]
+		var accts map[string]string
+		if x.perCustomer() {
+			if accts, err = x.s.debtorAccounts(ctx, x.projectID, x.set.Accounts.Debtor, moneyKeys(rows)); err != nil {
+				return nil, false, err
+			}
+		}
+		var out []accounting.Booking
+		for _, r := range rows {
+			p := accounting.Payment{OrderNo: r.orderNo, Date: r.at.UTC(), Cents: money.Cents(sign * r.cents)}
+			if r.number != nil {
+				p.Reference = *r.number
+			}
+			if k := debtorKeyOf(r.buyer); k != "" && x.perCustomer() {
+				p.Debtor = accts[k]
+			}
+			if b, ok := accounting.PaymentBooking(x.set.Accounts, p, x.from, x.to); ok {
+				out = append(out, b)
+			}
+		}
+		return out, true, nil
+	})
 }
 
 // exportFailed is a writer's refusal of a record (an amount or identifier
-// that would break the file's layout) as 409 export_failed naming it: the
-// buffer written to never fails by itself.
+// that would break the file's layout) or a document that cannot be booked
+// as 409 export_failed naming it; an error of the writer written to, or one
+// that is already an application error, is returned as it is.
 func exportFailed(err error) error {
-	if err == nil {
+	var ae *apperr.Error
+	switch {
+	case err == nil:
 		return nil
+	case errors.As(err, &ae):
+		return err
+	case errors.As(err, new(*writeError)):
+		return err
 	}
 	return apperr.New(apperr.Conflict, "export_failed", "%v", err)
 }
 
+// writeError is a failure of the writer an export or report is written
+// to (the client went away): not the export's fault.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
+
+// failingWriter marks the errors of w as writeErrors.
+type failingWriter struct{ w io.Writer }
+
+func (f failingWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil {
+		err = &writeError{err}
+	}
+	return n, err
+}
+
 // OSSReport returns the one-stop-shop return of quarter q as CSV.
 func (s *Service) OSSReport(ctx context.Context, projectID string, q accounting.Period) ([]byte, error) {
-	invs, err := s.reportDocuments(ctx, projectID, q)
-	if err != nil {
+	sums := accounting.NewOSSSums(q)
+	if err := s.reportDocuments(ctx, projectID, q, "oss_report", sums.Add); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	err = exportFailed(accounting.WriteOSS(&buf, accounting.OSS(invs, q)))
+	err := exportFailed(accounting.WriteOSS(&buf, sums.Rows()))
 	return buf.Bytes(), err
 }
 
 // ECSLReport returns the EC sales list of period p as CSV.
 func (s *Service) ECSLReport(ctx context.Context, projectID string, p accounting.Period) ([]byte, error) {
-	invs, err := s.reportDocuments(ctx, projectID, p)
-	if err != nil {
+	sums := accounting.NewECSLSums(p)
+	if err := s.reportDocuments(ctx, projectID, p, "ec_sales_list", sums.Add); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	err = exportFailed(accounting.WriteECSL(&buf, accounting.ECSL(invs, p)))
+	err := exportFailed(accounting.WriteECSL(&buf, sums.Rows()))
 	return buf.Bytes(), err
 }
 
-func (s *Service) reportDocuments(ctx context.Context, projectID string, p accounting.Period) (invs []billing.Invoice, err error) {
+// reportDocuments hands add every live document issued in p that the
+// report counts (flag), page by page: the report holds its sums, one per
+// output row, never the documents. A document of the period without its
+// stored computation fails the report before anything is summed.
+func (s *Service) reportDocuments(ctx context.Context, projectID string, p accounting.Period, flag string, add func(billing.Invoice)) (err error) {
 	defer apperr.Wrap(&err, "report %s of project %s", p.Label, projectID)
 	ctx, cancel := context.WithTimeout(ctx, ExportTimeout)
 	defer cancel()
-	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := store.LocalStatementTimeout(ctx, tx, ExportTimeout); err != nil {
+	if number, err := s.firstWithoutComputation(ctx, projectID, p.From, p.To, false); err != nil {
+		return err
+	} else if number != "" {
+		_, err := decodeDocument(number, nil)
+		return err
+	}
+	afterDate, afterNumber := p.From, ""
+	for {
+		rows, err := s.reportPage(ctx, projectID, flag, afterDate, p.To, afterNumber)
+		if err != nil || len(rows) == 0 {
 			return err
 		}
-		docs, err := loadDocuments(ctx, tx, projectID, p.From, p.To, false, nil)
-		for _, d := range docs {
-			invs = append(invs, d.Invoice)
-		}
-		return err
-	})
-	return invs, err
-}
-
-// loadDocuments reads the project's live documents issued from..to, and
-// with deferrals those issued earlier whose service period reaches into the
-// range (their releases may fall into it, if accrual accounting was in
-// force in their fiscal year). A document without its stored
-// computation cannot be booked: a conflict, never a silent gap. progress,
-// when set, is told each document read. A document failed in archiving is
-// issued and booked; only one that broke rules (recorded so by earlier
-// versions, failed_rules) is not.
-func loadDocuments(ctx context.Context, tx pgx.Tx, projectID string, from, to time.Time, deferrals bool, progress Progress) ([]accounting.Document, error) {
-	const where = `FROM invoices
-WHERE project_id = $1 AND NOT test_mode AND failed_rules = '{}' AND issue_date <= $3
-  AND (issue_date >= $2 OR ($4 AND jsonb_typeof(document->'Period') = 'object'
-       AND (document->'Period'->>'End')::timestamptz >= $2::date))`
-	total := 0
-	if progress != nil {
-		if err := tx.QueryRow(ctx, `SELECT count(*) `+where, projectID, from, to, deferrals).Scan(&total); err != nil {
-			return nil, err
-		}
-		progress(0, total)
-	}
-	rows, err := tx.Query(ctx, `SELECT number, document `+where+` ORDER BY issue_date, range_key, seq`, projectID, from, to, deferrals)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []accounting.Document
-	for rows.Next() {
-		var number string
-		var raw []byte
-		if err := rows.Scan(&number, &raw); err != nil {
-			return nil, err
-		}
-		if raw == nil {
-			return nil, apperr.New(apperr.Conflict, "export_failed",
-				"document %s has no stored computation (issued before documents were kept); it cannot be booked", number)
-		}
-		var inv billing.Invoice
-		if err := json.Unmarshal(raw, &inv); err != nil {
-			return nil, fmt.Errorf("document %s: %w", number, err)
-		}
-		if inv.Test { // the row said live: trust neither silently
-			return nil, fmt.Errorf("document %s: stored as live but computed as a test document", number)
-		}
-		out = append(out, accounting.Document{Invoice: inv})
-		if progress != nil {
-			progress(len(out), max(total, len(out)))
-		}
-	}
-	return out, rows.Err()
-}
-
-// loadPayments reads the provider payments of the project's orders received
-// from..to (UTC days). An order taken in test mode (its mode is fixed when
-// it is received), or one with a test document, is test data and not
-// loaded. The payment names the order's first live document.
-func loadPayments(ctx context.Context, tx pgx.Tx, projectID string, from, to time.Time) ([]accounting.Payment, error) {
-	rows, err := tx.Query(ctx, `SELECT o.order_no, o.paid_at, o.paid_cents, doc.number, doc.document
-FROM orders o
-LEFT JOIN LATERAL (SELECT i.number, i.document FROM invoices i WHERE i.order_id = o.id AND NOT i.test_mode
-                   ORDER BY i.range_key, i.seq LIMIT 1) doc ON true
-WHERE o.project_id = $1 AND o.paid_cents IS NOT NULL
-  AND o.paid_at >= ($2::date)::timestamp AT TIME ZONE 'UTC' AND o.paid_at < ($3::date + 1)::timestamp AT TIME ZONE 'UTC'
-  AND NOT o.test_mode AND NOT EXISTS (SELECT 1 FROM invoices t WHERE t.order_id = o.id AND t.test_mode)
-ORDER BY o.paid_at, o.order_no`, projectID, from, to)
-	if err != nil {
-		return nil, err
-	}
-	out, err := scanPayments(rows, 1)
-	if err != nil {
-		return nil, err
-	}
-	refunds, err := loadRefunds(ctx, tx, projectID, from, to)
-	return append(out, refunds...), err
-}
-
-// loadRefunds reads the money the provider paid back from..to (UTC days,
-// by the refund report's arrival): partial refunds (documented by credit
-// notes) and whole-charge refunds (which cancel the order), each a negative
-// payment naming the order's first live document. Test orders are left out
-// as in loadPayments.
-func loadRefunds(ctx context.Context, tx pgx.Tx, projectID string, from, to time.Time) ([]accounting.Payment, error) {
-	rows, err := tx.Query(ctx, `SELECT o.order_no, pay.received_at, r.amount_cents, doc.number, doc.document
-FROM provider_refunds r
-JOIN payments pay ON pay.id = r.payment_id
-JOIN orders o ON o.id = r.order_id
-LEFT JOIN LATERAL (SELECT i.number, i.document FROM invoices i WHERE i.order_id = o.id AND NOT i.test_mode
-                   ORDER BY i.range_key, i.seq LIMIT 1) doc ON true
-WHERE r.project_id = $1
-  AND pay.received_at >= ($2::date)::timestamp AT TIME ZONE 'UTC' AND pay.received_at < ($3::date + 1)::timestamp AT TIME ZONE 'UTC'
-  AND NOT o.test_mode AND NOT EXISTS (SELECT 1 FROM invoices t WHERE t.order_id = o.id AND t.test_mode)
-ORDER BY pay.received_at, o.order_no`, projectID, from, to)
-	if err != nil {
-		return nil, err
-	}
-	return scanPayments(rows, -1)
-}
-
-// scanPayments reads rows of (order number, date, cents, first live
-// document's number and value) as payments of sign times the cents, each
-// naming its customer's debtor key (resolved by assignDebtors).
-func scanPayments(rows pgx.Rows, sign money.Cents) ([]accounting.Payment, error) {
-	defer rows.Close()
-	var out []accounting.Payment
-	for rows.Next() {
-		var p accounting.Payment
-		var number *string
-		var raw []byte
-		var cents int64
-		if err := rows.Scan(&p.OrderNo, &p.Date, &cents, &number, &raw); err != nil {
-			return nil, err
-		}
-		p.Date = p.Date.UTC()
-		p.Cents = sign * money.Cents(cents)
-		if number != nil {
-			p.Reference = *number
-		}
-		if raw != nil {
-			var inv billing.Invoice
-			if err := json.Unmarshal(raw, &inv); err == nil {
-				p.Debtor = "key:" + accounting.DebtorKey(inv)
+		for _, r := range rows {
+			inv, err := decodeDocument(r.number, r.raw)
+			if err != nil {
+				return err
 			}
+			add(inv)
 		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
-}
-
-// assignDebtors sets each document's and payment's debtor account of its
-// customer, giving new customers the next free account after collective.
-// Exports of one project serialise on an advisory lock, so two exports never
-// give one account twice.
-func assignDebtors(ctx context.Context, tx pgx.Tx, projectID, collective string, docs []accounting.Document, payments []accounting.Payment) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('o2i.accounting_debtors:' || $1))`, projectID); err != nil {
-		return err
-	}
-	known := map[string]string{}
-	rows, err := tx.Query(ctx, `SELECT customer_key, account::text FROM accounting_debtors WHERE project_id = $1`, projectID)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var k, a string
-		if err := rows.Scan(&k, &a); err != nil {
-			rows.Close()
-			return err
-		}
-		known[k] = a
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	account := func(key string) (string, error) {
-		if a, ok := known[key]; ok {
-			return a, nil
-		}
-		var a string
-		err := tx.QueryRow(ctx, `INSERT INTO accounting_debtors (project_id, customer_key, account)
-SELECT $1, $2, GREATEST(COALESCE(max(account), 0), $3::integer) + 1 FROM accounting_debtors WHERE project_id = $1
-RETURNING account::text`, projectID, key, collective).Scan(&a)
-		if err != nil {
-			return "", fmt.Errorf("debtor of %s: %w", key, err)
-		}
-		known[key] = a
-		return a, nil
-	}
-	for i := range docs {
-		a, err := account(accounting.DebtorKey(docs[i].Invoice))
-		if err != nil {
-			return err
-		}
-		docs[i].Debtor = a
-	}
-	for i := range payments {
-		key, ok := strings.CutPrefix(payments[i].Debtor, "key:")
-		payments[i].Debtor = ""
-		if !ok {
-			continue
-		}
-		a, err := account(key)
-		if err != nil {
-			return err
-		}
-		payments[i].Debtor = a
-	}
-	return nil
-}
-
-// clearDebtorKeys drops the customer keys loadPayments left in place of
-// accounts (collective debtors).
-func clearDebtorKeys(payments []accounting.Payment) {
-	for i := range payments {
-		if strings.HasPrefix(payments[i].Debtor, "key:") {
-			payments[i].Debtor = ""
-		}
+		afterDate, afterNumber = rows[len(rows)-1].issueDate, rows[len(rows)-1].number
 	}
 }
 
@@ -402,12 +453,27 @@ func (s *Service) exportDATEV(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.DATEVExport(r.Context(), httpx.ProjectID(r.Context()), from, to, time.Now(), nil)
-	if err != nil {
-		return err
+	w.Header().Set("Content-Type", "text/csv; charset=windows-1252")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+
+		fmt.Sprintf("EXTF_Buchungsstapel_%s_%s.csv", from.Format("20060102"), to.Format("20060102"))+`"`)
+	// The first bytes wait in the buffer: a conflict found before they
+	// leave is still answered as one. Once the body has begun, a failure
+	// cuts the response, so that no client takes a part for the whole.
+	cw := &countingWriter{w: w}
+	bw := bufio.NewWriterSize(failingWriter{cw}, 64<<10)
+	err = s.DATEVExport(r.Context(), bw, httpx.ProjectID(r.Context()), from, to, time.Now(), nil)
+	if err == nil {
+		if err = bw.Flush(); err != nil {
+			err = &writeError{err}
+		}
 	}
-	return writeCSV(w, out, "text/csv; charset=windows-1252",
-		fmt.Sprintf("EXTF_Buchungsstapel_%s_%s.csv", from.Format("20060102"), to.Format("20060102")))
+	if err != nil && cw.n > 0 {
+		panic(http.ErrAbortHandler)
+	}
+	if err != nil {
+		w.Header().Del("Content-Disposition")
+	}
+	return err
 }
 
 func (s *Service) reportOSS(w http.ResponseWriter, r *http.Request) error {

@@ -196,7 +196,8 @@ func (s *Service) Routes() []httpx.Route {
 				"the customer's debtor (one collective debtor or one per customer), payments and redeemed store credit as payments, " +
 				"gift cards as liabilities, cancellations and credit notes reversed, and deferred revenue for service periods after " +
 				"the issue month, released on the first day of each month. Test documents never appear. 422 with field from or to " +
-				"for a bad range; 409 export_failed when a document cannot be booked.",
+				"for a bad range; 409 export_failed when a document cannot be booked. The file is streamed as it is read: a document that " +
+				"cannot be booked found after the body has begun cuts the response off instead (it never ends cleanly).",
 			Input:     DATEVExportInput{},
 			Responses: []httpx.Response{{Status: 200, Body: "", ContentType: "text/csv", Headers: download}},
 			Errors:    []int{409, 422}, Handler: s.exportDATEV,

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -99,12 +101,58 @@ func exportCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io
 	}
 	defer pool.Close()
 	progress, finish := progressBar(stderr, *quiet, "booking documents")
-	body, err := query.New(pool, nil).DATEVExport(ctx, *id, from, to, time.Now(), progress)
-	finish()
+	defer finish()
+	return streamOut(*out, stdout, func(w io.Writer) error {
+		return query.New(pool, nil).DATEVExport(ctx, w, *id, from, to, time.Now(), progress)
+	})
+}
+
+// streamOut writes what write writes to the file path (then prints
+// {"out","bytes"}) or to stdout. A file is written beside path and renamed
+// into place when complete: a failed export leaves no part of a file.
+func streamOut(path string, stdout io.Writer, write func(io.Writer) error) error {
+	if path == "" || path == "-" {
+		bw := bufio.NewWriterSize(stdout, 64<<10)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
-	return writeOut(*out, body, stdout)
+	defer os.Remove(f.Name()) // a no-op once renamed
+	cw := &countBytes{w: f}
+	bw := bufio.NewWriterSize(cw, 64<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, map[string]any{"out": path, "bytes": cw.n})
+}
+
+type countBytes struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countBytes) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func writeOut(path string, body []byte, stdout io.Writer) error {

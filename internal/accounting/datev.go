@@ -1,14 +1,11 @@
 package accounting
 
 import (
+	"bytes"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/text/encoding"
-	"golang.org/x/text/encoding/charmap"
 )
 
 // The DATEV format (EXTF, "Buchungsstapel", header record version 700,
@@ -100,67 +97,17 @@ func CheckRange(from, to time.Time) (field string, err error) {
 // booking that is not positive and on an amount, date or account that holds
 // a separator, a quote or a line break.
 func WriteDATEV(w io.Writer, h Header, bookings []Booking) error {
-	if _, err := CheckRange(h.From, h.To); err != nil {
+	var buf bytes.Buffer
+	dw, err := NewDATEVWriter(&buf, h)
+	if err != nil {
 		return err
 	}
-	rw := recordWriter{f: datevFormat}
-	skr := "03"
-	if h.Chart == SKR04 {
-		skr = "04"
-	}
-	rw.write(
-		ident("EXTF"), plain("700"), plain("21"), ident("Buchungsstapel"), plain("13"),
-		plain(h.Created.UTC().Format("20060102150405")+fmt.Sprintf("%03d", h.Created.Nanosecond()/1e6)),
-		plain(""), ident("RE"), ident("o2i"), ident(""), plain(strconv.Itoa(h.Consultant)), plain(strconv.Itoa(h.Client)),
-		plain(h.FiscalYearStart.Format("20060102")), plain("4"), plain(h.From.Format("20060102")), plain(h.To.Format("20060102")),
-		text(h.Label, 30), ident(""), plain("1"), plain("0"), plain("0"), ident("EUR"),
-		plain(""), ident(""), plain(""), plain(""), ident(skr), plain(""), plain(""), ident(""), ident(""),
-	)
-	names := make([]field, len(Columns))
-	for i, c := range Columns {
-		names[i] = plain(c)
-	}
-	rw.write(names...)
-	row := make([]field, len(Columns))
 	for _, b := range bookings {
-		if b.Cents <= 0 {
-			return fmt.Errorf("accounting: booking %s of %s: amount %s is not positive", b.Text, b.Document, b.Cents)
+		if err := dw.Write(b); err != nil {
+			return err
 		}
-		for i := range row {
-			row[i] = plain("")
-		}
-		row[colAmount] = plain(centsComma(b.Cents))
-		row[colSH] = ident("S")
-		row[colCurrency] = ident("EUR")
-		row[colAccount] = plain(b.Debit)
-		row[colContra] = plain(b.Credit)
-		if b.BU != "" {
-			row[colBU] = ident(b.BU)
-		}
-		row[colDate] = plain(b.Date.Format("0201"))
-		row[colDoc1] = ident(docField(b.Document))
-		row[colText] = text(b.Text, 60)
-		if b.EUVATID != "" {
-			row[colEUVATID] = ident(b.EUVATID)
-		}
-		if b.EURate != "" {
-			row[colEURate] = plain(b.EURate)
-		}
-		row[colLocked] = plain("0")
-		if !b.ServiceDate.IsZero() {
-			row[colServiceDate] = plain(b.ServiceDate.Format("02012006"))
-		}
-		rw.write(row...)
 	}
-	if rw.err != nil {
-		return rw.err
-	}
-	enc := encoding.ReplaceUnsupported(charmap.Windows1252.NewEncoder())
-	out, err := enc.Bytes(rw.buf.Bytes())
-	if err != nil {
-		return fmt.Errorf("accounting: encode Windows-1252: %w", err)
-	}
-	_, err = w.Write(out)
+	_, err = w.Write(buf.Bytes())
 	return err
 }
 

@@ -67,39 +67,63 @@ type OSSRow struct {
 // credit notes subtracted. Rows are sorted by country and rate; rows that
 // sum to zero (a sale and its cancellation in one quarter) are left out.
 func OSS(docs []billing.Invoice, p Period) []OSSRow {
-	type key struct{ country, rate string }
-	sums := map[key]*OSSRow{}
-	rates := billing.EURates().Rates
+	sums := NewOSSSums(p)
 	for _, inv := range docs {
-		if inv.Test || !inv.OSSReport || inv.Treatment != billing.TreatOSS || !p.contains(inv.IssueDate) {
+		sums.Add(inv)
+	}
+	return sums.Rows()
+}
+
+// OSSSums sums the OSS return document by document, holding one row per
+// member state and rate: a report reads its documents in pages.
+type OSSSums struct {
+	p     Period
+	sums  map[ossKey]*OSSRow
+	rates map[string]billing.CountryRate
+}
+
+type ossKey struct{ country, rate string }
+
+// NewOSSSums starts the OSS return of p.
+func NewOSSSums(p Period) *OSSSums {
+	return &OSSSums{p: p, sums: map[ossKey]*OSSRow{}, rates: billing.EURates().Rates}
+}
+
+// Add counts inv when it belongs to the return (see OSS).
+func (o *OSSSums) Add(inv billing.Invoice) {
+	if inv.Test || !inv.OSSReport || inv.Treatment != billing.TreatOSS || !o.p.contains(inv.IssueDate) {
+		return
+	}
+	sg := sign(inv.Kind)
+	for _, v := range inv.VAT {
+		if v.Category != billing.CategoryStandard {
 			continue
 		}
-		sg := sign(inv.Kind)
-		for _, v := range inv.VAT {
-			if v.Category != billing.CategoryStandard {
-				continue
-			}
-			country := strings.ToUpper(inv.Destination)
-			k := key{country, v.Rate.String()}
-			r := sums[k]
-			if r == nil {
-				cr := rates[country]
-				r = &OSSRow{Country: country, Rate: v.Rate, Standard: v.Rate.Equal(cr.Standard)}
-				sums[k] = r
-			}
-			r.NetCents += sg * v.BaseCents
-			r.TaxCents += sg * v.TaxCents
+		country := strings.ToUpper(inv.Destination)
+		k := ossKey{country, v.Rate.String()}
+		r := o.sums[k]
+		if r == nil {
+			cr := o.rates[country]
+			r = &OSSRow{Country: country, Rate: v.Rate, Standard: v.Rate.Equal(cr.Standard)}
+			o.sums[k] = r
 		}
+		r.NetCents += sg * v.BaseCents
+		r.TaxCents += sg * v.TaxCents
 	}
-	out := make([]OSSRow, 0, len(sums))
-	for _, r := range sums {
+}
+
+// Rows are the return's rows (see OSS).
+func (o *OSSSums) Rows() []OSSRow {
+	out := make([]OSSRow, 0, len(o.sums))
+	for _, sum := range o.sums {
+		r := *sum
 		if r.NetCents == 0 && r.TaxCents == 0 {
 			continue
 		}
 		if r.Country == "GR" {
 			r.Country = "EL"
 		}
-		out = append(out, *r)
+		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Country != out[j].Country {
@@ -164,32 +188,53 @@ func (r ECSLRow) Euros() int64 {
 // kind; rows that sum to zero (a supply and its cancellation in one period)
 // are left out.
 func ECSL(docs []billing.Invoice, p Period) []ECSLRow {
-	type key struct{ vat, kind string }
-	sums := map[key]money.Cents{}
+	sums := NewECSLSums(p)
 	for _, inv := range docs {
-		if inv.Test || !inv.ECSalesList || !p.contains(inv.IssueDate) {
-			continue
-		}
-		kind := ""
-		switch inv.Treatment {
-		case billing.TreatIntraEU:
-			kind = ECSLGoods
-		case billing.TreatReverseCharge:
-			kind = ECSLServices
-		default:
-			continue
-		}
-		vat := vatid.Normalize(strings.TrimSpace(inv.Buyer.VATID))
-		var net money.Cents
-		for _, v := range inv.VAT {
-			if v.Category == billing.CategoryIntraEU || v.Category == billing.CategoryReverse {
-				net += v.BaseCents
-			}
-		}
-		sums[key{vat, kind}] += sign(inv.Kind) * net
+		sums.Add(inv)
 	}
-	out := make([]ECSLRow, 0, len(sums))
-	for k, net := range sums {
+	return sums.Rows()
+}
+
+// ECSLSums sums the EC sales list document by document, holding one sum per
+// VAT ID and kind: a report reads its documents in pages.
+type ECSLSums struct {
+	p    Period
+	sums map[ecslKey]money.Cents
+}
+
+type ecslKey struct{ vat, kind string }
+
+// NewECSLSums starts the EC sales list of p.
+func NewECSLSums(p Period) *ECSLSums { return &ECSLSums{p: p, sums: map[ecslKey]money.Cents{}} }
+
+// Add counts inv when it belongs to the list (see ECSL).
+func (e *ECSLSums) Add(inv billing.Invoice) {
+	if inv.Test || !inv.ECSalesList || !e.p.contains(inv.IssueDate) {
+		return
+	}
+	kind := ""
+	switch inv.Treatment {
+	case billing.TreatIntraEU:
+		kind = ECSLGoods
+	case billing.TreatReverseCharge:
+		kind = ECSLServices
+	default:
+		return
+	}
+	vat := vatid.Normalize(strings.TrimSpace(inv.Buyer.VATID))
+	var net money.Cents
+	for _, v := range inv.VAT {
+		if v.Category == billing.CategoryIntraEU || v.Category == billing.CategoryReverse {
+			net += v.BaseCents
+		}
+	}
+	e.sums[ecslKey{vat, kind}] += sign(inv.Kind) * net
+}
+
+// Rows are the list's rows (see ECSL).
+func (e *ECSLSums) Rows() []ECSLRow {
+	out := make([]ECSLRow, 0, len(e.sums))
+	for k, net := range e.sums {
 		if net == 0 {
 			continue
 		}
