@@ -33,7 +33,7 @@ type State int
 const (
 	Closed   State = iota // calls go through
 	Open                  // calls are refused until the probe time
-	HalfOpen              // one probe is in flight; other calls are refused
+	HalfOpen              // one probe is in flight; other calls are refused (for a period at most)
 )
 
 func (s State) String() string {
@@ -55,15 +55,16 @@ type Ticket struct{ generation uint64 }
 // with the time the next call may (the probe time).
 func (b *Breaker) Allow(p Policy, now time.Time) (t Ticket, ok bool, retryAt time.Time) {
 	switch b.state {
-	case Open:
+	case Open, HalfOpen:
+		// Open: refused until the probe time. Half open: the probe decides;
+		// one whose outcome never came (its caller stopped) is replaced by
+		// another after a period.
 		if now.Before(b.openUntil) {
 			return Ticket{}, false, b.openUntil
 		}
 		b.set(HalfOpen)
+		b.openUntil = now.Add(p.OpenFor)
 		return Ticket{b.generation}, true, time.Time{}
-	case HalfOpen:
-		// The probe decides; a refused call comes back after one more period.
-		return Ticket{}, false, now.Add(p.OpenFor)
 	}
 	return Ticket{b.generation}, true, time.Time{}
 }

@@ -43,7 +43,10 @@ func TestBreakerDecisions(t *testing.T) {
 			{32 * s, true, true, 0, false, Open}, {33 * s, false, false, 62 * s, false, Open}}, Open},
 		{"while the probe is out other calls are refused", []step{
 			{0, true, true, 0, false, Closed}, {s, true, true, 0, false, Closed}, {2 * s, true, true, 0, false, Open},
-			{32 * s, false, true, 0, true, HalfOpen}, {33 * s, false, false, 63 * s, false, HalfOpen}}, Closed},
+			{32 * s, false, true, 0, true, HalfOpen}, {33 * s, false, false, 62 * s, false, HalfOpen}}, Closed},
+		{"a probe without an outcome is replaced after a period", []step{
+			{0, true, true, 0, false, Closed}, {s, true, true, 0, false, Closed}, {2 * s, true, true, 0, false, Open},
+			{32 * s, false, true, 0, true, HalfOpen}, {62 * s, false, true, 0, false, Closed}}, Closed},
 		{"calls let in while closed that fail after it opened do not count", []step{
 			{0, true, true, 0, true, Closed}, {0, true, true, 0, true, Closed}, {0, true, true, 0, true, Closed},
 			{0, true, true, 0, true, Closed}, {0, true, true, 0, true, Closed}}, Open},
