@@ -176,15 +176,22 @@ func (s *Service) resolveDeadLetter(ctx context.Context, d deadLetter) error {
 // retryDeadLetterLater records another failed retry and when to try again
 // (nextRetry), and opens the task when escalate says so; once it is open,
 // the documents whose rendering or archiving failed in this retry are
-// (still) failed, with its reason.
+// (still) failed, with its reason. A retry the dependency's open breaker
+// refused made no call: it is not counted as a retry (the time since the
+// first failure still escalates a long outage).
 func (s *Service) retryDeadLetterLater(ctx context.Context, d deadLetter, cause error, p retryPolicy) error {
-	delay := nextRetry(d.retries+1, cause, time.Now())
+	tried := 1
+	var open *breaker.OpenError
+	if errors.As(cause, &open) {
+		tried = 0
+	}
+	delay := nextRetry(d.retries+tried, cause, time.Now())
 	return store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var failingMillis int64
-		err := tx.QueryRow(ctx, `UPDATE invoicing_dead_letters SET retries = retries + 1, error = $2,
+		err := tx.QueryRow(ctx, `UPDATE invoicing_dead_letters SET retries = retries + $4, error = $2,
 				next_retry_at = now() + $3::bigint * interval '1 millisecond'
 			WHERE id = $1 RETURNING retries, (extract(epoch FROM now() - created_at) * 1000)::bigint, task_opened_at IS NOT NULL`,
-			d.id, cause.Error(), delay.Milliseconds()).Scan(&d.retries, &failingMillis, &d.taskOpen)
+			d.id, cause.Error(), delay.Milliseconds(), tried).Scan(&d.retries, &failingMillis, &d.taskOpen)
 		if err != nil {
 			return err
 		}
