@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-
 	"github.com/o2i-service/o2i/command/orders"
 )
 
