@@ -50,7 +50,11 @@ func (iv *Invoicer) retryLoop(ctx context.Context) {
 		}
 		if len(due) == 0 {
 			<-workers
-			sleep(ctx, iv.RetryPoll)
+			wait := iv.RetryPoll
+			if err != nil {
+				wait = max(wait, 5*time.Second) // the database is away: no busy loop
+			}
+			sleep(ctx, wait)
 			continue
 		}
 		for i, d := range due {
@@ -123,7 +127,7 @@ func (iv *Invoicer) retryOne(ctx context.Context, d deadLetter) error {
 	if cause == nil {
 		return iv.svc.resolveDeadLetter(ctx, d)
 	}
-	slog.Info("invoicer: retry failed", "orderNo", d.orderNo, "retries", d.retries+1, "err", cause)
+	slog.Info("invoicer: retry failed", "orderNo", d.orderNo, "retriedBefore", d.retries, "err", cause)
 	return iv.svc.retryDeadLetterLater(ctx, d, cause, iv.policy())
 }
 

@@ -217,3 +217,46 @@ func TestRunEachSlowKeyBlocksOnlyItself(t *testing.T) {
 		return true
 	})
 }
+
+// TestRunEachWaitingGivesTheWorkerBack: with one worker, a message whose
+// handler hangs inside Waiting (a dependency that never answers) does not
+// hold the worker: every message of the other keys is handled meanwhile.
+func TestRunEachWaitingGivesTheWorkerBack(t *testing.T) {
+	const n = 100
+	topic := fill(t, n)
+	g := consume.Group{Name: "test", Brokers: testenv.KafkaBrokers(), GroupID: "o2i-test-" + uuid.NewString()[:8], Topics: []string{topic}, Workers: 1}
+	handled := &seen{count: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.RunEach(ctx, func(hctx context.Context, m kafka.Message) error {
+			if string(m.Value) == "3" {
+				return consume.Waiting(hctx, func() error { <-hctx.Done(); return hctx.Err() })
+			}
+			handled.add([]kafka.Message{m})
+			return nil
+		})
+	}()
+	others := 0
+	for i := range n {
+		if i%7 != 3 {
+			others++
+		}
+	}
+	testenv.Eventually(t, 60*time.Second, "the other keys' messages handled by the one worker", func() bool {
+		handled.mu.Lock()
+		defer handled.mu.Unlock()
+		c := 0
+		for v := range handled.count {
+			var i int
+			fmt.Sscan(v, &i)
+			if i%7 != 3 {
+				c++
+			}
+		}
+		return c == others
+	})
+	cancel()
+	<-done
+}

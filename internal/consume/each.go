@@ -40,13 +40,13 @@ func (g Group) consumeEach(parent context.Context, handle MessageHandler) (handl
 	if inFlight <= 0 {
 		inFlight = max(100, 4*workers)
 	}
-	p := &pool{tokens: make(chan struct{}, workers), queues: map[string][]kafka.Message{}}
-	slots := make(chan struct{}, inFlight)
+	p := &pool{slots: &slots{tokens: make(chan struct{}, workers), waiting: make(chan struct{}, 4*workers)}, queues: map[string][]kafka.Message{}}
+	fetched := make(chan struct{}, inFlight)
 	tr := newTracker()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	finish := func(m kafka.Message, herr error) {
-		defer func() { <-slots }()
+		defer func() { <-fetched }()
 		if herr != nil {
 			stop(fmt.Errorf("handle %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, herr))
 			return
@@ -65,7 +65,7 @@ func (g Group) consumeEach(parent context.Context, handle MessageHandler) (handl
 	}
 	for ctx.Err() == nil {
 		select {
-		case slots <- struct{}{}:
+		case fetched <- struct{}{}:
 		case <-ctx.Done():
 			continue
 		}
@@ -73,7 +73,7 @@ func (g Group) consumeEach(parent context.Context, handle MessageHandler) (handl
 		// are (MaxWait, its dial and read timeouts).
 		m, ferr := r.FetchMessage(ctx)
 		if ferr != nil {
-			<-slots
+			<-fetched
 			if ctx.Err() == nil {
 				stop(fmt.Errorf("fetch: %w", ferr))
 			}
@@ -93,9 +93,18 @@ func (g Group) consumeEach(parent context.Context, handle MessageHandler) (handl
 
 // pool runs the messages of each key in order, Workers at once.
 type pool struct {
-	tokens chan struct{}
+	slots  *slots
 	mu     sync.Mutex
 	queues map[string][]kafka.Message // the keys with a running chain, and what waits in it
+}
+
+// slots are the workers (tokens) and the places of handlers waiting on a
+// dependency without their worker (waiting: 4 × Workers, so that the waits
+// given up never make the work unbounded: past them a handler waits
+// holding its worker, as without Waiting).
+type slots struct {
+	tokens  chan struct{}
+	waiting chan struct{}
 }
 
 // dispatch hands m to its key's chain, starting one when the key has none.
@@ -134,27 +143,34 @@ func (p *pool) dispatch(ctx context.Context, wg *sync.WaitGroup, m kafka.Message
 // inside Waiting).
 func (p *pool) run(ctx context.Context, m kafka.Message, handle MessageHandler) error {
 	select {
-	case p.tokens <- struct{}{}:
+	case p.slots.tokens <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	defer func() { <-p.tokens }()
-	return handle(context.WithValue(ctx, tokenKey{}, p.tokens), m)
+	defer func() { <-p.slots.tokens }()
+	return handle(context.WithValue(ctx, slotsKey{}, p.slots), m)
 }
 
-type tokenKey struct{}
+type slotsKey struct{}
 
 // Waiting runs f, a wait on a dependency outside the handler's own work
 // (a remote API, an object store), without holding the handler's worker:
-// while it waits, another message is handled. Outside a RunEach handler it
-// just runs f.
+// while it waits, another message is handled (as long as fewer than
+// 4 × Workers handlers wait so; beyond, f runs holding the worker). Outside
+// a RunEach handler it just runs f.
 func Waiting(ctx context.Context, f func() error) error {
-	tokens, ok := ctx.Value(tokenKey{}).(chan struct{})
+	s, ok := ctx.Value(slotsKey{}).(*slots)
 	if !ok {
 		return f()
 	}
-	<-tokens
-	defer func() { tokens <- struct{}{} }()
+	select {
+	case s.waiting <- struct{}{}:
+	default:
+		return f()
+	}
+	defer func() { <-s.waiting }()
+	<-s.tokens
+	defer func() { s.tokens <- struct{}{} }()
 	return f()
 }
 
