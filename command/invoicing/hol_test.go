@@ -6,15 +6,22 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/command/invoicing"
 	"github.com/o2i-service/o2i/internal/banktransfer"
 	"github.com/o2i-service/o2i/internal/breaker"
@@ -227,4 +234,115 @@ func TestBlackHoledProviderOfOneProjectDelaysNoOtherProject(t *testing.T) {
 	if n := a.count(`SELECT count(*) FROM provider_transfers WHERE project_id = $1`, a.project); n != nA {
 		t.Errorf("%d payment orders of A, want %d", n, nA)
 	}
+}
+
+// stallingStore is the object store in front of the local stack's MinIO
+// that never answers a request for the documents of one project (their
+// keys start with its id) until healed; every other request passes.
+type stallingStore struct {
+	srv     *httptest.Server
+	project string
+	healed  chan struct{}
+	once    sync.Once
+}
+
+func newStallingStore(t *testing.T, projectID string) *stallingStore {
+	t.Helper()
+	target, err := url.Parse("http://" + testenv.Env("O2I_S3_ENDPOINT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stallingStore{project: projectID, healed: make(chan struct{})}
+	proxy := httputil.NewSingleHostReverseProxy(target) // keeps the Host header the request was signed for
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/"+s.project+"/") {
+			select {
+			case <-s.healed:
+			case <-r.Context().Done(): // the caller gave up: never answered
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { s.heal(); s.srv.Close() })
+	return s
+}
+
+func (s *stallingStore) heal() { s.once.Do(func() { close(s.healed) }) }
+
+// archive is the service's archive (live and test buckets) through s.
+func (s *stallingStore) archive(t *testing.T) *archive.Archive {
+	t.Helper()
+	c, err := minio.New(strings.TrimPrefix(s.srv.URL, "http://"), &minio.Options{
+		Creds: credentials.NewStaticV4(testenv.Env("O2I_S3_ACCESS_KEY"), testenv.Env("O2I_S3_SECRET_KEY"), ""),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return archive.New(c, testenv.Env("O2I_S3_BUCKET")).WithTest(archive.NewTest(c, testenv.Env("O2I_S3_TEST_BUCKET")))
+}
+
+// TestStalledDocumentsOfOneProjectDelayNoOtherProject: the object store
+// never answers for project A's documents (its connection accepted, the
+// request never answered), and 30 of A's orders become due ahead of 200 of
+// B's on the same partitions. B's invoices are all archived within a bound
+// that the inline retries (five tries of 30 s writes behind a batch
+// barrier) could never meet; A's are issued (numbers taken), stay created
+// without a task while their events wait in the retry table, and are
+// archived once the store answers for them again.
+func TestStalledDocumentsOfOneProjectDelayNoOtherProject(t *testing.T) {
+	t.Parallel()
+	const nA, nB = 30, 200
+	suffix := uuid.NewString()[:8]
+	a := newInvoicing(t, true, nil)
+	b := newInvoicing(t, true, nil)
+	store := newStallingStore(t, a.project)
+	topic := orderTopic(t)
+	var msgs []kafka.Message
+	for i := range nA {
+		no := fmt.Sprintf("SA-%s-%d", suffix, i)
+		_, raw := a.dueOrder(no)
+		msgs = append(msgs, kafka.Message{Key: []byte(a.project + "/" + no), Value: raw})
+	}
+	for i := range nB {
+		no := fmt.Sprintf("SB-%s-%d", suffix, i)
+		_, raw := b.dueOrder(no)
+		msgs = append(msgs, kafka.Message{Key: []byte(b.project + "/" + no), Value: raw})
+	}
+	publish(t, topic, msgs)
+
+	svc := invoicing.New(a.pool)
+	svc.SetArchiveTimeout(3 * time.Second)
+	svc.SetBreaker(breaker.Policy{Failures: 5, OpenFor: 3 * time.Second})
+	iv := invoicing.NewInvoicer(svc, store.archive(t), testenv.KafkaBrokers())
+	group := "o2i-invoicer-test-" + suffix
+	iv.UseGroup(topic, group)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- iv.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	start := time.Now()
+	testenv.Eventually(t, 45*time.Second, fmt.Sprintf("all %d invoices of B archived while A's documents stall", nB), func() bool {
+		return b.count(`SELECT count(*) FROM invoices WHERE project_id = $1 AND status = 'archived'`, b.project) == nB
+	})
+	t.Logf("B's %d invoices archived in %s while A's documents stall", nB, time.Since(start).Round(time.Millisecond))
+	testenv.Eventually(t, 30*time.Second, "A's orders in the retry table", func() bool {
+		return a.count(`SELECT count(*) FROM invoicing_dead_letters WHERE project_id = $1 AND consumer_group = $2 AND resolved_at IS NULL`,
+			a.project, group) == nA
+	})
+	if n := a.count(`SELECT count(*) FROM invoices WHERE project_id = $1 AND status = 'created'`, a.project); n != nA {
+		t.Errorf("%d of A's documents created (issued, waiting for the archive), want %d", n, nA)
+	}
+	if n := a.count(`SELECT count(*) FROM tasks WHERE project_id = $1 AND kind = $2`, a.project, invoicing.TaskInvoicingFailed); n != 0 {
+		t.Errorf("%d invoicing_failed tasks for A after a short outage, want none", n)
+	}
+
+	store.heal()
+	testenv.Eventually(t, 90*time.Second, "A's documents archived once the store answers", func() bool {
+		return a.count(`SELECT count(*) FROM invoices WHERE project_id = $1 AND status = 'archived'`, a.project) == nA
+	})
+	testenv.Eventually(t, 30*time.Second, "A's retries resolved", func() bool {
+		return a.count(`SELECT count(*) FROM invoicing_dead_letters WHERE project_id = $1 AND resolved_at IS NULL`, a.project) == 0
+	})
 }
