@@ -12,8 +12,9 @@ import (
 
 // The archive repair (a step of the reconciler): documents issued more
 // than a minute ago and not archived yet (the invoicer stopped between
-// issuing and archiving), and failed documents whose order has no open
-// item in the retry table, are archived here. Each document keeps its own
+// issuing and archiving), and failed documents, are archived here when
+// their order has no open item in the retry table (whose retry archives
+// them). Each document keeps its own
 // schedule in archive_repairs: one that could not be archived waits 15 s,
 // doubling, at most 15 minutes (repairDelay; longer while the object
 // store's breaker of its project is open), and the repair takes the
@@ -90,9 +91,8 @@ func (s *Service) claimStuck(ctx context.Context, scope string, limit int, lease
 	rows, err := s.pool.Query(ctx, `WITH due AS (
 			SELECT i.id, i.project_id, coalesce(r.next_attempt_at, i.created_at + interval '1 minute') AS due_at
 			FROM invoices i LEFT JOIN archive_repairs r ON r.invoice_id = i.id
-			WHERE (i.status = 'created' AND i.created_at < now() - interval '1 minute'
-					OR i.status = 'failed' AND i.failed_rules = '{}' AND NOT EXISTS (
-						SELECT 1 FROM invoicing_dead_letters d WHERE d.order_id = i.order_id AND d.resolved_at IS NULL))
+			WHERE (i.status = 'created' AND i.created_at < now() - interval '1 minute' OR i.status = 'failed' AND i.failed_rules = '{}')
+				AND NOT EXISTS (SELECT 1 FROM invoicing_dead_letters d WHERE d.order_id = i.order_id AND d.resolved_at IS NULL)
 				AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= now())
 				AND ($1 = '' OR i.project_id = nullif($1, '')::uuid)
 			ORDER BY due_at LIMIT $2)

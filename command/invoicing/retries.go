@@ -16,7 +16,7 @@ import (
 
 // Retry worker defaults (Invoicer fields).
 const (
-	DefaultRetryWorkers = 4
+	DefaultRetryWorkers = 8
 	DefaultRetryPoll    = 500 * time.Millisecond
 )
 
