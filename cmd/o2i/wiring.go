@@ -74,6 +74,9 @@ func (w *wiring) worker(role string) func(context.Context) error {
 	case "invoicer":
 		iv := invoicing.NewInvoicer(w.invoices, w.archive, w.d.cfg.KafkaBrokers)
 		iv.Workers = w.d.cfg.InvoicerWorkers
+		if w.reg != nil {
+			_ = iv.RegisterMetrics(w.reg) // only fails on a second registration
+		}
 		if sender, err := mail.NewSender(w.d.cfg.SMTPURL, w.d.cfg.MailFrom); err == nil { // checked by loadConfig
 			iv.Mail = invoicing.NewMailer(w.invoices, w.archive, sender)
 		}

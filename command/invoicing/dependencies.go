@@ -47,10 +47,11 @@ var DefaultBreaker = breaker.Policy{Failures: 5, OpenFor: 30 * time.Second}
 type dependencies struct {
 	breakers       *breaker.Set
 	archiveTimeout time.Duration
+	metrics        *metrics
 }
 
 func newDependencies() *dependencies {
-	return &dependencies{breakers: breaker.NewSet(DefaultBreaker), archiveTimeout: DefaultArchiveTimeout}
+	return &dependencies{breakers: breaker.NewSet(DefaultBreaker), archiveTimeout: DefaultArchiveTimeout, metrics: newMetrics()}
 }
 
 // SetArchiveTimeout bounds each object-store call of the invoicer (d > 0).
@@ -76,6 +77,7 @@ func (s *Service) call(ctx context.Context, dep, projectID string, timeout time.
 	set := s.deps.breakers
 	ticket, err := set.Allow(key, time.Now())
 	if err != nil {
+		s.deps.metrics.refused.WithLabelValues(dep).Inc()
 		return err
 	}
 	cctx := ctx

@@ -201,8 +201,10 @@ func (iv *Invoicer) process(ctx context.Context, raw []byte) error {
 		return fmt.Errorf("record the retry of order %s (%v): %w", j.order.OrderNo, err, rerr)
 	}
 	if taskOpen {
+		iv.svc.deps.metrics.failed.WithLabelValues("dead_letter").Inc()
 		slog.ErrorContext(ctx, "invoicer: dead letter", "orderNo", j.order.OrderNo, "eventId", j.eventID, "err", err)
 	} else {
+		iv.svc.deps.metrics.failed.WithLabelValues("retry").Inc()
 		slog.WarnContext(ctx, "invoicer: to be retried", "orderNo", j.order.OrderNo, "eventId", j.eventID, "err", err)
 	}
 	return nil

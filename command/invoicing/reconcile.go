@@ -41,7 +41,7 @@ func (iv *Invoicer) reconcile(ctx context.Context) {
 		case <-t.C:
 		}
 		for name, step := range map[string]func(context.Context) error{
-			"held orders": iv.ReleaseHolds, "unarchived documents": iv.ArchiveStuck,
+			"held orders": iv.ReleaseHolds, "unarchived documents": iv.ArchiveStuck, "backlog metrics": iv.measureBacklog,
 		} {
 			if err := step(ctx); err != nil && ctx.Err() == nil {
 				slog.Warn("invoicer: reconciling "+name, "err", err)

@@ -125,8 +125,10 @@ func (iv *Invoicer) retryOne(ctx context.Context, d deadLetter) error {
 		return ctx.Err() // stopped: the lease runs out and it is due again
 	}
 	if cause == nil {
+		iv.svc.deps.metrics.retried.WithLabelValues("handled").Inc()
 		return iv.svc.resolveDeadLetter(ctx, d)
 	}
+	iv.svc.deps.metrics.retried.WithLabelValues("failed").Inc()
 	slog.Info("invoicer: retry failed", "orderNo", d.orderNo, "retriedBefore", d.retries, "err", cause)
 	return iv.svc.retryDeadLetterLater(ctx, d, cause, iv.policy())
 }
