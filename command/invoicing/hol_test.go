@@ -170,7 +170,8 @@ func (v *invoicingEnv) count(sql string, args ...any) int {
 // without review tasks; once the provider answers again they are invoiced
 // and their retries resolved.
 func TestBlackHoledProviderOfOneProjectDelaysNoOtherProject(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the bound is about head-of-line blocking, not about the
+	// other tests of the package sharing the cores.
 	const nA, nB = 30, 200
 	suffix := uuid.NewString()[:8]
 	a := newInvoicing(t, true, func(s *project.Settings) { s.StripeAPIKey = "sk_test_hol_" + suffix })
@@ -291,7 +292,8 @@ func (s *stallingStore) archive(t *testing.T) *archive.Archive {
 // without a task while their events wait in the retry table, and are
 // archived once the store answers for them again.
 func TestStalledDocumentsOfOneProjectDelayNoOtherProject(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the bound is about head-of-line blocking, not about the
+	// other tests of the package sharing the cores.
 	const nA, nB = 30, 200
 	suffix := uuid.NewString()[:8]
 	a := newInvoicing(t, true, nil)
