@@ -132,6 +132,7 @@ func (s *Service) ResetTestData(ctx context.Context, a *archive.Archive, rdb red
 		}{
 			{nil, `DELETE FROM archive_objects WHERE invoice_id = ANY($1::uuid[])`, []any{docs}},
 			{nil, `DELETE FROM archive_manifests WHERE project_id = $1 AND invoice_id = ANY($2::uuid[])`, []any{projectID, docs}},
+			{nil, `DELETE FROM archive_repairs WHERE invoice_id = ANY($1::uuid[])`, []any{docs}},
 			{&res.Tasks, `DELETE FROM tasks t WHERE t.project_id = $1 AND ((t.subject = ANY($2) AND t.kind NOT IN ('payment_without_order', 'credit_balance_mismatch'))
 				OR t.details->>'invoiceId' = ANY($3))`, []any{projectID, orderNos, docs}},
 			{&res.Invoices, `DELETE FROM invoices WHERE project_id = $1 AND id = ANY($2::uuid[])`, []any{projectID, docs}},

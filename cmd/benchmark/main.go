@@ -19,6 +19,9 @@
 //     and what an order costs in PostgreSQL, WAL, the archive and Redis;
 //     with -operations it rewrites the capacity section of the operations
 //     guide from them.
+//   - hol: project B's backlog drained alone and with project A's payment
+//     provider black-holed (accepts connections, never answers) while A's
+//     provider_transfer orders wait ahead of B's, side by side.
 //
 // With -readme it rewrites the figures table of README.md: the rows of the
 // stages that ran; those of the others stay, with the day they were measured.
@@ -58,7 +61,7 @@ func main() {
 		return
 	}
 	var (
-		only     = flag.String("only", "engine,reads,list,writes,invoices,roles", "stages to run: engine, reads, list, writes, invoices, roles")
+		only     = flag.String("only", "engine,reads,list,writes,invoices,roles,hol", "stages to run: engine, reads, list, writes, invoices, roles, hol")
 		duration = flag.Duration("duration", 10*time.Second, "length of each load run")
 		conns    = flag.Int("conns", 64, "connections of the read load")
 		wconns   = flag.Int("write-conns", 32, "connections of the write load (and pgbench clients)")
@@ -78,6 +81,8 @@ func main() {
 	flag.DurationVar(&inv.steady, "invoice-for", 20*time.Second, "length of the steady load (invoices stage)")
 	flag.IntVar(&inv.projects, "invoice-projects", 1, "projects the invoicer's backlog is spread over (invoices stage)")
 	flag.StringVar(&inv.profile, "invoicer-profile", "", "write a 15 s CPU profile of the invoicer process during the drain to this file")
+	holOrders := flag.Int("hol-orders", 1000, "orders of project B drained alone and behind project A's black-holed provider (hol stage)")
+	holFaulty := flag.Int("hol-faulty", 30, "provider_transfer orders of project A waiting on its black-holed provider (hol stage)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -120,6 +125,7 @@ func main() {
 		figures = &f
 		return r, err
 	})
+	run("hol", func() ([]result, error) { return b.hol(ctx, *holOrders, *holFaulty) })
 	b.stopServer()
 	machine, today := b.machine(), time.Now().UTC().Format(time.DateOnly)
 	if figures != nil {
@@ -152,12 +158,12 @@ func ceilingServer(addr string) {
 }
 
 // stageOrder is the order of the stages in the table.
-var stageOrder = []string{"engine", "reads", "list", "writes", "invoices", "roles"}
+var stageOrder = []string{"engine", "reads", "list", "writes", "invoices", "roles", "hol"}
 
 // stageOf names the stage of a row already in the table by its first column.
 func stageOf(what string) string {
 	for _, p := range [][2]string{{"invoice engine:", "engine"}, {"PDF/A-3 of", "engine"}, {"GET /v1/orders/", "reads"}, {"GET /v1/invoices", "list"},
-		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"invoice pipeline", "invoices"}, {"one core,", "roles"}} {
+		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"invoice pipeline", "invoices"}, {"one core,", "roles"}, {"invoicer, no head-of-line", "hol"}} {
 		if strings.HasPrefix(what, p[0]) {
 			return p[1]
 		}

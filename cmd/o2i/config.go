@@ -55,6 +55,10 @@ type Config struct {
 	SMTPURL         string
 	MailFrom        string
 	StripeAPIBase   string
+	// ProviderTimeout and ArchiveTimeout bound one call of the invoicer to
+	// the payment provider and to the object store.
+	ProviderTimeout time.Duration
+	ArchiveTimeout  time.Duration
 	// OTLPEndpoint is where spans go over OTLP/HTTP; empty: tracing off
 	// (no-op spans, the trace context is still passed on).
 	OTLPEndpoint string
@@ -96,6 +100,8 @@ var envVars = []envVar{
 	{"O2I_DB_IDLE_IN_TX_TIMEOUT", "60s", "PostgreSQL idle_in_transaction_session_timeout of the service's sessions (0: the server's)", false},
 	{"O2I_SMTP_URL", "smtp://127.0.0.1:22525", "SMTP relay of the invoice e-mail: smtp://user:pass@host:port (STARTTLS when offered) or smtps://...", true},
 	{"O2I_STRIPE_API_BASE", "https://api.stripe.com", "base URL of the payment provider's API (Stripe); the local stack's fake in .dev/env", false},
+	{"O2I_PROVIDER_TIMEOUT", "5s", "bound of one request of the invoicer to the payment provider's API; past it the event goes to the retry table (a breaker per project stops calling a provider that keeps failing)", false},
+	{"O2I_ARCHIVE_TIMEOUT", invoicing.DefaultArchiveTimeout.String(), "bound of one object-store write of the invoicer; past it the event goes to the retry table (a breaker per project stops calling a store that keeps failing for the project's documents)", false},
 	{"O2I_MAIL_FROM", "Rechnungsversand <rechnung@localhost>", "sender address of the invoice e-mail (replies go to the project's invoice contact)", false},
 	{"O2I_PUBLIC_URL", "http://127.0.0.1:8080", "the service's address as browsers see it (behind the load balancer): the links the console e-mails (invitations, password resets); with https the console's cookies are Secure with the __Host- prefix and it sends HSTS", false},
 	{"O2I_OTLP_ENDPOINT", "", "when set, exports trace spans over OTLP/HTTP to this URL (an OpenTelemetry collector, e.g. http://collector:4318); unset: tracing off", false},
@@ -170,6 +176,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		{"O2I_PUBLIC_BODY_TIMEOUT", &c.PublicBodyTimeout, time.Second},
 		{"O2I_DB_STATEMENT_TIMEOUT", &c.StatementTimeout, 0},
 		{"O2I_DB_IDLE_IN_TX_TIMEOUT", &c.IdleInTxTimeout, 0},
+		{"O2I_PROVIDER_TIMEOUT", &c.ProviderTimeout, 100 * time.Millisecond},
+		{"O2I_ARCHIVE_TIMEOUT", &c.ArchiveTimeout, 100 * time.Millisecond},
 	} {
 		if *d.dst, err = time.ParseDuration(v(d.name)); err != nil || *d.dst < d.min {
 			return c, fmt.Errorf("%s must be a duration of at least %s, like 30s, got %q", d.name, d.min, v(d.name))

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -76,10 +75,14 @@ func (w *wiring) worker(role string) func(context.Context) error {
 	case "invoicer":
 		iv := invoicing.NewInvoicer(w.invoices, w.archive, w.d.cfg.KafkaBrokers)
 		iv.Workers = w.d.cfg.InvoicerWorkers
+		if w.reg != nil {
+			_ = iv.RegisterMetrics(w.reg) // only fails on a second registration
+		}
 		if sender, err := mail.NewSender(w.d.cfg.SMTPURL, w.d.cfg.MailFrom); err == nil { // checked by loadConfig
 			iv.Mail = invoicing.NewMailer(w.invoices, w.archive, sender)
 		}
-		iv.Transfers = banktransfer.New(w.d.cfg.StripeAPIBase, 20*time.Second)
+		iv.Transfers = banktransfer.New(w.d.cfg.StripeAPIBase, w.d.cfg.ProviderTimeout)
+		w.invoices.SetArchiveTimeout(w.d.cfg.ArchiveTimeout)
 		return iv.Run
 	case "projector":
 		return projection.New(w.d.pool, w.d.redis, w.d.cfg.KafkaBrokers, w.reg).Run

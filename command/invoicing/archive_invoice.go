@@ -121,7 +121,7 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 		// A retry after a failure between the two puts renders the PDF again,
 		// with other bytes: the one archived first stands.
 		var pdfSt, xmlSt archive.Stored
-		err = bounded(ctx, func(ctx context.Context) (err error) {
+		err = s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
 			pdfSt, _, err = arc.PutFirst(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", until)
 			return err
 		})
@@ -132,7 +132,7 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 		m := archive.Manifest{ProjectID: projectID, NumberRange: d.rangeKey, InvoiceID: invoiceID, Number: inv.Number,
 			IssueDate: inv.IssueDate, Type: inv.Type, TestMode: inv.TestMode}
 		if !smallAmount { // a small-amount invoice is its PDF alone
-			err = bounded(ctx, func(ctx context.Context) (err error) {
+			err = s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
 				xmlSt, err = arc.Put(ctx, archive.InvoiceXMLKey(projectID, invoiceID), d.xml, "application/xml", until)
 				return err
 			})
@@ -150,7 +150,7 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 	// The manifest's bytes are fixed in the database before the object is
 	// written, so a retry writes the same bytes (which counts as success).
 	var mSt archive.Stored
-	err := bounded(ctx, func(ctx context.Context) (err error) {
+	err := s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
 		mSt, err = arc.Put(ctx, archive.ManifestKey(projectID, invoiceID), body, "application/json", until)
 		return err
 	})
@@ -189,16 +189,6 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 		}
 		return outbox.Enqueue(ctx, tx, ev)
 	})
-}
-
-// archiveCallTimeout bounds one call to the object store; a call that runs
-// out fails the attempt, which the invoicer retries.
-const archiveCallTimeout = 30 * time.Second
-
-func bounded(ctx context.Context, f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, archiveCallTimeout)
-	defer cancel()
-	return f(ctx)
 }
 
 // chainManifest anchors the invoice's documents and appends m to its number

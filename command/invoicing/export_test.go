@@ -1,9 +1,36 @@
 package invoicing
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
-// Process exposes the invoicer's handling of one order event: its tries,
-// then the dead letter with its task and the failed documents.
+// Process exposes the invoicer's handling of one order event: its try,
+// then the retry table (with the task when the failure escalates) and the
+// failed documents.
 func (iv *Invoicer) Process(ctx context.Context, raw []byte) error {
 	return iv.process(ctx, raw)
+}
+
+// UseGroup makes the invoicer consume topic as group; the items of the
+// retry table it records are its own (no other invoicer retries them).
+func (iv *Invoicer) UseGroup(topic, group string) {
+	iv.topic, iv.group = topic, group
+}
+
+// ScopeRepair limits the archive repair to one project and limit documents
+// a round.
+func (iv *Invoicer) ScopeRepair(projectID string, limit int) {
+	iv.repairScope, iv.repairLimit = projectID, limit
+}
+
+// ClaimRetries claims up to n due items of the invoicer's retry table, as
+// its retry workers do, and returns their ids.
+func (iv *Invoicer) ClaimRetries(ctx context.Context, n int, lease time.Duration) ([]string, error) {
+	due, err := iv.svc.claimRetries(ctx, iv.group, n, lease)
+	ids := make([]string, len(due))
+	for i, d := range due {
+		ids[i] = d.id
+	}
+	return ids, err
 }

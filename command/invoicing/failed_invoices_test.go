@@ -36,11 +36,14 @@ func failingArchive(t *testing.T) *archive.Archive {
 	return archive.New(testenv.S3(t), "o2i-missing-"+strings.ReplaceAll(uuid.NewString(), "-", "")[:16])
 }
 
-// invoicer is an invoicer over v's service that archives in a and tries a
-// failing event twice, without waiting long.
+// invoicer is an invoicer over v's service that archives in a and opens
+// the review task of a failing event at its first failure. Its retry table
+// items are its project's own (a group of its own): no invoicer running
+// elsewhere retries them.
 func (v *invoicingEnv) invoicer(a *archive.Archive) *invoicing.Invoicer {
 	iv := invoicing.NewInvoicer(v.svc, a, testenv.KafkaBrokers())
-	iv.Attempts, iv.Backoff, iv.AttemptTimeout = 2, time.Millisecond, 20*time.Second
+	iv.AttemptTimeout, iv.RetriesBeforeTask = 20*time.Second, 0
+	iv.UseGroup(event.TopicOrders, "o2i-invoicer-test-"+v.project)
 	return iv
 }
 

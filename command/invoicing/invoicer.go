@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/command/orders"
@@ -34,6 +32,9 @@ const InvoicerGroup = "o2i-invoicer"
 
 // DefaultInvoicerWorkers is the invoicer's Workers unless configured.
 const DefaultInvoicerWorkers = 16
+
+// DefaultInvoicerInFlight is the invoicer's MaxInFlight unless configured.
+const DefaultInvoicerInFlight = 1000
 
 // decideEvent asks the lifecycle rules about an order event: what it waits
 // for, or whether its invoice is due. The project's invoice-first gateways
@@ -71,10 +72,15 @@ func coveredByCredit(c event.OrderContent) bool {
 
 // Invoicer consumes the order events, issues the invoices of orders that
 // became due and archives them. Delivery is at least once; IssueInvoices is
-// idempotent. The events of one batch are handled by Workers goroutines,
-// each order's events in order by one of them. An event that still fails
-// after Attempts tries becomes a dead letter with a review task and the
-// partition moves on; the reconciler retries dead letters later.
+// idempotent. Events are handled on Workers goroutines as they arrive
+// (consume.RunEach): each waits only behind the earlier events of its order,
+// never behind a slow event of another order or partition, and each
+// partition is committed up to its lowest event not handled yet. Each event
+// gets one try (AttemptTimeout; each call to the provider or the object
+// store has its own short timeout and a breaker per dependency and project,
+// dependencies.go); an event whose try fails goes to the retry table at
+// once (dead_letters.go) and the retry workers (retries.go) try it again
+// with per-item backoff.
 type Invoicer struct {
 	svc     *Service
 	archive *archive.Archive
@@ -83,18 +89,26 @@ type Invoicer struct {
 	group   string
 	now     func() time.Time
 
-	// Workers is how many events of a batch are handled at once. An
-	// invoice mostly waits (its transactions, three object writes), so
-	// more workers than cores keep the cores busy: on 2 cores the drain
-	// rate went from 68/s with 4 workers to 133/s with 16 (README).
+	// Workers is how many events are handled at once (an event waiting on
+	// the provider or the object store gives its worker to another
+	// meanwhile). An invoice mostly waits (its transactions, three object
+	// writes), so more workers than cores keep the cores busy: on 2 cores
+	// the drain rate went from 68/s with 4 workers to 133/s with 16 (README).
 	Workers int
-	// Attempts is how often a failing event is tried before it becomes a
-	// dead letter; Backoff is the first wait between tries (doubling).
-	Attempts int
-	Backoff  time.Duration
-	// AttemptTimeout bounds one try of an event (its database, rendering
-	// and object-store calls together); a try past it fails and is retried.
+	// MaxInFlight bounds the events fetched and not handled yet.
+	MaxInFlight int
+	// AttemptTimeout bounds one try of an event (its database, rendering,
+	// provider and object-store calls together).
 	AttemptTimeout time.Duration
+	// RetriesBeforeTask and TaskAfter: a failing event's review task opens
+	// after that many retries or that long since its first failure
+	// (permanent failures at once); see dead_letters.go.
+	RetriesBeforeTask int
+	TaskAfter         time.Duration
+	// RetryWorkers items of the retry table are retried at once; with none
+	// due the workers look again after RetryPoll.
+	RetryWorkers int
+	RetryPoll    time.Duration
 	// ReconcileEvery is how often the reconciler runs (reconcile.go).
 	ReconcileEvery time.Duration
 	// Mail, when set, sends the e-mail deliveries beside the consumer.
@@ -102,6 +116,9 @@ type Invoicer struct {
 	// Transfers creates the payment orders of provider_transfer orders.
 	Transfers *banktransfer.Client
 	held      heldCursor // where the reconciler's walk over held orders goes on
+
+	repairScope string // the archive repair's project (tests), or all
+	repairLimit int    // documents one repair round claims (tests), or repairPage
 
 	mu       sync.Mutex
 	gateways map[string]cachedGateways
@@ -116,8 +133,9 @@ type cachedGateways struct {
 // archives what it issues in a.
 func NewInvoicer(s *Service, a *archive.Archive, brokers []string) *Invoicer {
 	return &Invoicer{svc: s, archive: a, brokers: brokers, topic: event.TopicOrders, group: InvoicerGroup, now: time.Now,
-		Workers: DefaultInvoicerWorkers, Attempts: 5, Backoff: 200 * time.Millisecond, AttemptTimeout: time.Minute, ReconcileEvery: 15 * time.Second,
-		gateways: map[string]cachedGateways{}}
+		Workers: DefaultInvoicerWorkers, MaxInFlight: DefaultInvoicerInFlight, AttemptTimeout: time.Minute,
+		RetriesBeforeTask: DefaultRetriesBeforeTask, TaskAfter: DefaultTaskAfter, RetryWorkers: DefaultRetryWorkers, RetryPoll: DefaultRetryPoll,
+		ReconcileEvery: 15 * time.Second, gateways: map[string]cachedGateways{}}
 }
 
 // invoiceFirstGateways returns a project's invoice-first gateways, read at
@@ -139,56 +157,33 @@ func (iv *Invoicer) invoiceFirstGateways(ctx context.Context, projectID string) 
 	return p.Settings.InvoiceFirstGateways, nil
 }
 
-// Run consumes until ctx ends (consume.Group: a batch that could not be
-// handled, not even as dead letters because the database is gone, is not
-// committed and comes again), with the reconciler and the mailer beside it.
+// Run consumes until ctx ends (consume.Group.RunEach: an event that could
+// not be handled, not even put into the retry table because the database
+// is gone, is not committed and comes again), with the retry workers, the
+// reconciler and the mailer beside it.
 func (iv *Invoicer) Run(ctx context.Context) error {
 	go iv.reconcile(ctx)
+	go iv.retryLoop(ctx)
 	if iv.Mail != nil {
 		go func() { _ = iv.Mail.Run(ctx) }()
 	}
-	consume.Group{Name: "invoicer", Brokers: iv.brokers, GroupID: iv.group, Topics: []string{iv.topic}, MaxBatch: 500}.
-		Run(ctx, iv.handleBatch)
+	consume.Group{Name: "invoicer", Brokers: iv.brokers, GroupID: iv.group, Topics: []string{iv.topic},
+		Workers: iv.Workers, MaxInFlight: iv.MaxInFlight}.RunEach(ctx, iv.handle)
 	return nil
 }
 
-// handleBatch handles a batch's events on Workers goroutines, the events of
-// one key (one order) in their order on the same one.
-func (iv *Invoicer) handleBatch(ctx context.Context, batch []kafka.Message) error {
-	n := max(1, iv.Workers)
-	shards := make([][]kafka.Message, n)
-	for _, m := range batch {
-		h := fnv.New32a()
-		h.Write(m.Key)
-		i := int(h.Sum32() % uint32(n))
-		shards[i] = append(shards[i], m)
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	for _, shard := range shards {
-		if len(shard) == 0 {
-			continue
-		}
-		g.Go(func() error {
-			for _, m := range shard {
-				// A child of the span that published the event.
-				mctx, span := tracing.Consume(gctx, "invoicer", m)
-				err := iv.process(mctx, m.Value)
-				tracing.End(span, err)
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	return g.Wait()
+// handle handles one event, in a child of the span that published it.
+func (iv *Invoicer) handle(ctx context.Context, m kafka.Message) error {
+	mctx, span := tracing.Consume(ctx, "invoicer", m)
+	err := iv.process(mctx, m.Value)
+	tracing.End(span, err)
+	return err
 }
 
-// process handles one event, trying a failing one Attempts times (at once
-// when the failure can never go away) before keeping it as a dead letter
-// with a task; the documents whose rendering or archiving failed in the
-// last try become failed (failed_invoices.go). It fails only when the dead
-// letter cannot be recorded.
+// process handles one event with one try; one that fails goes to the retry
+// table at once (with its review task when the failure can never go away,
+// and then the documents whose rendering or archiving failed become failed:
+// failed_invoices.go). It fails only when the retry cannot be recorded.
 func (iv *Invoicer) process(ctx context.Context, raw []byte) error {
 	j, ok := parseOrderEvent(raw)
 	if !ok {
@@ -197,25 +192,20 @@ func (iv *Invoicer) process(ctx context.Context, raw []byte) error {
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.SetAttributes(tracing.EventID.String(j.eventID), tracing.OrderNo.String(j.order.OrderNo), tracing.ProjectID.String(j.projectID))
 	}
-	var err error
-	attempts := 0
-	wait := iv.Backoff
-	for attempts < max(1, iv.Attempts) {
-		attempts++
-		if err = iv.attempt(ctx, j); err == nil || ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if permanent(err) {
-			break
-		}
-		if attempts < iv.Attempts {
-			sleep(ctx, wait)
-			wait *= 2
-		}
+	err := iv.attempt(ctx, j)
+	if err == nil || ctx.Err() != nil {
+		return ctx.Err()
 	}
-	slog.ErrorContext(ctx, "invoicer: dead letter", "orderNo", j.order.OrderNo, "eventId", j.eventID, "attempts", attempts, "err", err)
-	if derr := iv.svc.recordDeadLetter(ctx, j, err, attempts); derr != nil {
-		return fmt.Errorf("record dead letter of order %s (%v): %w", j.order.OrderNo, err, derr)
+	taskOpen, rerr := iv.svc.recordFailure(ctx, j, err, iv.group, iv.policy())
+	if rerr != nil {
+		return fmt.Errorf("record the retry of order %s (%v): %w", j.order.OrderNo, err, rerr)
+	}
+	if taskOpen {
+		iv.svc.deps.metrics.failed.WithLabelValues("dead_letter").Inc()
+		slog.ErrorContext(ctx, "invoicer: dead letter", "orderNo", j.order.OrderNo, "eventId", j.eventID, "err", err)
+	} else {
+		iv.svc.deps.metrics.failed.WithLabelValues("retry").Inc()
+		slog.WarnContext(ctx, "invoicer: to be retried", "orderNo", j.order.OrderNo, "eventId", j.eventID, "err", err)
 	}
 	return nil
 }
@@ -337,9 +327,10 @@ func (iv *Invoicer) invoice(ctx context.Context, j orderJob) error {
 
 // archiveAll archives the issued documents that are still to be archived
 // (created or failed), each on its own: one failing does not keep the others
-// from the archive. A failure tries the event again (issuing is idempotent,
-// so only the archiving is repeated); it names each document that failed
-// (*archiveError), so that after the last try they become failed.
+// from the archive. A failure sends the event to the retry table (issuing is
+// idempotent, so only the archiving is repeated); it names each document
+// that failed (*archiveError), so that they become failed once the review
+// task opens.
 func (iv *Invoicer) archiveAll(ctx context.Context, projectID string, issued []Issued) error {
 	var errs []error
 	for _, d := range issued {

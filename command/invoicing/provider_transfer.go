@@ -35,10 +35,11 @@ import (
 // holds the order with an urgent provider_rights_missing task (mailed to
 // the invoice contact), without an invoice; the reconciler tries again
 // every round and the invoice follows once the rights exist. Any other
-// failure (the provider down) is retried by the invoicer with backoff and
-// then as a dead letter; the Idempotency-Keys per order and step make a
-// retry return what the first attempt created, never a second payment
-// order.
+// failure (the provider down, or not answering within its timeout) sends
+// the event to the retry table at once (dependencies.go: a breaker per
+// project refuses further calls while the provider keeps failing); the
+// Idempotency-Keys per order and step make a retry return what the first
+// attempt created, never a second payment order.
 
 // PrepareTransfer makes sure the order has its payment order at the
 // provider, creating it when missing. A key without rights records the
@@ -101,8 +102,12 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 	if name == "" {
 		name = content.BillingAddress.Name
 	}
-	in, err := bt.Create(ctx, p.Settings.StripeAPIKey, banktransfer.Request{OrderID: orderID, OrderNo: orderNo, Email: content.Email,
-		Name: name, AmountCents: amount, Currency: currency, Generation: generation})
+	var in banktransfer.Instructions
+	err = s.provider(ctx, projectID, func(ctx context.Context) (err error) {
+		in, err = bt.Create(ctx, p.Settings.StripeAPIKey, banktransfer.Request{OrderID: orderID, OrderNo: orderNo, Email: content.Email,
+			Name: name, AmountCents: amount, Currency: currency, Generation: generation})
+		return err
+	})
 	var rights *banktransfer.RightsError
 	if errors.As(err, &rights) {
 		h := &HeldError{orders.TaskProviderRightsMissing, rights.Error() + ": give the API key write rights for customers and payment intents; the invoice follows automatically"}
@@ -134,7 +139,8 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 	// The replaced payment order is cancelled at the provider; its
 	// payment_intent.canceled then matches no order any more. A failure
 	// leaves it open there (a payment to it waits as payment_without_order).
-	if cerr := bt.Cancel(ctx, p.Settings.StripeAPIKey, prevIntent); cerr != nil {
+	cerr := s.provider(ctx, projectID, func(ctx context.Context) error { return bt.Cancel(ctx, p.Settings.StripeAPIKey, prevIntent) })
+	if cerr != nil {
 		slog.WarnContext(ctx, "invoicer: cancelling the replaced payment order", "orderNo", orderNo, "paymentIntent", prevIntent, "err", cerr)
 	}
 	return nil

@@ -3,26 +3,22 @@ package invoicing
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/o2i-service/o2i/command/orders"
 )
 
 // The invoicer's reconciler: no order depends on a later event arriving.
-// Every ReconcileEvery it
-//   - retries the dead letters whose retry is due (dead_letters.go), with
-//     the failed documents of their orders (failed_invoices.go);
+// (The retry table has workers of its own: retries.go.) Every
+// ReconcileEvery it
 //   - re-evaluates orders held as a task (contact phone, revenue
 //     recognition, not invoiceable, a document that would break the rules):
 //     a hold whose cause has cleared (the phone, the product setting or the
 //     seller data was set) is invoiced and its task resolved;
 //   - archives documents issued but not archived a minute later, and failed
 //     documents whose order has no open dead letter (left from an earlier
-//     failure) at once.
+//     failure) at once, each on its own backoff (archive_repair.go).
 
 // heldPage is how many held orders one round re-evaluates; the walk goes on
 // where it stopped in the next round, so every held order gets its turn.
@@ -45,46 +41,13 @@ func (iv *Invoicer) reconcile(ctx context.Context) {
 		case <-t.C:
 		}
 		for name, step := range map[string]func(context.Context) error{
-			"dead letters": iv.RetryDeadLetters, "held orders": iv.ReleaseHolds, "unarchived documents": iv.ArchiveStuck,
+			"held orders": iv.ReleaseHolds, "unarchived documents": iv.ArchiveStuck, "backlog metrics": iv.measureBacklog,
 		} {
 			if err := step(ctx); err != nil && ctx.Err() == nil {
 				slog.Warn("invoicer: reconciling "+name, "err", err)
 			}
 		}
 	}
-}
-
-// RetryDeadLetters tries every due dead letter once more, and archives the
-// failed documents of its order: one that succeeds is resolved with its task
-// (its documents are archived under their numbers), one that fails waits
-// longer (its documents whose archiving failed again stay failed).
-func (iv *Invoicer) RetryDeadLetters(ctx context.Context) error {
-	due, err := iv.svc.dueDeadLetters(ctx, 100)
-	if err != nil {
-		return err
-	}
-	for _, d := range due {
-		if cause := iv.retryDeadLetter(ctx, d); cause != nil {
-			err = iv.svc.retryDeadLetterLater(ctx, d, cause)
-		} else {
-			err = iv.svc.resolveDeadLetter(ctx, d)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// retryDeadLetter handles a dead letter's event once more (an event the
-// invoicer cannot read is not its own: nothing to do) and archives the
-// order's documents that are failed still, also when the event fails.
-func (iv *Invoicer) retryDeadLetter(ctx context.Context, d deadLetter) error {
-	var err error
-	if j, ok := parseOrderEvent(d.payload); ok {
-		err = iv.invoice(ctx, j)
-	}
-	return errors.Join(err, iv.archiveFailedOf(ctx, d.projectID, d.orderID))
 }
 
 // ReleaseHolds re-evaluates the next page of held orders: each is invoiced
@@ -102,34 +65,6 @@ func (iv *Invoicer) ReleaseHolds(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// ArchiveStuck archives documents issued more than a minute ago and not
-// archived yet (the invoicer stopped between issuing and archiving), and
-// failed documents whose order has no open dead letter to retry them.
-func (iv *Invoicer) ArchiveStuck(ctx context.Context) error {
-	rows, err := iv.svc.pool.Query(ctx, `SELECT project_id::text, id::text FROM invoices i
-		WHERE i.status = 'created' AND i.created_at < now() - interval '1 minute'
-			OR i.status = 'failed' AND i.failed_rules = '{}' AND NOT EXISTS (
-				SELECT 1 FROM invoicing_dead_letters d WHERE d.order_id = i.order_id AND d.resolved_at IS NULL)
-		ORDER BY created_at LIMIT 100`)
-	if err != nil {
-		return err
-	}
-	type doc struct{ projectID, id string }
-	docs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (doc, error) {
-		var d doc
-		err := r.Scan(&d.projectID, &d.id)
-		return d, err
-	})
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, d := range docs {
-		errs = append(errs, iv.svc.ArchiveInvoice(ctx, iv.archive, d.projectID, d.id))
-	}
-	return errors.Join(errs...)
 }
 
 // heldOrders returns the orders of up to limit open hold tasks after c, as

@@ -7,9 +7,10 @@ import "github.com/jackc/pgx/v5/pgxpool"
 // payment orders.
 type Service struct {
 	pool *pgxpool.Pool
+	deps *dependencies // breakers and bounds of the provider and object-store calls
 }
 
 // New returns the invoicing side over pool.
 func New(pool *pgxpool.Pool) *Service {
-	return &Service{pool: pool}
+	return &Service{pool: pool, deps: newDependencies()}
 }

@@ -183,3 +183,13 @@ func classify(step string, err error) error {
 	}
 	return fmt.Errorf("payment provider: %s: %w", step, err)
 }
+
+// Answered reports whether err is an answer of the provider (it refused
+// the request: missing rights, a 4xx), not a failure to reach it (a
+// timeout, a refused connection, a 5xx): a circuit breaker counts only the
+// latter.
+func Answered(err error) bool {
+	var rights *RightsError
+	var se *stripe.Error
+	return errors.As(err, &rights) || errors.As(err, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500
+}

@@ -1,6 +1,11 @@
 // Package consume is the one consumer loop of the service's Kafka roles
 // (projector, invoicer): reader settings, batching, commits, restart and
-// backoff. A role brings only its handler. It imports only kafka-go.
+// backoff. A role brings only its handler: a batch handler (Run, the
+// projector's: each batch committed after it was handled) or a handler of
+// one message (RunEach, the invoicer's: messages handled on a pool, each
+// waiting only behind the messages of its key, and every partition
+// committed up to its lowest message not yet handled). It imports only
+// kafka-go.
 package consume
 
 import (
@@ -18,7 +23,14 @@ type Group struct {
 	Brokers  []string
 	GroupID  string
 	Topics   []string
-	MaxBatch int // events handed to the handler at once
+	MaxBatch int // events handed to the handler at once (Run)
+
+	// RunEach: Workers messages are handled at once (a handler waiting on
+	// a dependency inside Waiting does not count); MaxInFlight bounds the
+	// messages fetched and not yet handled (default 4 × Workers, at least
+	// 100).
+	Workers     int
+	MaxInFlight int
 }
 
 // Handler handles a batch of events. It returns an error only when the
@@ -39,9 +51,15 @@ const (
 // a backoff (doubling from 100 ms to 10 s, reset by a handled batch), and
 // the batch is delivered again: never skipped.
 func (g Group) Run(ctx context.Context, handle Handler) {
+	g.loop(ctx, func(ctx context.Context) (bool, error) { return g.consume(ctx, handle) })
+}
+
+// loop runs one reader after the other until ctx ends, with the backoff of
+// Run.
+func (g Group) loop(ctx context.Context, consume func(context.Context) (bool, error)) {
 	backoff := firstBackoff
 	for ctx.Err() == nil {
-		handled, err := g.consume(ctx, handle)
+		handled, err := consume(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -62,21 +80,7 @@ func (g Group) Run(ctx context.Context, handle Handler) {
 // consume runs one reader until an error; handled reports whether it
 // handled any batch.
 func (g Group) consume(ctx context.Context, handle Handler) (handled bool, err error) {
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:        g.Brokers,
-		GroupID:        g.GroupID,
-		GroupTopics:    g.Topics,
-		MinBytes:       1,
-		MaxBytes:       10 << 20,
-		MaxWait:        100 * time.Millisecond,
-		StartOffset:    kafka.FirstOffset,
-		CommitInterval: 100 * time.Millisecond,
-		QueueCapacity:  max(100, 2*g.MaxBatch),
-		// A crashed member's partitions move to the others after 10 s (the
-		// default 30 s would stall its orders that long).
-		SessionTimeout:    10 * time.Second,
-		HeartbeatInterval: time.Second,
-	})
+	r := g.reader()
 	defer r.Close()
 	for {
 		// Waiting for events is not bounded: the reader's fetch requests
@@ -96,6 +100,25 @@ func (g Group) consume(ctx context.Context, handle Handler) (handled bool, err e
 		}
 		handled = true
 	}
+}
+
+// reader is the group's reader.
+func (g Group) reader() *kafka.Reader {
+	return kafka.NewReader(kafka.ReaderConfig{
+		Brokers:        g.Brokers,
+		GroupID:        g.GroupID,
+		GroupTopics:    g.Topics,
+		MinBytes:       1,
+		MaxBytes:       10 << 20,
+		MaxWait:        100 * time.Millisecond,
+		StartOffset:    kafka.FirstOffset,
+		CommitInterval: 100 * time.Millisecond,
+		QueueCapacity:  max(100, 2*g.MaxBatch, g.Workers),
+		// A crashed member's partitions move to the others after 10 s (the
+		// default 30 s would stall its orders that long).
+		SessionTimeout:    10 * time.Second,
+		HeartbeatInterval: time.Second,
+	})
 }
 
 // FetchBatch blocks for one message, then takes what else the reader

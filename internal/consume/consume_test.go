@@ -2,6 +2,7 @@ package consume_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -35,10 +36,17 @@ func fill(t *testing.T, n int) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		t.Fatal(err)
+	// The broker may take a moment to know a topic it just created.
+	for {
+		err := w.WriteMessages(ctx, msgs...)
+		if err == nil {
+			return topic
+		}
+		if !errors.Is(err, kafka.UnknownTopicOrPartition) || ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return topic
 }
 
 // seen records what a handler was given.
@@ -108,4 +116,147 @@ func TestGroupRedeliversFailedBatches(t *testing.T) {
 	if d := again.distinct(); d > 0 {
 		t.Errorf("%d committed messages delivered again to the group", d)
 	}
+}
+
+// TestRunEachSlowKeyBlocksOnlyItself: one key's message hangs; every
+// message of the other keys is handled meanwhile (also those on its
+// partition, behind it), each key's messages in their order. Its partition
+// is committed only up to the hanging message: the group, started again,
+// gets it and what follows it on that partition, nothing of the others.
+func TestRunEachSlowKeyBlocksOnlyItself(t *testing.T) {
+	const n = 300
+	topic := fill(t, n) // keys "0".."6"
+	g := consume.Group{Name: "test", Brokers: testenv.KafkaBrokers(), GroupID: "o2i-test-" + uuid.NewString()[:8], Topics: []string{topic}, Workers: 4}
+
+	var mu sync.Mutex
+	last := map[string]int{}     // per key: the last value handled
+	outOfOrder := []string{}     // keys whose messages came out of order
+	handled := map[string]bool{} // values handled
+	slowPartition := -1
+	release := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.RunEach(ctx, func(hctx context.Context, m kafka.Message) error {
+			var v int
+			fmt.Sscan(string(m.Value), &v)
+			if string(m.Key) == "3" && v == 3 { // the first message of key 3 hangs until released or stopped
+				mu.Lock()
+				slowPartition = m.Partition
+				mu.Unlock()
+				select {
+				case <-release:
+				case <-hctx.Done():
+					return hctx.Err()
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if p, ok := last[string(m.Key)]; ok && p > v {
+				outOfOrder = append(outOfOrder, string(m.Key))
+			}
+			last[string(m.Key)] = v
+			handled[string(m.Value)] = true
+			return nil
+		})
+	}()
+	// Every message but key 3's (43 of them, 3, 10, ..., 297) is handled while the head of key 3 hangs.
+	others := 0
+	for i := range n {
+		if i%7 != 3 {
+			others++
+		}
+	}
+	testenv.Eventually(t, 60*time.Second, "the other keys' messages handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		c := 0
+		for v := range handled {
+			var i int
+			fmt.Sscan(v, &i)
+			if i%7 != 3 {
+				c++
+			}
+		}
+		return c == others
+	})
+	mu.Lock()
+	if len(handled) != others || len(outOfOrder) > 0 {
+		t.Errorf("%d handled (want %d: key 3 waits behind its head), out of order: %v", len(handled), others, outOfOrder)
+	}
+	mu.Unlock()
+	time.Sleep(300 * time.Millisecond) // the reader's background commit (every 100 ms)
+	cancel()
+	<-done
+
+	// Started again, the group gets the hanging message and what is behind
+	// it on its partition (at least once), nothing of the other partitions.
+	again := &seen{count: map[string]int{}}
+	var parts sync.Map
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel2()
+	close(release)
+	g.RunEach(ctx2, func(_ context.Context, m kafka.Message) error {
+		again.add([]kafka.Message{m})
+		parts.Store(m.Partition, true)
+		return nil
+	})
+	if again.count["3"] != 1 {
+		t.Errorf("the hanging message was not delivered again (%d)", again.count["3"])
+	}
+	for i := range n {
+		if i%7 == 3 && again.count[fmt.Sprint(i)] == 0 {
+			t.Errorf("message %d of key 3 (behind the hanging one) never handled", i)
+		}
+	}
+	parts.Range(func(p, _ any) bool {
+		if p.(int) != slowPartition {
+			t.Errorf("partition %d delivered again although all of it was handled", p)
+		}
+		return true
+	})
+}
+
+// TestRunEachWaitingGivesTheWorkerBack: with one worker, a message whose
+// handler hangs inside Waiting (a dependency that never answers) does not
+// hold the worker: every message of the other keys is handled meanwhile.
+func TestRunEachWaitingGivesTheWorkerBack(t *testing.T) {
+	const n = 100
+	topic := fill(t, n)
+	g := consume.Group{Name: "test", Brokers: testenv.KafkaBrokers(), GroupID: "o2i-test-" + uuid.NewString()[:8], Topics: []string{topic}, Workers: 1}
+	handled := &seen{count: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.RunEach(ctx, func(hctx context.Context, m kafka.Message) error {
+			if string(m.Value) == "3" {
+				return consume.Waiting(hctx, func() error { <-hctx.Done(); return hctx.Err() })
+			}
+			handled.add([]kafka.Message{m})
+			return nil
+		})
+	}()
+	others := 0
+	for i := range n {
+		if i%7 != 3 {
+			others++
+		}
+	}
+	testenv.Eventually(t, 60*time.Second, "the other keys' messages handled by the one worker", func() bool {
+		handled.mu.Lock()
+		defer handled.mu.Unlock()
+		c := 0
+		for v := range handled.count {
+			var i int
+			fmt.Sscan(v, &i)
+			if i%7 != 3 {
+				c++
+			}
+		}
+		return c == others
+	})
+	cancel()
+	<-done
 }

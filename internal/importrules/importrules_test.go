@@ -78,6 +78,7 @@ var rules = []rule{
 		forbid: ioPackages, noClock: true},
 	{pkgs: []string{"archive"}, doc: "It imports minio-go only.", stdOnly: true, allow: []string{"github.com/minio/minio-go"}},
 	{pkgs: []string{"internal/consume"}, doc: "It imports only kafka-go.", stdOnly: true, allow: []string{"github.com/segmentio/kafka-go"}},
+	{pkgs: []string{"internal/breaker"}, doc: "Pure: it imports only the standard library and never reads the clock.", stdOnly: true, forbid: ioPackages, noClock: true},
 	{pkgs: []string{"internal/readmodel"}, doc: "It imports go-redis only.", stdOnly: true, allow: []string{"github.com/redis/go-redis"}},
 	{pkgs: []string{"internal/mail"}, doc: "It imports go-mail only.", stdOnly: true, allow: []string{"github.com/wneessen/go-mail"}},
 	{pkgs: []string{"internal/banktransfer"}, doc: "It imports stripe-go only.", stdOnly: true, allow: []string{"github.com/stripe/stripe-go"}},

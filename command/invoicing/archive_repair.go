@@ -1,0 +1,126 @@
+package invoicing
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The archive repair (a step of the reconciler): documents issued more
+// than a minute ago and not archived yet (the invoicer stopped between
+// issuing and archiving), and failed documents, are archived here when
+// their order has no open item in the retry table (whose retry archives
+// them). Each document keeps its own
+// schedule in archive_repairs: one that could not be archived waits 15 s,
+// doubling, at most 15 minutes (repairDelay; longer while the object
+// store's breaker of its project is open), and the repair takes the
+// documents by when they are due, not by age, so documents that can never
+// be archived never hide the ones behind them. A document is claimed before
+// it is worked on (its row's next attempt moved a lease ahead), so two
+// invoicers never repair it at once; its row is removed once it is archived.
+
+const (
+	repairPage    = 100 // documents one round claims
+	repairWorkers = 4   // documents archived at once
+	repairLease   = 2 * time.Minute
+	firstRepair   = 15 * time.Second
+	maxRepair     = 15 * time.Minute
+)
+
+// repairDelay is the wait after the n-th failed repair of a document: 15 s,
+// doubling, at most 15 minutes.
+func repairDelay(n int) time.Duration {
+	return min(firstRepair<<min(max(n-1, 0), 6), maxRepair)
+}
+
+// stuckDoc is a document the repair claimed.
+type stuckDoc struct {
+	projectID, id string
+	attempts      int
+}
+
+// ArchiveStuck claims the due documents to repair (at most a page, by due
+// time) and archives them, repairWorkers at once; each one that fails is
+// due again after its own backoff.
+func (iv *Invoicer) ArchiveStuck(ctx context.Context) error {
+	docs, err := iv.svc.claimStuck(ctx, iv.repairScope, iv.repairPage(), repairLease)
+	if err != nil {
+		return err
+	}
+	workers := make(chan struct{}, repairWorkers)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, d := range docs {
+		workers <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-workers }()
+			cause := iv.svc.ArchiveInvoice(ctx, iv.archive, d.projectID, d.id)
+			if cause != nil {
+				slog.Warn("invoicer: archive repair failed", "invoiceId", d.id, "attempts", d.attempts+1, "err", cause)
+			}
+			if err := iv.svc.repaired(ctx, d, cause); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (iv *Invoicer) repairPage() int {
+	if iv.repairLimit > 0 {
+		return iv.repairLimit
+	}
+	return repairPage
+}
+
+// claimStuck claims up to limit documents to repair whose repair is due,
+// the earliest due first (a document never tried is due a minute after it
+// was issued), moving their next attempt lease ahead. scope, when set,
+// limits it to one project.
+func (s *Service) claimStuck(ctx context.Context, scope string, limit int, lease time.Duration) ([]stuckDoc, error) {
+	rows, err := s.pool.Query(ctx, `WITH due AS (
+			SELECT i.id, i.project_id, coalesce(r.next_attempt_at, i.created_at + interval '1 minute') AS due_at
+			FROM invoices i LEFT JOIN archive_repairs r ON r.invoice_id = i.id
+			WHERE (i.status = 'created' AND i.created_at < now() - interval '1 minute' OR i.status = 'failed' AND i.failed_rules = '{}')
+				AND NOT EXISTS (SELECT 1 FROM invoicing_dead_letters d WHERE d.order_id = i.order_id AND d.resolved_at IS NULL)
+				AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= now())
+				AND ($1 = '' OR i.project_id = nullif($1, '')::uuid)
+			ORDER BY due_at LIMIT $2)
+		INSERT INTO archive_repairs (invoice_id, project_id, next_attempt_at)
+		SELECT id, project_id, now() + $3::bigint * interval '1 millisecond' FROM due
+		ON CONFLICT (invoice_id) DO UPDATE SET next_attempt_at = EXCLUDED.next_attempt_at, updated_at = now()
+			WHERE archive_repairs.next_attempt_at <= now()
+		RETURNING project_id::text, invoice_id::text, attempts`, scope, limit, lease.Milliseconds())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (stuckDoc, error) {
+		var d stuckDoc
+		err := r.Scan(&d.projectID, &d.id, &d.attempts)
+		return d, err
+	})
+}
+
+// repaired records the outcome of a repair: archived (cause nil), the
+// document's row goes; failed, it waits its next backoff.
+func (s *Service) repaired(ctx context.Context, d stuckDoc, cause error) error {
+	if cause == nil {
+		_, err := s.pool.Exec(ctx, `DELETE FROM archive_repairs WHERE invoice_id = $1`, d.id)
+		return err
+	}
+	delay := max(repairDelay(d.attempts+1), nextRetry(0, cause, time.Now()))
+	_, err := s.pool.Exec(ctx, `UPDATE archive_repairs SET attempts = attempts + 1, last_error = $2, updated_at = now(),
+			next_attempt_at = now() + $3::bigint * interval '1 millisecond'
+		WHERE invoice_id = $1`, d.id, cause.Error(), delay.Milliseconds())
+	return err
+}

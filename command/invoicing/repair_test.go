@@ -1,0 +1,129 @@
+package invoicing_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/o2i-service/o2i/command/invoicing"
+	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/testenv"
+)
+
+// TestArchiveRepairMovesPastDocumentsItCannotArchive: the repair takes a
+// page of documents by when they are due; two that can never be archived
+// (their XML cannot be rendered) fill the first page, fail and wait their
+// backoff, and the next round archives the document behind them instead of
+// taking the same two again.
+func TestArchiveRepairMovesPastDocumentsItCannotArchive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v := newInvoicing(t, true, nil)
+	var ids []string
+	for i := range 3 {
+		d := v.issue(v.place(simpleOrder(uniqueNo(fmt.Sprintf("R%d", i)), "")))
+		ids = append(ids, d[0].ID)
+	}
+	// Issued two to four minutes ago, the oldest first; the two oldest are broken.
+	for i, id := range ids {
+		if _, err := v.pool.Exec(ctx, `UPDATE invoices SET created_at = now() - ($2 || ' minutes')::interval WHERE id = $1`,
+			id, fmt.Sprint(4-i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := v.pool.Exec(ctx, `UPDATE invoices SET xml = convert_to('<broken', 'UTF8') WHERE id = ANY($1::uuid[])`, ids[:2]); err != nil {
+		t.Fatal(err)
+	}
+	iv := v.invoicer(workingArchive(t))
+	iv.ScopeRepair(v.project, 2)
+	status := func(id string) (s string, attempts int, waiting bool) {
+		err := v.pool.QueryRow(ctx, `SELECT i.status, coalesce(r.attempts, 0), coalesce(r.next_attempt_at > now(), false)
+			FROM invoices i LEFT JOIN archive_repairs r ON r.invoice_id = i.id WHERE i.id = $1`, id).Scan(&s, &attempts, &waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, attempts, waiting
+	}
+	for round := 1; round <= 2; round++ {
+		if err := iv.ArchiveStuck(ctx); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	if s, _, _ := status(ids[2]); s != "archived" {
+		t.Errorf("the document behind the two broken ones is %s after two rounds, want archived", s)
+	}
+	for _, id := range ids[:2] {
+		if s, attempts, waiting := status(id); s != "created" || attempts != 1 || !waiting {
+			t.Errorf("broken document %s: %s, %d attempts, waiting %v; want created, 1 attempt, waiting its backoff", id, s, attempts, waiting)
+		}
+	}
+	// Archived, its repair row is gone.
+	var rows int
+	if err := v.pool.QueryRow(ctx, `SELECT count(*) FROM archive_repairs WHERE invoice_id = $1`, ids[2]).Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("repair row of the archived document: %d, %v", rows, err)
+	}
+}
+
+// TestTwoInvoicersNeverRetryTheSameItem: two invoicers claim the due items
+// of the retry table at the same time, a few at a time, until none is
+// left: every item is claimed exactly once (a claimed item is another's
+// only when its lease has run out).
+func TestTwoInvoicersNeverRetryTheSameItem(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v := newInvoicing(t, true, nil)
+	group := "o2i-invoicer-test-claims-" + uuid.NewString()[:8]
+	const n = 60
+	for i := range n {
+		if _, err := v.pool.Exec(ctx, `INSERT INTO invoicing_dead_letters (id, project_id, order_id, order_no, event_id, payload, error, attempts,
+				next_retry_at, consumer_group) VALUES ($1, $2, $3, $4, 'e', '\x00', 'timeout', 1, now() - interval '1 second', $5)`,
+			uuid.NewString(), v.project, uuid.NewString(), fmt.Sprintf("C-%d", i), group); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	claimed := map[string]int{}
+	var wg sync.WaitGroup
+	for range 2 {
+		iv := invoicing.NewInvoicer(invoicing.New(v.pool), workingArchive(t), testenv.KafkaBrokers())
+		iv.UseGroup(event.TopicOrders, group)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ids, err := iv.ClaimRetries(ctx, 3, time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(ids) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, id := range ids {
+					claimed[id]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(claimed) != n {
+		t.Errorf("%d items claimed, want %d", len(claimed), n)
+	}
+	for id, c := range claimed {
+		if c != 1 {
+			t.Errorf("item %s claimed %d times", id, c)
+		}
+	}
+	// Claimed, they are not due before their lease runs out.
+	iv := invoicing.NewInvoicer(invoicing.New(v.pool), workingArchive(t), testenv.KafkaBrokers())
+	iv.UseGroup(event.TopicOrders, group)
+	if ids, err := iv.ClaimRetries(ctx, n, time.Minute); err != nil || len(ids) != 0 {
+		t.Errorf("claimed again within the lease: %d, %v", len(ids), err)
+	}
+}

@@ -1,0 +1,235 @@
+package consume
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// MessageHandler handles one message. It returns an error only when the
+// message must come again (it is then not committed, and the reader
+// restarts); a message that can never be handled, or not now, is the
+// handler's to set aside (a dead letter, a retry).
+type MessageHandler func(ctx context.Context, m kafka.Message) error
+
+// RunEach consumes until ctx ends without a batch-wide barrier: messages
+// are handled on Workers goroutines as they arrive, the messages of one key
+// in their order (each waits only behind the earlier ones of its key, never
+// behind a slow message of another key), and each partition is committed
+// up to its lowest message not handled yet (handled out of order, committed
+// in order: a crash replays at most the unfinished messages and those
+// after them, which the handlers ignore). A handler's error stops the
+// reader: what is handled is committed, the failed message and those after
+// it on its partition come again after the backoff of Run.
+func (g Group) RunEach(ctx context.Context, handle MessageHandler) {
+	g.loop(ctx, func(ctx context.Context) (bool, error) { return g.consumeEach(ctx, handle) })
+}
+
+// consumeEach runs one reader until an error; handled reports whether any
+// message was handled.
+func (g Group) consumeEach(parent context.Context, handle MessageHandler) (handled bool, err error) {
+	r := g.reader()
+	defer r.Close()
+	ctx, stop := context.WithCancelCause(parent)
+	defer stop(nil)
+	workers := max(1, g.Workers)
+	inFlight := g.MaxInFlight
+	if inFlight <= 0 {
+		inFlight = max(100, 4*workers)
+	}
+	p := &pool{slots: &slots{tokens: make(chan struct{}, workers), waiting: make(chan struct{}, 4*workers)}, queues: map[string][]kafka.Message{}}
+	fetched := make(chan struct{}, inFlight)
+	tr := newTracker()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	finish := func(m kafka.Message, herr error) {
+		defer func() { <-fetched }()
+		if herr != nil {
+			stop(fmt.Errorf("handle %s/%d@%d: %w", m.Topic, m.Partition, m.Offset, herr))
+			return
+		}
+		mu.Lock()
+		handled = true
+		mu.Unlock()
+		if c, ok := tr.done(m); ok {
+			cctx, cancel := context.WithTimeout(ctx, commitTimeout)
+			err := r.CommitMessages(cctx, c)
+			cancel()
+			if err != nil {
+				stop(fmt.Errorf("commit: %w", err))
+			}
+		}
+	}
+	for ctx.Err() == nil {
+		select {
+		case fetched <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		// Waiting for events is not bounded: the reader's fetch requests
+		// are (MaxWait, its dial and read timeouts).
+		m, ferr := r.FetchMessage(ctx)
+		if ferr != nil {
+			<-fetched
+			if ctx.Err() == nil {
+				stop(fmt.Errorf("fetch: %w", ferr))
+			}
+			break
+		}
+		tr.add(m)
+		p.dispatch(ctx, &wg, m, handle, finish)
+	}
+	wg.Wait() // every handler is bounded in time by its own deadlines
+	mu.Lock()
+	defer mu.Unlock()
+	if parent.Err() != nil {
+		return handled, parent.Err()
+	}
+	return handled, context.Cause(ctx)
+}
+
+// pool runs the messages of each key in order, Workers at once.
+type pool struct {
+	slots  *slots
+	mu     sync.Mutex
+	queues map[string][]kafka.Message // the keys with a running chain, and what waits in it
+}
+
+// slots are the workers (tokens) and the places of handlers waiting on a
+// dependency without their worker (waiting: 4 × Workers, so that the waits
+// given up never make the work unbounded: past them a handler waits
+// holding its worker, as without Waiting).
+type slots struct {
+	tokens  chan struct{}
+	waiting chan struct{}
+}
+
+// dispatch hands m to its key's chain, starting one when the key has none.
+func (p *pool) dispatch(ctx context.Context, wg *sync.WaitGroup, m kafka.Message, handle MessageHandler, finish func(kafka.Message, error)) {
+	key := string(m.Key)
+	if key == "" { // no key: ordered within its partition
+		key = "\x00" + strconv.Itoa(m.Partition)
+	}
+	p.mu.Lock()
+	if q, running := p.queues[key]; running {
+		p.queues[key] = append(q, m)
+		p.mu.Unlock()
+		return
+	}
+	p.queues[key] = nil
+	p.mu.Unlock()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			finish(m, p.run(ctx, m, handle))
+			p.mu.Lock()
+			q := p.queues[key]
+			if len(q) == 0 {
+				delete(p.queues, key)
+				p.mu.Unlock()
+				return
+			}
+			m, p.queues[key] = q[0], q[1:]
+			p.mu.Unlock()
+		}
+	}()
+}
+
+// run handles m holding a worker token (given back while the handler waits
+// inside Waiting).
+func (p *pool) run(ctx context.Context, m kafka.Message, handle MessageHandler) error {
+	select {
+	case p.slots.tokens <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-p.slots.tokens }()
+	return handle(context.WithValue(ctx, slotsKey{}, p.slots), m)
+}
+
+type slotsKey struct{}
+
+// Waiting runs f, a wait on a dependency outside the handler's own work
+// (a remote API, an object store), without holding the handler's worker:
+// while it waits, another message is handled (as long as fewer than
+// 4 × Workers handlers wait so; beyond, f runs holding the worker). Outside
+// a RunEach handler it just runs f.
+func Waiting(ctx context.Context, f func() error) error {
+	s, ok := ctx.Value(slotsKey{}).(*slots)
+	if !ok {
+		return f()
+	}
+	select {
+	case s.waiting <- struct{}{}:
+	default:
+		return f()
+	}
+	defer func() { <-s.waiting }()
+	<-s.tokens
+	defer func() { s.tokens <- struct{}{} }()
+	return f()
+}
+
+// tracker knows, per partition, the messages fetched and not handled yet,
+// and the offset committed last.
+type tracker struct {
+	mu    sync.Mutex
+	parts map[partitionKey]*partitionState
+}
+
+type partitionKey struct {
+	topic     string
+	partition int
+}
+
+type partitionState struct {
+	open      map[int64]int // offset -> messages fetched with it and not handled yet
+	maxDone   int64         // the highest offset handled
+	committed int64         // the next offset committed (what the group resumes from)
+}
+
+func newTracker() *tracker { return &tracker{parts: map[partitionKey]*partitionState{}} }
+
+// add notes a fetched message.
+func (t *tracker) add(m kafka.Message) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := partitionKey{m.Topic, m.Partition}
+	s, ok := t.parts[k]
+	if !ok {
+		// The group resumed the partition at its first message.
+		s = &partitionState{open: map[int64]int{}, maxDone: m.Offset - 1, committed: m.Offset}
+		t.parts[k] = s
+	}
+	s.open[m.Offset]++
+}
+
+// done notes a handled message and returns the message to commit when the
+// partition's committable position moved: every message before its lowest
+// unfinished one is handled.
+func (t *tracker) done(m kafka.Message) (kafka.Message, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.parts[partitionKey{m.Topic, m.Partition}]
+	if s == nil {
+		return kafka.Message{}, false
+	}
+	if s.open[m.Offset]--; s.open[m.Offset] <= 0 {
+		delete(s.open, m.Offset)
+	}
+	s.maxDone = max(s.maxDone, m.Offset)
+	next := s.maxDone + 1
+	for o := range s.open {
+		next = min(next, o)
+	}
+	if next <= s.committed {
+		return kafka.Message{}, false
+	}
+	s.committed = next
+	// CommitMessages commits the offset after the message's.
+	return kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: next - 1}, true
+}
