@@ -54,6 +54,9 @@ type Config struct {
 	archiveReadOnly bool
 	SMTPURL         string
 	MailFrom        string
+	// MailConcurrency is how many e-mail deliveries (SMTP sessions) the
+	// invoicer role works on at once (O2I_MAIL_CONCURRENCY).
+	MailConcurrency int
 	StripeAPIBase   string
 	// OTLPEndpoint is where spans go over OTLP/HTTP; empty: tracing off
 	// (no-op spans, the trace context is still passed on).
@@ -94,6 +97,7 @@ var envVars = []envVar{
 	{"O2I_SMTP_URL", "smtp://127.0.0.1:22525", "SMTP relay of the invoice e-mail: smtp://user:pass@host:port (STARTTLS when offered) or smtps://...", true},
 	{"O2I_STRIPE_API_BASE", "https://api.stripe.com", "base URL of the payment provider's API (Stripe); the local stack's fake in .dev/env", false},
 	{"O2I_MAIL_FROM", "Rechnungsversand <rechnung@localhost>", "sender address of the invoice e-mail (replies go to the project's invoice contact)", false},
+	{"O2I_MAIL_CONCURRENCY", strconv.Itoa(invoicing.DefaultMailConcurrency), "e-mail deliveries (SMTP sessions) the invoicer role sends at once, each under a claim of its own", false},
 	{"O2I_OTLP_ENDPOINT", "", "when set, exports trace spans over OTLP/HTTP to this URL (an OpenTelemetry collector, e.g. http://collector:4318); unset: tracing off", false},
 }
 
@@ -149,6 +153,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		{"O2I_INVOICER_WORKERS", &c.InvoicerWorkers},
 		{"O2I_PUBLIC_BODIES", &c.PublicBodies},
 		{"O2I_PUBLIC_PER_ADDR", &c.PublicPerAddr},
+		{"O2I_MAIL_CONCURRENCY", &c.MailConcurrency},
 	} {
 		if *n.dst, err = strconv.Atoi(v(n.name)); err != nil || *n.dst <= 0 {
 			return c, fmt.Errorf("%s must be a positive integer, got %q", n.name, v(n.name))

@@ -77,6 +77,7 @@ func (w *wiring) worker(role string) func(context.Context) error {
 		iv.Workers = w.d.cfg.InvoicerWorkers
 		if sender, err := mail.NewSender(w.d.cfg.SMTPURL, w.d.cfg.MailFrom); err == nil { // checked by loadConfig
 			iv.Mail = invoicing.NewMailer(w.invoices, w.archive, sender)
+			iv.Mail.Concurrency = w.d.cfg.MailConcurrency
 		}
 		iv.Transfers = banktransfer.New(w.d.cfg.StripeAPIBase, 20*time.Second)
 		return iv.Run

@@ -7,8 +7,11 @@ package mail
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	netmail "net/mail"
 	"net/url"
 	"strconv"
 	"strings"
@@ -26,6 +29,10 @@ type Attachment struct {
 
 // Message is one e-mail to one recipient.
 type Message struct {
+	// MessageID, when set, is the message's Message-ID without the angle
+	// brackets (local@domain): a resend of the same message carries the same
+	// one, so the receiver can tell it is the same. Empty: a new one.
+	MessageID   string
 	To          string
 	ReplyTo     string // empty: none
 	Subject     string
@@ -41,12 +48,22 @@ type Sender struct {
 	user     string
 	pass     string
 	from     string
-	// Timeout bounds one delivery: connect, greeting, every command and the data.
+	domain   string // of the sender's address: the right side of the Message-IDs
+	// Timeout bounds one SMTP session as a whole: go-mail gives each of its
+	// three phases (the connection; greeting, STARTTLS and login; the message
+	// with its data and QUIT) a deadline of a third of it, so that no session
+	// outlasts it.
 	Timeout time.Duration
 }
 
-// DefaultTimeout bounds one delivery unless the Sender says otherwise.
-const DefaultTimeout = 30 * time.Second
+// DefaultTimeout bounds one SMTP session unless the Sender says otherwise
+// (15 s for each of its phases).
+const DefaultTimeout = 45 * time.Second
+
+// sessionPhases is how many deadlines of go-mail's client an SMTP session
+// runs under, one after the other: the dial; the greeting, STARTTLS and
+// login; and the message (its check, MAIL, RCPT, DATA and QUIT).
+const sessionPhases = 3
 
 // NewSender parses rawURL (smtp://user:pass@host:port, STARTTLS when the relay
 // offers it; smtps://... for TLS from the start; the port defaults to 587 and
@@ -84,11 +101,33 @@ func NewSender(rawURL, from string) (*Sender, error) {
 	if err := gomail.NewMsg().From(from); err != nil {
 		return nil, fmt.Errorf("sender address %q: %w", from, err)
 	}
+	s.domain = "localhost"
+	if a, err := netmail.ParseAddress(from); err == nil {
+		if at := strings.LastIndexByte(a.Address, '@'); at >= 0 && at < len(a.Address)-1 {
+			s.domain = a.Address[at+1:]
+		}
+	}
 	return s, nil
 }
 
 // Addr is the relay's host:port, for logs.
 func (s *Sender) Addr() string { return s.host + ":" + strconv.Itoa(s.port) }
+
+// SessionTimeout is the longest one Send may talk to the relay.
+func (s *Sender) SessionTimeout() time.Duration {
+	if s.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return s.Timeout
+}
+
+// NewMessageID returns a new Message-ID (without the angle brackets) in the
+// domain of the sender's address: random on the left, so that it is unique.
+func (s *Sender) NewMessageID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "o2i." + hex.EncodeToString(b[:]) + "@" + s.domain
+}
 
 // Compose renders m as the bytes of an RFC 5322 message (MIME multipart when
 // it has attachments), as the relay receives it.
@@ -107,7 +146,14 @@ func (s *Sender) Compose(m Message) (*gomail.Msg, error) {
 	}
 	msg.Subject(m.Subject)
 	msg.SetDate()
-	msg.SetMessageID()
+	if m.MessageID != "" {
+		if !validMessageID(m.MessageID) {
+			return nil, &PermanentError{fmt.Errorf("message id %q: not local@domain", m.MessageID)}
+		}
+		msg.SetMessageIDWithValue(m.MessageID)
+	} else {
+		msg.SetMessageID()
+	}
 	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
 	for _, a := range m.Attachments {
 		if err := msg.AttachReader(a.Name, bytes.NewReader(a.Data), gomail.WithFileContentType(gomail.ContentType(a.ContentType))); err != nil {
@@ -115,6 +161,22 @@ func (s *Sender) Compose(m Message) (*gomail.Msg, error) {
 		}
 	}
 	return msg, nil
+}
+
+// validMessageID reports whether id can stand between the angle brackets of
+// a Message-ID header: local@domain, printable ASCII without spaces or
+// brackets.
+func validMessageID(id string) bool {
+	at := strings.IndexByte(id, '@')
+	if at <= 0 || at != strings.LastIndexByte(id, '@') || at == len(id)-1 {
+		return false
+	}
+	for _, r := range id {
+		if r <= ' ' || r > '~' || r == '<' || r == '>' {
+			return false
+		}
+	}
+	return true
 }
 
 // Send delivers m within Timeout (and ctx). A failure the relay calls
@@ -126,13 +188,13 @@ func (s *Sender) Send(ctx context.Context, m Message) error {
 	if err != nil {
 		return err
 	}
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := s.SessionTimeout()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	opts := []gomail.Option{gomail.WithPort(s.port), gomail.WithTimeout(timeout)}
+	// go-mail sets a deadline of its timeout on the connection three times,
+	// one after the other (see sessionPhases): a third of ours each keeps
+	// the whole session within Timeout.
+	opts := []gomail.Option{gomail.WithPort(s.port), gomail.WithTimeout(timeout / sessionPhases)}
 	if s.implicit {
 		opts = append(opts, gomail.WithSSL())
 	} else {
