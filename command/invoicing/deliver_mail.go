@@ -194,7 +194,7 @@ func (m *Mailer) claim(ctx context.Context, skip []string) (dueDelivery, bool, e
 		SET claim_token = $1, lease_until = now() + $2::bigint * interval '1 millisecond', next_attempt_at = now() + $2::bigint * interval '1 millisecond',
 			message_id = COALESCE(message_id, $3)
 		WHERE id = (SELECT id FROM mail_deliveries WHERE status = 'pending' AND next_attempt_at <= now()
-			AND (lease_until IS NULL OR lease_until <= now()) AND ($4 = '' OR project_id::text = $4) AND NOT (id = ANY($5::uuid[]))
+			AND (lease_until IS NULL OR lease_until <= now()) AND ($4 = '' OR project_id::text = $4) AND NOT (id = ANY(COALESCE($5::uuid[], '{}')))
 			ORDER BY next_attempt_at LIMIT 1 FOR UPDATE SKIP LOCKED)
 		RETURNING id::text, project_id::text, kind, order_no, recipient, invoice_id::text, task_id::text, reply_to, attempts, message_id`,
 		d.token, lease.Milliseconds(), m.sender.NewMessageID(), m.ProjectID, skip).
