@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -121,35 +120,38 @@ type dueDelivery struct {
 	token                                              string
 }
 
-// SendDue tries up to limit due deliveries once each, Concurrency at a time,
-// and returns how many it tried (claimed); a delivery that fails is not tried
-// again in the same call. It fails only when the database does.
+// SendDue tries up to limit deliveries that are due when it starts, once
+// each, Concurrency at a time, and returns how many it tried (claimed); a
+// delivery that fails is not tried again in the same call. It fails only
+// when the database does.
 func (m *Mailer) SendDue(ctx context.Context, limit int) (int, error) {
+	var start time.Time
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err := m.svc.pool.QueryRow(qctx, `SELECT now()`).Scan(&start)
+	cancel()
+	if err != nil {
+		return 0, err
+	}
 	var (
 		mu    sync.Mutex
-		tried []string
+		tried int
 		errs  []error
 		wg    sync.WaitGroup
 	)
-	budget := make(chan struct{}, limit)
-	for range limit {
-		budget <- struct{}{}
-	}
 	for range min(m.workers(), max(limit, 0)) {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				select {
-				case <-budget:
-				default:
+				mu.Lock()
+				if tried >= limit {
+					mu.Unlock()
 					return
 				}
-				mu.Lock()
-				skip := slices.Clone(tried)
+				tried++ // reserved; given back when nothing was due
 				mu.Unlock()
-				id, err := m.sendOne(ctx, skip)
+				id, err := m.sendOne(ctx, &start)
 				mu.Lock()
-				if id != "" {
-					tried = append(tried, id)
+				if id == "" {
+					tried--
 				}
 				if err != nil {
 					errs = append(errs, err)
@@ -162,13 +164,13 @@ func (m *Mailer) SendDue(ctx context.Context, limit int) (int, error) {
 		})
 	}
 	wg.Wait()
-	return len(tried), errors.Join(errs...)
+	return tried, errors.Join(errs...)
 }
 
-// sendOne claims one due delivery (none of skip) and tries it once: it
+// sendOne claims one delivery due at dueBy (nil: now) and tries it once: it
 // returns its id, or "" when none was due.
-func (m *Mailer) sendOne(ctx context.Context, skip []string) (string, error) {
-	d, ok, err := m.claim(ctx, skip)
+func (m *Mailer) sendOne(ctx context.Context, dueBy *time.Time) (string, error) {
+	d, ok, err := m.claim(ctx, dueBy)
 	if err != nil || !ok {
 		return "", err
 	}
@@ -182,10 +184,10 @@ func (m *Mailer) sendOne(ctx context.Context, skip []string) (string, error) {
 	return d.id, m.record(ctx, d, cause)
 }
 
-// claim takes one due delivery whose lease (if any) has run out, under a new
-// token and a lease of Timeout and LeaseMargin, and gives it its Message-ID
-// unless it has one. ok is false when none is due.
-func (m *Mailer) claim(ctx context.Context, skip []string) (dueDelivery, bool, error) {
+// claim takes one delivery due at dueBy (nil: now) whose lease (if any) has
+// run out, under a new token and a lease of Timeout and LeaseMargin, and
+// gives it its Message-ID unless it has one. ok is false when none is due.
+func (m *Mailer) claim(ctx context.Context, dueBy *time.Time) (dueDelivery, bool, error) {
 	d := dueDelivery{token: uuid.NewString()}
 	lease := m.Timeout + m.LeaseMargin
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -193,11 +195,11 @@ func (m *Mailer) claim(ctx context.Context, skip []string) (dueDelivery, bool, e
 	err := m.svc.pool.QueryRow(qctx, `UPDATE mail_deliveries
 		SET claim_token = $1, lease_until = now() + $2::bigint * interval '1 millisecond', next_attempt_at = now() + $2::bigint * interval '1 millisecond',
 			message_id = COALESCE(message_id, $3)
-		WHERE id = (SELECT id FROM mail_deliveries WHERE status = 'pending' AND next_attempt_at <= now()
-			AND (lease_until IS NULL OR lease_until <= now()) AND ($4 = '' OR project_id::text = $4) AND NOT (id = ANY(COALESCE($5::uuid[], '{}')))
+		WHERE id = (SELECT id FROM mail_deliveries WHERE status = 'pending' AND next_attempt_at <= LEAST(now(), $5::timestamptz)
+			AND (lease_until IS NULL OR lease_until <= now()) AND ($4 = '' OR project_id::text = $4)
 			ORDER BY next_attempt_at LIMIT 1 FOR UPDATE SKIP LOCKED)
 		RETURNING id::text, project_id::text, kind, order_no, recipient, invoice_id::text, task_id::text, reply_to, attempts, message_id`,
-		d.token, lease.Milliseconds(), m.sender.NewMessageID(), m.ProjectID, skip).
+		d.token, lease.Milliseconds(), m.sender.NewMessageID(), m.ProjectID, dueBy).
 		Scan(&d.id, &d.projectID, &d.kind, &d.orderNo, &d.recipient, &d.invoiceID, &d.taskID, &d.replyTo, &d.attempts, &d.messageID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, false, nil
