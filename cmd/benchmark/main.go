@@ -12,7 +12,9 @@
 //     projection lag while the writes run;
 //   - invoices: a backlog of orders drained to archived invoices by the
 //     invoicer, next to the archive's PUTs and the PDF rendering alone, and
-//     order accepted → invoice archived under a steady order rate.
+//     order accepted → invoice archived under a steady order rate;
+//   - mail: the mailer draining e-mail deliveries into the stack's SMTP sink
+//     with its pool of workers, next to the same SMTP sessions alone.
 //
 // With -readme it rewrites the figures table of README.md: the rows of the
 // stages that ran; those of the others stay, with the day they were measured.
@@ -35,6 +37,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/o2i-service/o2i/command/invoicing"
 )
 
 // result is one benchmark figure with its ceiling.
@@ -52,7 +56,7 @@ func main() {
 		return
 	}
 	var (
-		only     = flag.String("only", "engine,reads,list,writes,invoices", "stages to run: engine, reads, list, writes, invoices")
+		only     = flag.String("only", "engine,reads,list,writes,invoices,mail", "stages to run: engine, reads, list, writes, invoices, mail")
 		duration = flag.Duration("duration", 10*time.Second, "length of each load run")
 		conns    = flag.Int("conns", 64, "connections of the read load")
 		wconns   = flag.Int("write-conns", 32, "connections of the write load (and pgbench clients)")
@@ -62,12 +66,15 @@ func main() {
 		addr     = flag.String("addr", "127.0.0.1:18080", "address for the service under test")
 		readme   = flag.String("readme", "", "README to update with the figures")
 		inv      invoiceConfig
+		mails    mailConfig
 	)
 	flag.IntVar(&inv.backlog, "invoice-orders", 3000, "orders of the invoicer's backlog (invoices stage)")
 	flag.IntVar(&inv.rate, "invoice-rate", 50, "orders per second of the steady load (invoices stage)")
 	flag.DurationVar(&inv.steady, "invoice-for", 20*time.Second, "length of the steady load (invoices stage)")
 	flag.IntVar(&inv.projects, "invoice-projects", 1, "projects the invoicer's backlog is spread over (invoices stage)")
 	flag.StringVar(&inv.profile, "invoicer-profile", "", "write a 15 s CPU profile of the invoicer process during the drain to this file")
+	flag.IntVar(&mails.messages, "mail-messages", 2000, "e-mail deliveries the mailer drains (mail stage)")
+	flag.IntVar(&mails.concurrency, "mail-concurrency", invoicing.DefaultMailConcurrency, "the mailer's workers, O2I_MAIL_CONCURRENCY (mail stage)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -103,6 +110,7 @@ func main() {
 	run("list", func() ([]result, error) { return b.list(ctx, *invoices, *duration) })
 	run("writes", func() ([]result, error) { return b.writes(ctx, *wconns, *duration) })
 	run("invoices", func() ([]result, error) { return b.invoices(ctx, inv) })
+	run("mail", func() ([]result, error) { return b.mails(ctx, mails) })
 	b.stopServer()
 	machine, today := b.machine(), time.Now().UTC().Format(time.DateOnly)
 	fmt.Println(markdown(results, machine, map[string]string{"": today}))
@@ -128,12 +136,12 @@ func ceilingServer(addr string) {
 }
 
 // stageOrder is the order of the stages in the table.
-var stageOrder = []string{"engine", "reads", "list", "writes", "invoices"}
+var stageOrder = []string{"engine", "reads", "list", "writes", "invoices", "mail"}
 
 // stageOf names the stage of a row already in the table by its first column.
 func stageOf(what string) string {
 	for _, p := range [][2]string{{"invoice engine:", "engine"}, {"PDF/A-3 of", "engine"}, {"GET /v1/orders/", "reads"}, {"GET /v1/invoices", "list"},
-		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"invoice pipeline", "invoices"}} {
+		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"invoice pipeline", "invoices"}, {"mailer:", "mail"}} {
 		if strings.HasPrefix(what, p[0]) {
 			return p[1]
 		}

@@ -184,7 +184,9 @@ func TestSendBoundedBySessionTimeout(t *testing.T) {
 	s := mustSender(t, "smtp://"+l.Addr().String(), "r@example.com")
 	s.Timeout = 900 * time.Millisecond
 	done := make(chan error, 1)
-	go func() { done <- s.Send(context.Background(), Message{To: "kunde@example.com", Subject: "x", Text: "x"}) }()
+	go func() {
+		done <- s.Send(context.Background(), Message{To: "kunde@example.com", Subject: "x", Text: "x"})
+	}()
 	select {
 	case err := <-done:
 		var pe *PermanentError
