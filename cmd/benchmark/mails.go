@@ -100,9 +100,11 @@ func (b *bench) mails(ctx context.Context, cfg mailConfig) ([]result, error) {
 	var wg sync.WaitGroup
 	for range cfg.concurrency {
 		wg.Go(func() {
+			conn := sender.Conn()
+			defer conn.Close()
 			for i := next.Add(1); i <= int64(cfg.messages); i = next.Add(1) {
 				to := fmt.Sprintf("bench-ceiling-%d@example.com", i)
-				if err := sender.Send(ctx, mail.Message{MessageID: sender.NewMessageID(), To: to, Subject: "Dringend: Aufgabe",
+				if err := conn.Send(ctx, mail.Message{MessageID: sender.NewMessageID(), To: to, Subject: "Dringend: Aufgabe",
 					Text: "Guten Tag,\n\nzur Bestellung BENCH ist eine dringende Aufgabe offen.\n"}); err != nil {
 					sendErr.Store(err)
 				}

@@ -33,10 +33,11 @@ import (
 // Mail once. A pool of Concurrency workers per process each claims one
 // delivery at a time with a token of its own and a lease sized to one
 // delivery (Timeout and LeaseMargin), not to a batch; no other mailer claims
-// the row while the lease holds. Right before the SMTP session the worker
-// renews the lease to cover the whole session (the sender's SessionTimeout,
-// which go-mail cannot exceed) and LeaseMargin for the record; a claim that
-// has run out or been taken over is given up unsent. The outcome is
+// the row while the lease holds. Each worker keeps its SMTP connection open
+// from one delivery to the next while they follow each other. Right before
+// sending the worker renews the lease to cover the whole send (the sender's
+// SessionTimeout, which go-mail cannot exceed) and LeaseMargin for the
+// record; a claim that has run out or been taken over is given up unsent. The outcome is
 // recorded only under the worker's own token: a stale claimer's result is
 // dropped. Every attempt of a delivery carries the one Message-ID stored at
 // its first claim, so that the one resend that remains possible (the relay
@@ -97,8 +98,10 @@ func (m *Mailer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for range m.workers() {
 		wg.Go(func() {
+			conn := m.sender.Conn()
+			defer conn.Close()
 			for ctx.Err() == nil {
-				tried, err := m.sendOne(ctx, nil)
+				tried, err := m.sendOne(ctx, conn, nil)
 				if err != nil && ctx.Err() == nil {
 					slog.Warn("mailer: sending a due delivery", "err", err)
 				}
@@ -140,6 +143,8 @@ func (m *Mailer) SendDue(ctx context.Context, limit int) (int, error) {
 	)
 	for range min(m.workers(), max(limit, 0)) {
 		wg.Go(func() {
+			conn := m.sender.Conn()
+			defer conn.Close()
 			for ctx.Err() == nil {
 				mu.Lock()
 				if tried >= limit {
@@ -148,7 +153,7 @@ func (m *Mailer) SendDue(ctx context.Context, limit int) (int, error) {
 				}
 				tried++ // reserved; given back when nothing was due
 				mu.Unlock()
-				id, err := m.sendOne(ctx, &start)
+				id, err := m.sendOne(ctx, conn, &start)
 				mu.Lock()
 				if id == "" {
 					tried--
@@ -167,14 +172,14 @@ func (m *Mailer) SendDue(ctx context.Context, limit int) (int, error) {
 	return tried, errors.Join(errs...)
 }
 
-// sendOne claims one delivery due at dueBy (nil: now) and tries it once: it
-// returns its id, or "" when none was due.
-func (m *Mailer) sendOne(ctx context.Context, dueBy *time.Time) (string, error) {
+// sendOne claims one delivery due at dueBy (nil: now) and tries it once over
+// the worker's SMTP connection: it returns its id, or "" when none was due.
+func (m *Mailer) sendOne(ctx context.Context, conn *mail.Conn, dueBy *time.Time) (string, error) {
 	d, ok, err := m.claim(ctx, dueBy)
 	if err != nil || !ok {
 		return "", err
 	}
-	attempted, cause := m.deliver(ctx, d)
+	attempted, cause := m.deliver(ctx, conn, d)
 	if !attempted {
 		return d.id, nil // the claim was lost before the session: nothing to record
 	}
@@ -231,7 +236,7 @@ func (m *Mailer) renew(ctx context.Context, d dueDelivery) (bool, error) {
 // it (the sender bounds the session). attempted is false when the claim was
 // lost before the session: nothing was sent and nothing is to be recorded;
 // else cause is the attempt's error.
-func (m *Mailer) deliver(ctx context.Context, d dueDelivery) (attempted bool, cause error) {
+func (m *Mailer) deliver(ctx context.Context, conn *mail.Conn, d dueDelivery) (attempted bool, cause error) {
 	msg, err := m.compose(ctx, d)
 	if err != nil {
 		return true, err
@@ -244,7 +249,7 @@ func (m *Mailer) deliver(ctx context.Context, d dueDelivery) (attempted bool, ca
 		slog.Warn("mailer: claim lost before sending (lease ran out or taken over), not sent", "deliveryId", d.id, "orderNo", d.orderNo)
 		return false, nil
 	}
-	return true, m.sender.Send(ctx, msg)
+	return true, conn.Send(ctx, msg)
 }
 
 // compose is d's message, with its Message-ID, read within Timeout.

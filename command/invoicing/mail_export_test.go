@@ -20,7 +20,9 @@ func (m *Mailer) ClaimOne(ctx context.Context) (Claim, bool, error) {
 // Deliver exposes composing, renewing the claim and sending: attempted is
 // false when the claim was lost before the session.
 func (m *Mailer) Deliver(ctx context.Context, c Claim) (attempted bool, cause error) {
-	return m.deliver(ctx, c.d)
+	conn := m.sender.Conn()
+	defer conn.Close()
+	return m.deliver(ctx, conn, c.d)
 }
 
 // Record exposes recording an attempt's outcome under the claim.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
+	"github.com/wneessen/go-mail/smtp"
 )
 
 // Attachment is one file of a message.
@@ -49,21 +50,22 @@ type Sender struct {
 	pass     string
 	from     string
 	domain   string // of the sender's address: the right side of the Message-IDs
-	// Timeout bounds one SMTP session as a whole: go-mail gives each of its
-	// three phases (the connection; greeting, STARTTLS and login; the message
-	// with its data and QUIT) a deadline of a third of it, so that no session
+	// Timeout bounds one Send as a whole: go-mail gives each of its phases
+	// (see sessionPhases) a deadline of a quarter of it, so that no Send
 	// outlasts it.
 	Timeout time.Duration
 }
 
-// DefaultTimeout bounds one SMTP session unless the Sender says otherwise
-// (15 s for each of its phases).
-const DefaultTimeout = 45 * time.Second
+// DefaultTimeout bounds one Send unless the Sender says otherwise (15 s for
+// each of its phases).
+const DefaultTimeout = time.Minute
 
-// sessionPhases is how many deadlines of go-mail's client an SMTP session
-// runs under, one after the other: the dial; the greeting, STARTTLS and
-// login; and the message (its check, MAIL, RCPT, DATA and QUIT).
-const sessionPhases = 3
+// sessionPhases is how many deadlines of go-mail's client one Send runs
+// under at most, one after the other: on an open connection, what is left of
+// its last deadline for the check (NOOP) that finds it closed; then the
+// dial; the greeting, STARTTLS and login; and the message (the check, MAIL,
+// RCPT, DATA and QUIT).
+const sessionPhases = 4
 
 // NewSender parses rawURL (smtp://user:pass@host:port, STARTTLS when the relay
 // offers it; smtps://... for TLS from the start; the port defaults to 587 and
@@ -113,7 +115,8 @@ func NewSender(rawURL, from string) (*Sender, error) {
 // Addr is the relay's host:port, for logs.
 func (s *Sender) Addr() string { return s.host + ":" + strconv.Itoa(s.port) }
 
-// SessionTimeout is the longest one Send may talk to the relay.
+// SessionTimeout is the longest one Send (of a Sender or a Conn) may talk to
+// the relay.
 func (s *Sender) SessionTimeout() time.Duration {
 	if s.Timeout <= 0 {
 		return DefaultTimeout
@@ -179,42 +182,117 @@ func validMessageID(id string) bool {
 	return true
 }
 
-// Send delivers m within Timeout (and ctx). A failure the relay calls
-// permanent (a 5xx answer) or a message that cannot be addressed is a
-// *PermanentError; anything else (the relay down, a 4xx answer) may succeed
-// later.
+// Send delivers m within Timeout (and ctx) over a connection of its own. A
+// failure the relay calls permanent (a 5xx answer) or a message that cannot
+// be addressed is a *PermanentError; anything else (the relay down, a 4xx
+// answer) may succeed later. A message the relay accepted is sent, whatever
+// happens to the connection afterwards.
 func (s *Sender) Send(ctx context.Context, m Message) error {
-	msg, err := s.Compose(m)
+	c := s.Conn()
+	defer c.Close()
+	return c.Send(ctx, m)
+}
+
+// Conn is one SMTP connection of a worker that sends one message after
+// another: it stays open from one message to the next while they follow
+// each other within a phase's deadline (a quarter of Timeout), and is
+// dialled again when it was idle longer, when the relay closed it, or after
+// a failure. Each Send is bounded by Timeout as a whole. A Conn is used by
+// one goroutine at a time; Close ends it.
+type Conn struct {
+	s      *Sender
+	client *gomail.Client
+	smtp   *smtp.Client
+	last   time.Time // when the last message on smtp began: its deadline is a phase later
+}
+
+// Conn returns a connection of s, dialled at its first Send.
+func (s *Sender) Conn() *Conn { return &Conn{s: s} }
+
+// phase is the deadline go-mail sets on the connection for each phase.
+func (s *Sender) phase() time.Duration { return s.SessionTimeout() / sessionPhases }
+
+// Send delivers m within the sender's Timeout (and ctx, while connecting),
+// over the open connection when there is one, else over a new one; errors as
+// Sender.Send.
+func (c *Conn) Send(ctx context.Context, m Message) error {
+	msg, err := c.s.Compose(m)
 	if err != nil {
 		return err
 	}
-	timeout := s.SessionTimeout()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	if c.smtp != nil && time.Since(c.last) >= c.s.phase() {
+		c.drop() // idle past its deadline: go-mail's check of it would fail
+	}
+	if c.smtp != nil {
+		c.last = time.Now() // go-mail's check sets the next deadline
+		err := c.client.SendWithSMTPClient(c.smtp, msg)
+		if err == nil || msg.IsDelivered() {
+			if err != nil {
+				c.drop()
+			}
+			return nil
+		}
+		c.drop()
+		if se := (*gomail.SendError)(nil); !errors.As(err, &se) || se.Reason != gomail.ErrConnCheck {
+			return c.s.classify(err)
+		}
+		// The relay had closed the connection (go-mail's NOOP before the
+		// message failed): nothing was sent, dial again.
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.s.SessionTimeout())
 	defer cancel()
-	// go-mail sets a deadline of its timeout on the connection three times,
-	// one after the other (see sessionPhases): a third of ours each keeps
-	// the whole session within Timeout.
-	opts := []gomail.Option{gomail.WithPort(s.port), gomail.WithTimeout(timeout / sessionPhases)}
-	if s.implicit {
+	opts := []gomail.Option{gomail.WithPort(c.s.port), gomail.WithTimeout(c.s.phase()), gomail.WithoutRset()}
+	if c.s.implicit {
 		opts = append(opts, gomail.WithSSL())
 	} else {
 		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
 	}
-	if s.user != "" {
-		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover), gomail.WithUsername(s.user), gomail.WithPassword(s.pass))
+	if c.s.user != "" {
+		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover), gomail.WithUsername(c.s.user), gomail.WithPassword(c.s.pass))
 	}
-	c, err := gomail.NewClient(s.host, opts...)
+	client, err := gomail.NewClient(c.s.host, opts...)
 	if err != nil {
-		return fmt.Errorf("SMTP client for %s: %w", s.Addr(), err)
+		return fmt.Errorf("SMTP client for %s: %w", c.s.Addr(), err)
 	}
-	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
-		var se *gomail.SendError
-		if errors.As(err, &se) && se.ErrorCode() >= 500 && se.ErrorCode() < 600 {
-			return &PermanentError{fmt.Errorf("SMTP %s: %w", s.Addr(), err)}
+	sc, err := client.DialToSMTPClientWithContext(ctx)
+	if err != nil {
+		return c.s.classify(fmt.Errorf("dial failed: %w", err))
+	}
+	c.client, c.smtp = client, sc
+	c.last = time.Now()
+	err = client.SendWithSMTPClient(sc, msg)
+	if err != nil {
+		c.drop()
+		if !msg.IsDelivered() {
+			return c.s.classify(err)
 		}
-		return fmt.Errorf("SMTP %s: %w", s.Addr(), err)
 	}
 	return nil
+}
+
+// Close ends the connection with QUIT (within what is left of its deadline).
+func (c *Conn) Close() {
+	if c.smtp != nil {
+		_ = c.client.CloseWithSMTPClient(c.smtp)
+	}
+	c.drop()
+}
+
+// drop closes the connection without a word to the relay.
+func (c *Conn) drop() {
+	if c.smtp != nil {
+		_ = c.smtp.Close()
+	}
+	c.client, c.smtp = nil, nil
+}
+
+// classify makes a failure the relay calls permanent (5xx) a *PermanentError.
+func (s *Sender) classify(err error) error {
+	var se *gomail.SendError
+	if errors.As(err, &se) && se.ErrorCode() >= 500 && se.ErrorCode() < 600 {
+		return &PermanentError{fmt.Errorf("SMTP %s: %w", s.Addr(), err)}
+	}
+	return fmt.Errorf("SMTP %s: %w", s.Addr(), err)
 }
 
 // PermanentError is a delivery that will fail the same way every time.

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -163,25 +165,12 @@ func TestValidMessageID(t *testing.T) {
 }
 
 // TestSendBoundedBySessionTimeout: a relay that takes the message and never
-// answers does not hold Send past the session's Timeout (go-mail's three
-// deadlines of a third each); the failure may succeed later (not permanent).
+// answers does not hold Send past the sender's Timeout (go-mail's deadlines
+// of a quarter each); the failure may succeed later (not permanent).
 func TestSendBoundedBySessionTimeout(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go silentAfterData(c)
-		}
-	}()
-	s := mustSender(t, "smtp://"+l.Addr().String(), "r@example.com")
+	r := newScriptedRelay(t, afterData{silent: true})
+	s := mustSender(t, r.url, "r@example.com")
 	s.Timeout = 900 * time.Millisecond
 	done := make(chan error, 1)
 	go func() {
@@ -190,33 +179,131 @@ func TestSendBoundedBySessionTimeout(t *testing.T) {
 	select {
 	case err := <-done:
 		var pe *PermanentError
-		t.Logf("Send to a silent relay: %v", err)
 		if err == nil || errors.As(err, &pe) {
 			t.Errorf("Send to a silent relay: %v, want a temporary failure", err)
 		}
 	case <-time.After(30 * s.Timeout):
-		t.Fatal("Send to a silent relay did not end: the session is not bounded")
+		t.Fatal("Send to a silent relay did not end: the send is not bounded")
 	}
 }
 
-// silentAfterData plays an SMTP relay up to the end of the data, then says
-// nothing more.
-func silentAfterData(c net.Conn) {
+// TestConnReusesItsConnection: messages that follow each other go over one
+// connection; a relay that closes it after accepting a message has that
+// message (Send succeeds) and the next one goes over a new connection.
+func TestConnReusesItsConnection(t *testing.T) {
+	t.Parallel()
+	r := newScriptedRelay(t, afterData{})
+	s := mustSender(t, r.url, "r@example.com")
+	s.Timeout = 20 * time.Second
+	c := s.Conn()
+	for i := range 3 {
+		if err := c.Send(context.Background(), Message{To: fmt.Sprintf("kunde-%d@example.com", i), Subject: "x", Text: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if conns, msgs := r.counts(); conns != 1 || msgs != 3 {
+		t.Errorf("%d connections for %d messages, want 1 for 3", conns, msgs)
+	}
+	r.set(afterData{hangUp: true})
+	if err := c.Send(context.Background(), Message{To: "kunde-3@example.com", Subject: "x", Text: "x"}); err != nil {
+		t.Errorf("message accepted, then the connection closed: %v, want sent", err)
+	}
+	r.set(afterData{})
+	if err := c.Send(context.Background(), Message{To: "kunde-4@example.com", Subject: "x", Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if conns, msgs := r.counts(); conns != 2 || msgs != 5 {
+		t.Errorf("%d connections for %d messages, want 2 for 5", conns, msgs)
+	}
+	// A relay that closes the connection after accepting the message (QUIT
+	// unanswered): the message is sent.
+	r.set(afterData{hangUp: true})
+	if err := s.Send(context.Background(), Message{To: "kunde-5@example.com", Subject: "x", Text: "x"}); err != nil {
+		t.Errorf("Send, message accepted, then the connection closed: %v, want sent", err)
+	}
+}
+
+// afterData is what the scripted relay does once a message's data ended.
+type afterData struct {
+	silent bool // never answers
+	hangUp bool // answers 250, then closes the connection
+}
+
+// scriptedRelay plays an SMTP relay (greeting, EHLO, MAIL, RCPT, DATA, NOOP,
+// RSET, QUIT) on a free port of 127.0.0.1 and counts connections and
+// messages.
+type scriptedRelay struct {
+	url string
+
+	mu          sync.Mutex
+	after       afterData
+	conns, msgs int
+}
+
+func newScriptedRelay(t *testing.T, after afterData) *scriptedRelay {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	r := &scriptedRelay{url: "smtp://" + l.Addr().String(), after: after}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			r.mu.Lock()
+			r.conns++
+			r.mu.Unlock()
+			go r.serve(c)
+		}
+	}()
+	return r
+}
+
+func (r *scriptedRelay) set(a afterData) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.after = a
+}
+
+func (r *scriptedRelay) counts() (conns, msgs int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conns, r.msgs
+}
+
+func (r *scriptedRelay) serve(c net.Conn) {
 	defer c.Close()
-	r := bufio.NewReader(c)
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	br := bufio.NewReader(c)
 	reply := func(s string) { _, _ = c.Write([]byte(s + "\r\n")) }
 	reply("220 relay.test ESMTP")
 	inData := false
 	for {
-		line, err := r.ReadString('\n')
+		line, err := br.ReadString('\n')
 		if err != nil {
 			return
 		}
 		line = strings.TrimRight(line, "\r\n")
 		switch cmd := strings.ToUpper(line); {
 		case inData && line == ".":
-			_, _ = io.Copy(io.Discard, r) // taken, never answered
-			return
+			inData = false
+			r.mu.Lock()
+			r.msgs++
+			after := r.after
+			r.mu.Unlock()
+			if after.silent {
+				_, _ = io.Copy(io.Discard, br) // taken, never answered
+				return
+			}
+			reply("250 queued")
+			if after.hangUp {
+				return
+			}
 		case inData:
 		case strings.HasPrefix(cmd, "EHLO"):
 			reply("250-relay.test")
