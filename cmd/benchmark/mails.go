@@ -26,9 +26,10 @@ type mailConfig struct {
 // its PDF as well) recorded before one mailer with cfg.concurrency workers
 // starts, then drained; sent mails/s from their being due to the last
 // sent_at. Each delivery is claimed on its own, its lease renewed before and
-// its outcome recorded after its SMTP session. Ceiling, in the same run: as
-// many messages through the same sender by cfg.concurrency goroutines,
-// without claims or records (the sink and the SMTP sessions alone).
+// its outcome recorded after it is sent over its worker's SMTP connection.
+// Ceiling, in the same run: as many messages through the same sender by
+// cfg.concurrency goroutines with a connection each, without claims or
+// records (the sink and the SMTP connections alone).
 func (b *bench) mails(ctx context.Context, cfg mailConfig) ([]result, error) {
 	if cfg.messages < 1 || cfg.concurrency < 1 {
 		return nil, fmt.Errorf("-mail-messages and -mail-concurrency must be at least 1")
@@ -117,10 +118,10 @@ func (b *bench) mails(ctx context.Context, cfg mailConfig) ([]result, error) {
 	}
 	ceiling := float64(cfg.messages) / time.Since(t0).Seconds()
 	return []result{{
-		What: fmt.Sprintf("mailer: %d task notices drained by one mailer of %d workers (one claim, lease renewal, SMTP session and record each) "+
+		What: fmt.Sprintf("mailer: %d task notices drained by one mailer of %d workers (one claim, lease renewal, send over the worker's open SMTP connection and record each) "+
 			"into the stack's SMTP sink (%d retried)", cfg.messages, cfg.concurrency, failed),
 		Measured: fmt.Sprintf("%.0f mails/s", rate),
-		Ceiling:  fmt.Sprintf("%.0f mails/s (the same messages, %d SMTP sessions at once, no database)", ceiling, cfg.concurrency),
+		Ceiling:  fmt.Sprintf("%.0f mails/s (the same messages over %d SMTP connections at once, no database)", ceiling, cfg.concurrency),
 		Target:   "≥ the invoice rate (150 invoices/s)",
 	}}, nil
 }
