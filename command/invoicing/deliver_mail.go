@@ -37,12 +37,13 @@ import (
 // from one delivery to the next while they follow each other. Right before
 // sending the worker renews the lease to cover the whole send (the sender's
 // SessionTimeout, which go-mail cannot exceed) and LeaseMargin for the
-// record; a claim that has run out or been taken over is given up unsent. The outcome is
-// recorded only under the worker's own token: a stale claimer's result is
-// dropped. Every attempt of a delivery carries the one Message-ID stored at
-// its first claim, so that the one resend that remains possible (the relay
+// record; a claim that has run out or been taken over is given up unsent.
+// The outcome is recorded only under the worker's own token: a stale
+// claimer's result is dropped. Every attempt of a delivery carries the one Message-ID stored at
+// its first claim, so that the resend that remains possible (the relay
 // accepted the message, then the process died or lost PostgreSQL before the
-// commit, and the lease ran out) is the same message to the receiver.
+// commit, or the relay's answer never arrived) is the same message to the
+// receiver.
 
 // TaskMailDeliveryFailed is the review task of an e-mail that could not be
 // sent after MailAttempts tries (or that the relay refused for good); the
@@ -183,8 +184,11 @@ func (m *Mailer) sendOne(ctx context.Context, conn *mail.Conn, dueBy *time.Time)
 	if !attempted {
 		return d.id, nil // the claim was lost before the session: nothing to record
 	}
-	if ctx.Err() != nil {
-		return d.id, nil // shutting down: the lease runs out and the delivery is tried again
+	if cause != nil && ctx.Err() != nil {
+		// Shutting down in the middle of the send: whether the relay has
+		// the message is unknown. The lease runs out and the delivery is
+		// tried again, with the same Message-ID. A sent one is recorded.
+		return d.id, nil
 	}
 	return d.id, m.record(ctx, d, cause)
 }

@@ -3,6 +3,7 @@ package invoicing_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/mail"
@@ -34,8 +35,9 @@ type fakeRelay struct {
 	holdMax  time.Duration // the longest an answer waits for holdFor
 	gathered chan struct{} // closed once holdFor sessions were in DATA at once
 	// stall, when set, is called with each received message before it is
-	// answered (the relay has it then, whatever the answer).
-	stall func(relayed)
+	// answered (the relay has it then, whatever the answer); true: the
+	// relay hangs up instead of answering.
+	stall func(relayed) (hangUp bool)
 }
 
 // relayed is one message the fake relay received.
@@ -60,11 +62,12 @@ func newFakeRelay(t *testing.T) *fakeRelay {
 	return r
 }
 
-func (r *fakeRelay) NewSession(*smtp.Conn) (smtp.Session, error) { return &relaySession{r: r}, nil }
+func (r *fakeRelay) NewSession(c *smtp.Conn) (smtp.Session, error) { return &relaySession{r: r, conn: c}, nil }
 
 type relaySession struct {
-	r  *fakeRelay
-	to string
+	r    *fakeRelay
+	conn *smtp.Conn
+	to   string
 }
 
 func (s *relaySession) Mail(string, *smtp.MailOptions) error { return nil }
@@ -104,8 +107,9 @@ func (s *relaySession) Data(body io.Reader) error {
 		r.inData--
 		r.mu.Unlock()
 	}()
-	if stall != nil {
-		stall(got)
+	if stall != nil && stall(got) {
+		_ = s.conn.Close()
+		return errors.New("hung up")
 	}
 	if holdFor > 0 {
 		select {

@@ -233,70 +233,89 @@ func TestMailerTwoMailersSlowRelaySendOnce(t *testing.T) {
 	}
 }
 
-// TestMailerResendAfterCrashKeepsMessageID: a mailer that dies after the
-// relay accepted the message and before it recorded the delivery leaves its
-// claim; once the lease has run out, another mailer sends the delivery again
-// with the same Message-ID, and records it.
+// TestMailerResendAfterCrashKeepsMessageID: the relay has the message but
+// the mailer does not learn it: either the process dies in the middle of the
+// send (nothing recorded, the claim stays until its lease runs out) or the
+// relay's answer never arrives (a failed attempt recorded). Another try
+// sends the delivery again with the same Message-ID, and records it.
 func TestMailerResendAfterCrashKeepsMessageID(t *testing.T) {
 	t.Parallel()
-	v := newInvoicing(t, false, nil)
-	relay := newFakeRelay(t)
-	received := make(chan struct{}, 1)
-	release := make(chan struct{})
-	var stallOnce sync.Once
-	relay.stall = func(relayed) {
-		stallOnce.Do(func() {
-			received <- struct{}{}
-			<-release
+	for _, tc := range []struct {
+		name     string
+		crash    bool // the mailer's process dies while the relay has the message
+		attempts int  // recorded once sent
+	}{
+		{"the process dies in the middle of the send", true, 1},
+		{"the relay's answer never arrives", false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := newInvoicing(t, false, nil)
+			relay := newFakeRelay(t)
+			received := make(chan struct{}, 1)
+			release := make(chan struct{})
+			var stallOnce sync.Once
+			relay.stall = func(relayed) (hangUp bool) {
+				stallOnce.Do(func() {
+					received <- struct{}{}
+					<-release
+					hangUp = true
+				})
+				return hangUp
+			}
+			var to, id string
+			// A mailer of a service running beside the tests may claim the
+			// delivery first; then the test tries with another.
+			for try := 0; ; try++ {
+				recipients, ids := taskDeliveries(t, v.pool, v.project, 1)
+				to, id = recipients[0], ids[0]
+				first := onceMailer(t, v, relay.url, 1, 10*time.Second)
+				ctx, crash := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				due(t, v.pool, ids)
+				go func() {
+					_, err := first.SendDue(ctx, 1)
+					done <- err
+				}()
+				select {
+				case <-received:
+					if tc.crash {
+						crash() // the process dies while the relay has the message
+					}
+					close(release)
+					err := <-done
+					crash()
+					if err != nil {
+						t.Fatal(err)
+					}
+				case err := <-done:
+					crash()
+					if err != nil || try == 2 {
+						t.Fatalf("the relay received nothing (%v)", err)
+					}
+					continue
+				}
+				break
+			}
+			first := deliveryByID(t, v.pool, id)
+			if first.status != "pending" || first.attempts != tc.attempts-1 || first.messageID == "" {
+				t.Fatalf("after the first send %+v, want it pending, %d attempts recorded, with its Message-ID", first, tc.attempts-1)
+			}
+			m := onceMailer(t, v, relay.url, 1, 10*time.Second)
+			testenv.Eventually(t, 60*time.Second, "the delivery sent again", func() bool {
+				if _, err := m.SendDue(context.Background(), 1); err != nil {
+					t.Fatal(err)
+				}
+				return deliveryByID(t, v.pool, id).status == "sent"
+			})
+			got := everywhere(t, relay, to)
+			if len(got) != 2 || got[0] != first.messageID || got[1] != first.messageID {
+				t.Errorf("received %q, want the message twice with Message-ID %q", got, first.messageID)
+			}
+			if d := deliveryByID(t, v.pool, id); d.messageID != first.messageID || d.attempts != tc.attempts {
+				t.Errorf("sent delivery %+v, want Message-ID %q and %d attempts", d, first.messageID, tc.attempts)
+			}
 		})
-	}
-	var to, id string
-	// A mailer of a service running beside the tests may claim the
-	// delivery first; then the test tries with another.
-	for try := 0; ; try++ {
-		recipients, ids := taskDeliveries(t, v.pool, v.project, 1)
-		to, id = recipients[0], ids[0]
-		crashing := onceMailer(t, v, relay.url, 1, 10*time.Second)
-		ctx, crash := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		due(t, v.pool, ids)
-		go func() {
-			_, err := crashing.SendDue(ctx, 1)
-			done <- err
-		}()
-		select {
-		case <-received:
-			crash() // the process dies while the relay has the message
-			close(release)
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-		case err := <-done:
-			crash()
-			if err != nil || try == 2 {
-				t.Fatalf("the relay received nothing (%v)", err)
-			}
-			continue
-		}
-		break
-	}
-	first := deliveryByID(t, v.pool, id)
-	if first.status != "pending" || first.attempts != 0 || first.messageID == "" {
-		t.Fatalf("after the crash %+v, want it pending, no attempt recorded, with its Message-ID", first)
-	}
-	m := onceMailer(t, v, relay.url, 1, 10*time.Second)
-	testenv.Eventually(t, 60*time.Second, "the delivery sent again", func() bool {
-		if _, err := m.SendDue(context.Background(), 1); err != nil {
-			t.Fatal(err)
-		}
-		return deliveryByID(t, v.pool, id).status == "sent"
-	})
-	got := everywhere(t, relay, to)
-	if len(got) != 2 || got[0] != first.messageID || got[1] != first.messageID {
-		t.Errorf("received %q, want the message twice with Message-ID %q", got, first.messageID)
-	}
-	if d := deliveryByID(t, v.pool, id); d.messageID != first.messageID || d.attempts != 1 {
-		t.Errorf("sent delivery %+v, want Message-ID %q and one attempt", d, first.messageID)
 	}
 }
 
