@@ -62,7 +62,9 @@ func newFakeRelay(t *testing.T) *fakeRelay {
 	return r
 }
 
-func (r *fakeRelay) NewSession(c *smtp.Conn) (smtp.Session, error) { return &relaySession{r: r, conn: c}, nil }
+func (r *fakeRelay) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	return &relaySession{r: r, conn: c}, nil
+}
 
 type relaySession struct {
 	r    *fakeRelay
