@@ -1,7 +1,9 @@
 // Package mail sends e-mail through an SMTP relay: a message with a plain
-// text body and attachments, to one recipient, bounded in time. It knows
-// nothing of invoices; command composes the messages and keeps the
-// delivery records. It imports go-mail only.
+// text body and attachments, to one recipient, with a Message-ID of the
+// caller's choosing (the same on every resend), bounded in time; a Conn keeps
+// a worker's connection open between messages. It knows nothing of
+// invoices; command composes the messages and keeps the delivery records.
+// It imports go-mail only.
 package mail
 
 import (
