@@ -22,6 +22,8 @@
 //   - hol: project B's backlog drained alone and with project A's payment
 //     provider black-holed (accepts connections, never answers) while A's
 //     provider_transfer orders wait ahead of B's, side by side.
+//   - mail: the mailer draining e-mail deliveries into the stack's SMTP sink
+//     with its pool of workers, next to the same SMTP sessions alone.
 //
 // With -readme it rewrites the figures table of README.md: the rows of the
 // stages that ran; those of the others stay, with the day they were measured.
@@ -44,6 +46,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/o2i-service/o2i/command/invoicing"
 )
 
 // result is one benchmark figure with its ceiling.
@@ -61,7 +65,7 @@ func main() {
 		return
 	}
 	var (
-		only     = flag.String("only", "engine,reads,list,writes,invoices,roles,hol", "stages to run: engine, reads, list, writes, invoices, roles, hol")
+		only     = flag.String("only", "engine,reads,list,writes,invoices,roles,hol,mail", "stages to run: engine, reads, list, writes, invoices, roles, hol, mail")
 		duration = flag.Duration("duration", 10*time.Second, "length of each load run")
 		conns    = flag.Int("conns", 64, "connections of the read load")
 		wconns   = flag.Int("write-conns", 32, "connections of the write load (and pgbench clients)")
@@ -73,6 +77,7 @@ func main() {
 		ops      = flag.String("operations", "", "operations guide whose capacity section is computed from the roles stage's figures")
 		inv      invoiceConfig
 		rc       roleConfig
+		mails    mailConfig
 	)
 	flag.IntVar(&rc.invoices, "role-invoices", 1000, "orders the invoicer drains on one core (roles stage)")
 	flag.IntVar(&rc.mails, "role-mails", 300, "e-mails the mailer sends (roles stage)")
@@ -83,6 +88,8 @@ func main() {
 	flag.StringVar(&inv.profile, "invoicer-profile", "", "write a 15 s CPU profile of the invoicer process during the drain to this file")
 	holOrders := flag.Int("hol-orders", 1000, "orders of project B drained alone and behind project A's black-holed provider (hol stage)")
 	holFaulty := flag.Int("hol-faulty", 30, "provider_transfer orders of project A waiting on its black-holed provider (hol stage)")
+	flag.IntVar(&mails.messages, "mail-messages", 2000, "e-mail deliveries the mailer drains (mail stage)")
+	flag.IntVar(&mails.concurrency, "mail-concurrency", invoicing.DefaultMailConcurrency, "the mailer's workers, O2I_MAIL_CONCURRENCY (mail stage)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -126,6 +133,7 @@ func main() {
 		return r, err
 	})
 	run("hol", func() ([]result, error) { return b.hol(ctx, *holOrders, *holFaulty) })
+	run("mail", func() ([]result, error) { return b.mails(ctx, mails) })
 	b.stopServer()
 	machine, today := b.machine(), time.Now().UTC().Format(time.DateOnly)
 	if figures != nil {
@@ -158,12 +166,12 @@ func ceilingServer(addr string) {
 }
 
 // stageOrder is the order of the stages in the table.
-var stageOrder = []string{"engine", "reads", "list", "writes", "invoices", "roles", "hol"}
+var stageOrder = []string{"engine", "reads", "list", "writes", "invoices", "roles", "hol", "mail"}
 
 // stageOf names the stage of a row already in the table by its first column.
 func stageOf(what string) string {
 	for _, p := range [][2]string{{"invoice engine:", "engine"}, {"PDF/A-3 of", "engine"}, {"GET /v1/orders/", "reads"}, {"GET /v1/invoices", "list"},
-		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"invoice pipeline", "invoices"}, {"one core,", "roles"}, {"invoicer, no head-of-line", "hol"}} {
+		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"invoice pipeline", "invoices"}, {"one core,", "roles"}, {"invoicer, no head-of-line", "hol"}, {"mailer:", "mail"}} {
 		if strings.HasPrefix(what, p[0]) {
 			return p[1]
 		}

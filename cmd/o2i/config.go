@@ -54,6 +54,9 @@ type Config struct {
 	archiveReadOnly bool
 	SMTPURL         string
 	MailFrom        string
+	// MailConcurrency is how many e-mail deliveries (SMTP sessions) the
+	// invoicer role works on at once (O2I_MAIL_CONCURRENCY).
+	MailConcurrency int
 	StripeAPIBase   string
 	// ProviderTimeout and ArchiveTimeout bound one call of the invoicer to
 	// the payment provider and to the object store.
@@ -104,6 +107,7 @@ var envVars = []envVar{
 	{"O2I_ARCHIVE_TIMEOUT", invoicing.DefaultArchiveTimeout.String(), "bound of one object-store write of the invoicer; past it the event goes to the retry table (a breaker per project stops calling a store that keeps failing for the project's documents)", false},
 	{"O2I_MAIL_FROM", "Rechnungsversand <rechnung@localhost>", "sender address of the invoice e-mail (replies go to the project's invoice contact)", false},
 	{"O2I_PUBLIC_URL", "http://127.0.0.1:8080", "the service's address as browsers see it (behind the load balancer): the links the console e-mails (invitations, password resets); with https the console's cookies are Secure with the __Host- prefix and it sends HSTS", false},
+	{"O2I_MAIL_CONCURRENCY", strconv.Itoa(invoicing.DefaultMailConcurrency), "e-mail deliveries (SMTP sessions) the invoicer role sends at once, each under a claim of its own", false},
 	{"O2I_OTLP_ENDPOINT", "", "when set, exports trace spans over OTLP/HTTP to this URL (an OpenTelemetry collector, e.g. http://collector:4318); unset: tracing off", false},
 }
 
@@ -159,6 +163,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		{"O2I_INVOICER_WORKERS", &c.InvoicerWorkers},
 		{"O2I_PUBLIC_BODIES", &c.PublicBodies},
 		{"O2I_PUBLIC_PER_ADDR", &c.PublicPerAddr},
+		{"O2I_MAIL_CONCURRENCY", &c.MailConcurrency},
 	} {
 		if *n.dst, err = strconv.Atoi(v(n.name)); err != nil || *n.dst <= 0 {
 			return c, fmt.Errorf("%s must be a positive integer, got %q", n.name, v(n.name))

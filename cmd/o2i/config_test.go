@@ -23,6 +23,8 @@ func TestLoadConfigOutbound(t *testing.T) {
 		{"trace collector without scheme", "O2I_OTLP_ENDPOINT", "collector:4318", "O2I_OTLP_ENDPOINT"},
 		{"invoicer workers zero", "O2I_INVOICER_WORKERS", "0", "O2I_INVOICER_WORKERS"},
 		{"invoicer workers word", "O2I_INVOICER_WORKERS", "many", "O2I_INVOICER_WORKERS"},
+		{"mail concurrency", "O2I_MAIL_CONCURRENCY", "32", ""},
+		{"mail concurrency zero", "O2I_MAIL_CONCURRENCY", "0", "O2I_MAIL_CONCURRENCY"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -38,6 +40,9 @@ func TestLoadConfigOutbound(t *testing.T) {
 				}
 				if want := map[string]int{"O2I_INVOICER_WORKERS": 24}[tc.variable]; want == 0 && c.InvoicerWorkers != 16 || want > 0 && c.InvoicerWorkers != want {
 					t.Errorf("invoicer workers %d", c.InvoicerWorkers)
+				}
+				if want := map[string]int{"O2I_MAIL_CONCURRENCY": 32}[tc.variable]; want == 0 && c.MailConcurrency != 8 || want > 0 && c.MailConcurrency != want {
+					t.Errorf("mail concurrency %d", c.MailConcurrency)
 				}
 				return
 			}

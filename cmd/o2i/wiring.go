@@ -80,6 +80,7 @@ func (w *wiring) worker(role string) func(context.Context) error {
 		}
 		if sender, err := mail.NewSender(w.d.cfg.SMTPURL, w.d.cfg.MailFrom); err == nil { // checked by loadConfig
 			iv.Mail = invoicing.NewMailer(w.invoices, w.archive, sender)
+			iv.Mail.Concurrency = w.d.cfg.MailConcurrency
 		}
 		iv.Transfers = banktransfer.New(w.d.cfg.StripeAPIBase, w.d.cfg.ProviderTimeout)
 		w.invoices.SetArchiveTimeout(w.d.cfg.ArchiveTimeout)

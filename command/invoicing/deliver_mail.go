@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/o2i-service/o2i/archive"
@@ -27,28 +29,58 @@ import (
 // a delivery that keeps failing opens a mail_delivery_failed task (resolved
 // when it finally goes out) and never holds anything else back. In test mode
 // nothing is sent: the delivery is recorded as blocked.
+//
+// Mail once. A pool of Concurrency workers per process each claims one
+// delivery at a time with a token of its own and a lease sized to one
+// delivery (Timeout and LeaseMargin), not to a batch; no other mailer claims
+// the row while the lease holds. Each worker keeps its SMTP connection open
+// from one delivery to the next while they follow each other. Right before
+// sending the worker renews the lease to cover the whole send (the sender's
+// SessionTimeout, which go-mail cannot exceed) and LeaseMargin for the
+// record; a claim that has run out or been taken over is given up unsent.
+// The outcome is recorded only under the worker's own token: a stale
+// claimer's result is dropped. Every attempt of a delivery carries the one Message-ID stored at
+// its first claim, so that the resend that remains possible (the relay
+// accepted the message, then the process died or lost PostgreSQL before the
+// commit, or the relay's answer never arrived) is the same message to the
+// receiver.
 
 // TaskMailDeliveryFailed is the review task of an e-mail that could not be
 // sent after MailAttempts tries (or that the relay refused for good); the
 // mailer keeps trying, and sending resolves it.
 const TaskMailDeliveryFailed = "mail_delivery_failed"
 
+// DefaultMailConcurrency is how many SMTP sessions a mailer holds at once
+// unless told otherwise (O2I_MAIL_CONCURRENCY).
+const DefaultMailConcurrency = 8
+
 // Mailer sends the due e-mail deliveries (role invoicer, beside the
-// reconciler). Several mailers may run: each claims its deliveries with a
-// lease, so a message goes out once unless a process dies mid-send.
+// reconciler). Several mailers may run, each with a pool of workers: every
+// worker claims one delivery with a lease of its own, so a message goes out
+// once unless a process dies between the relay's acceptance and the commit
+// (then again, with the same Message-ID).
 type Mailer struct {
 	svc     *Service
 	archive *archive.Archive
 	sender  *mail.Sender
 
-	// Every is how often due deliveries are looked for.
+	// Every is how often an idle worker looks for due deliveries.
 	Every time.Duration
 	// Attempts is how many failed tries open a mail_delivery_failed task.
 	Attempts int
 	// Backoff is the wait after the first failure (doubling, at most MaxBackoff).
 	Backoff, MaxBackoff time.Duration
-	// Timeout bounds one delivery: reading the documents and the SMTP dialogue.
+	// Timeout bounds one delivery before its SMTP session: reading the
+	// documents and composing the message; the claim's lease is Timeout and
+	// LeaseMargin. The session itself is bounded by the sender.
 	Timeout time.Duration
+	// LeaseMargin is how long a lease outlasts the work it covers: the
+	// time left to record the outcome before another mailer may claim the
+	// delivery again.
+	LeaseMargin time.Duration
+	// Concurrency is how many deliveries (SMTP sessions) the mailer works
+	// on at once.
+	Concurrency int
 	// ProjectID, when set, limits the mailer to that project's deliveries
 	// (a mailer over an archive of its own, as in tests); empty: all.
 	ProjectID string
@@ -57,67 +89,175 @@ type Mailer struct {
 // NewMailer returns the mailer sending through sender; documents are read from a.
 func NewMailer(s *Service, a *archive.Archive, sender *mail.Sender) *Mailer {
 	return &Mailer{svc: s, archive: a, sender: sender, Every: time.Second, Attempts: 5, Backoff: 30 * time.Second,
-		MaxBackoff: time.Hour, Timeout: time.Minute}
+		MaxBackoff: time.Hour, Timeout: 30 * time.Second, LeaseMargin: 30 * time.Second, Concurrency: DefaultMailConcurrency}
 }
 
-// Run sends due deliveries until ctx ends.
+func (m *Mailer) workers() int { return max(m.Concurrency, 1) }
+
+// Run sends due deliveries with Concurrency workers until ctx ends.
 func (m *Mailer) Run(ctx context.Context) error {
-	for ctx.Err() == nil {
-		n, err := m.SendDue(ctx, 20)
-		if err != nil && ctx.Err() == nil {
-			slog.Warn("mailer: sending due deliveries", "err", err)
-		}
-		if n == 0 || err != nil {
-			sleep(ctx, m.Every)
-		}
+	var wg sync.WaitGroup
+	for range m.workers() {
+		wg.Go(func() {
+			conn := m.sender.Conn()
+			defer conn.Close()
+			for ctx.Err() == nil {
+				tried, err := m.sendOne(ctx, conn, nil)
+				if err != nil && ctx.Err() == nil {
+					slog.Warn("mailer: sending a due delivery", "err", err)
+				}
+				if tried == "" || err != nil {
+					sleep(ctx, m.Every)
+				}
+			}
+		})
 	}
+	wg.Wait()
 	return nil
 }
 
-// dueDelivery is a claimed delivery.
+// dueDelivery is a claimed delivery; token is the claim.
 type dueDelivery struct {
-	id, projectID, kind, orderNo, recipient string
-	invoiceID, taskID, replyTo              *string
-	attempts                                int
+	id, projectID, kind, orderNo, recipient, messageID string
+	invoiceID, taskID, replyTo                         *string
+	attempts                                           int
+	token                                              string
 }
 
-// SendDue claims up to limit due deliveries and tries each once; it returns
-// how many it tried. It fails only when the database does.
+// SendDue tries up to limit deliveries that are due when it starts, once
+// each, Concurrency at a time, and returns how many it tried (claimed); a
+// delivery that fails is not tried again in the same call. It fails only
+// when the database does.
 func (m *Mailer) SendDue(ctx context.Context, limit int) (int, error) {
-	lease := 2*m.Timeout + time.Minute
+	var start time.Time
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err := m.svc.pool.QueryRow(qctx, `SELECT now()`).Scan(&start)
+	cancel()
+	if err != nil {
+		return 0, err
+	}
+	var (
+		mu    sync.Mutex
+		tried int
+		errs  []error
+		wg    sync.WaitGroup
+	)
+	for range min(m.workers(), max(limit, 0)) {
+		wg.Go(func() {
+			conn := m.sender.Conn()
+			defer conn.Close()
+			for ctx.Err() == nil {
+				mu.Lock()
+				if tried >= limit {
+					mu.Unlock()
+					return
+				}
+				tried++ // reserved; given back when nothing was due
+				mu.Unlock()
+				id, err := m.sendOne(ctx, conn, &start)
+				mu.Lock()
+				if id == "" {
+					tried--
+				}
+				if err != nil {
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+				if id == "" {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return tried, errors.Join(errs...)
+}
+
+// sendOne claims one delivery due at dueBy (nil: now) and tries it once over
+// the worker's SMTP connection: it returns its id, or "" when none was due.
+func (m *Mailer) sendOne(ctx context.Context, conn *mail.Conn, dueBy *time.Time) (string, error) {
+	d, ok, err := m.claim(ctx, dueBy)
+	if err != nil || !ok {
+		return "", err
+	}
+	attempted, cause := m.deliver(ctx, conn, d)
+	if !attempted {
+		return d.id, nil // the claim was lost before the session: nothing to record
+	}
+	if cause != nil && ctx.Err() != nil {
+		// Shutting down in the middle of the send: whether the relay has
+		// the message is unknown. The lease runs out and the delivery is
+		// tried again, with the same Message-ID. A sent one is recorded.
+		return d.id, nil
+	}
+	return d.id, m.record(ctx, d, cause)
+}
+
+// claim takes one delivery due at dueBy (nil: now) whose lease (if any) has
+// run out, under a new token and a lease of Timeout and LeaseMargin, and
+// gives it its Message-ID unless it has one. ok is false when none is due.
+func (m *Mailer) claim(ctx context.Context, dueBy *time.Time) (dueDelivery, bool, error) {
+	d := dueDelivery{token: uuid.NewString()}
+	lease := m.Timeout + m.LeaseMargin
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rows, err := m.svc.pool.Query(qctx, `UPDATE mail_deliveries SET next_attempt_at = now() + $2::bigint * interval '1 millisecond'
-		WHERE id IN (SELECT id FROM mail_deliveries WHERE status = 'pending' AND next_attempt_at <= now()
-			AND ($3 = '' OR project_id::text = $3) ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-		RETURNING id::text, project_id::text, kind, order_no, recipient, invoice_id::text, task_id::text, reply_to, attempts`,
-		limit, lease.Milliseconds(), m.ProjectID)
+	err := m.svc.pool.QueryRow(qctx, `UPDATE mail_deliveries
+		SET claim_token = $1, lease_until = now() + $2::bigint * interval '1 millisecond', next_attempt_at = now() + $2::bigint * interval '1 millisecond',
+			message_id = COALESCE(message_id, $3)
+		WHERE id = (SELECT id FROM mail_deliveries WHERE status = 'pending' AND next_attempt_at <= LEAST(now(), $5::timestamptz)
+			AND (lease_until IS NULL OR lease_until <= now()) AND ($4 = '' OR project_id::text = $4)
+			ORDER BY next_attempt_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+		RETURNING id::text, project_id::text, kind, order_no, recipient, invoice_id::text, task_id::text, reply_to, attempts, message_id`,
+		d.token, lease.Milliseconds(), m.sender.NewMessageID(), m.ProjectID, dueBy).
+		Scan(&d.id, &d.projectID, &d.kind, &d.orderNo, &d.recipient, &d.invoiceID, &d.taskID, &d.replyTo, &d.attempts, &d.messageID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, false, nil
+	}
 	if err != nil {
-		return 0, err
+		return d, false, fmt.Errorf("claim a due delivery: %w", err)
 	}
-	due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (dueDelivery, error) {
-		var d dueDelivery
-		err := r.Scan(&d.id, &d.projectID, &d.kind, &d.orderNo, &d.recipient, &d.invoiceID, &d.taskID, &d.replyTo, &d.attempts)
-		return d, err
-	})
-	if err != nil {
-		return 0, err
-	}
-	var errs []error
-	for _, d := range due {
-		cause := m.deliver(ctx, d)
-		if ctx.Err() != nil {
-			return len(due), nil // the lease runs out; it is tried again
-		}
-		if err := m.record(ctx, d, cause); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return len(due), errors.Join(errs...)
+	return d, true, nil
 }
 
-// deliver composes d's message and sends it, within Timeout.
-func (m *Mailer) deliver(ctx context.Context, d dueDelivery) error {
+// renew checks, right before the SMTP session, that d's claim is still this
+// worker's and valid, and extends its lease over the whole session and
+// LeaseMargin. false: the lease ran out or another mailer holds the delivery
+// now (or it is no longer pending): it must not be sent.
+func (m *Mailer) renew(ctx context.Context, d dueDelivery) (bool, error) {
+	lease := m.sender.SessionTimeout() + m.LeaseMargin
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	tag, err := m.svc.pool.Exec(qctx, `UPDATE mail_deliveries SET lease_until = now() + $3::bigint * interval '1 millisecond',
+			next_attempt_at = now() + $3::bigint * interval '1 millisecond'
+		WHERE id = $1 AND claim_token = $2 AND status = 'pending' AND lease_until > now()`, d.id, d.token, lease.Milliseconds())
+	if err != nil {
+		return false, fmt.Errorf("renew the claim: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// deliver composes d's message within Timeout, renews the claim and sends
+// it (the sender bounds the session). attempted is false when the claim was
+// lost before the session: nothing was sent and nothing is to be recorded;
+// else cause is the attempt's error.
+func (m *Mailer) deliver(ctx context.Context, conn *mail.Conn, d dueDelivery) (attempted bool, cause error) {
+	msg, err := m.compose(ctx, d)
+	if err != nil {
+		return true, err
+	}
+	ok, err := m.renew(ctx, d)
+	if err != nil {
+		return true, err
+	}
+	if !ok {
+		slog.Warn("mailer: claim lost before sending (lease ran out or taken over), not sent", "deliveryId", d.id, "orderNo", d.orderNo)
+		return false, nil
+	}
+	return true, conn.Send(ctx, msg)
+}
+
+// compose is d's message, with its Message-ID, read within Timeout.
+func (m *Mailer) compose(ctx context.Context, d dueDelivery) (mail.Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.Timeout)
 	defer cancel()
 	var msg mail.Message
@@ -128,10 +268,8 @@ func (m *Mailer) deliver(ctx context.Context, d dueDelivery) error {
 	default:
 		msg, err = m.taskMessage(ctx, d)
 	}
-	if err != nil {
-		return err
-	}
-	return m.sender.Send(ctx, msg)
+	msg.MessageID = d.messageID
+	return msg, err
 }
 
 // documentTitles name each document type in German (subject and text).
@@ -242,22 +380,33 @@ func (m *Mailer) taskMessage(ctx context.Context, d dueDelivery) (mail.Message, 
 	}, nil
 }
 
-// record stores the outcome of one attempt: sent (and a delivery-failed task
-// resolved), or the error and the time of the next try; the attempt that
-// reaches Attempts, or a permanent refusal, opens a mail_delivery_failed task.
+// record stores the outcome of one attempt under d's claim: sent (and a
+// delivery-failed task resolved), or the error and the time of the next try;
+// the attempt that reaches Attempts, or a permanent refusal, opens a
+// mail_delivery_failed task. It ends the claim. When the claim is no longer
+// d's (its lease ran out and another mailer claimed the delivery), the
+// outcome is dropped and logged: the current claimer records its own.
 func (m *Mailer) record(ctx context.Context, d dueDelivery, cause error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	attempts := d.attempts + 1
+	stale := func() error {
+		slog.Warn("mailer: stale claim, outcome dropped", "deliveryId", d.id, "orderNo", d.orderNo, "sent", cause == nil)
+		return nil
+	}
 	return store.WithTx(ctx, m.svc.pool, func(tx pgx.Tx) error {
 		if cause == nil {
-			if _, err := tx.Exec(ctx, `UPDATE mail_deliveries SET status = 'sent', sent_at = now(), attempts = $2,
-					last_attempt_at = now(), version = version + 1 WHERE id = $1`, d.id, attempts); err != nil {
+			tag, err := tx.Exec(ctx, `UPDATE mail_deliveries SET status = 'sent', sent_at = now(), attempts = $3,
+					last_attempt_at = now(), claim_token = NULL, lease_until = NULL, version = version + 1
+				WHERE id = $1 AND claim_token = $2`, d.id, d.token, attempts)
+			if err != nil {
 				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return stale()
 			}
 			return orders.ResolveTasks(ctx, tx, d.projectID, []string{TaskMailDeliveryFailed}, d.orderNo, "sent to "+d.recipient)
 		}
-		slog.Warn("mailer: delivery failed", "orderNo", d.orderNo, "kind", d.kind, "attempts", attempts, "err", cause)
 		wait := m.Backoff << min(attempts-1, 20)
 		if wait <= 0 || wait > m.MaxBackoff {
 			wait = m.MaxBackoff
@@ -266,11 +415,18 @@ func (m *Mailer) record(ctx context.Context, d dueDelivery, cause error) error {
 		if errors.As(cause, &permanent) {
 			wait = m.MaxBackoff
 		}
-		if _, err := tx.Exec(ctx, `UPDATE mail_deliveries SET attempts = $2, last_error = $3, last_attempt_at = now(),
-				next_attempt_at = now() + $4::bigint * interval '1 millisecond', version = version + 1 WHERE id = $1`,
-			d.id, attempts, cause.Error(), wait.Milliseconds()); err != nil {
+		tag, err := tx.Exec(ctx, `UPDATE mail_deliveries SET attempts = $3, last_error = $4, last_attempt_at = now(),
+				next_attempt_at = now() + $5::bigint * interval '1 millisecond', claim_token = NULL, lease_until = NULL,
+				version = version + 1
+			WHERE id = $1 AND claim_token = $2`,
+			d.id, d.token, attempts, cause.Error(), wait.Milliseconds())
+		if err != nil {
 			return err
 		}
+		if tag.RowsAffected() == 0 {
+			return stale()
+		}
+		slog.Warn("mailer: delivery failed", "orderNo", d.orderNo, "kind", d.kind, "attempts", attempts, "err", cause)
 		if attempts >= m.Attempts || permanent != nil {
 			details := map[string]any{"orderNo": d.orderNo, "recipient": d.recipient, "attempts": attempts, "error": cause.Error()}
 			if d.invoiceID != nil {

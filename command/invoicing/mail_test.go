@@ -2,8 +2,10 @@ package invoicing_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,4 +167,264 @@ func TestMailerRelayDownAndPermanentRefusal(t *testing.T) {
 	if d := delivery(t, v, down); d.status != "pending" || d.attempts != 1 || d.lastError == nil || !strings.Contains(*d.lastError, "127.0.0.1:1") {
 		t.Errorf("delivery with the relay down %+v", d)
 	}
+}
+
+// onceMailer is a mailer of the test's project through relay with
+// concurrency workers, a short lease (half a second and a margin of half a
+// second, renewed over the session right before each send) and SMTP
+// sessions of at most sessionTimeout; its sender's domain is
+// rechnung.example.
+func onceMailer(t *testing.T, v *invoicingEnv, relay string, concurrency int, sessionTimeout time.Duration) *invoicing.Mailer {
+	t.Helper()
+	sender, err := mail.NewSender(relay, "Test <rechnung@rechnung.example>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender.Timeout = sessionTimeout
+	m := invoicing.NewMailer(v.svc, nil, sender)
+	m.Attempts, m.Backoff, m.MaxBackoff = 100, time.Millisecond, time.Millisecond
+	m.Timeout, m.LeaseMargin, m.Concurrency = 500*time.Millisecond, 500*time.Millisecond, concurrency
+	m.ProjectID = v.project
+	return m
+}
+
+// TestMailerTwoMailersSlowRelaySendOnce: two mailers with pools over the
+// same deliveries, a relay that answers each message only after 300 ms,
+// claims whose lease (one second) is shorter than what a batch of them
+// takes: every delivery reaches a relay exactly once, with the Message-ID
+// stored for it (in the sender's domain), and is recorded as sent once.
+func TestMailerTwoMailersSlowRelaySendOnce(t *testing.T) {
+	t.Parallel()
+	v := newInvoicing(t, false, nil)
+	relay := newFakeRelay(t)
+	relay.delay = 300 * time.Millisecond
+	recipients, ids := taskDeliveries(t, v.pool, v.project, 12)
+	m1 := onceMailer(t, v, relay.url, 3, 10*time.Second)
+	m2 := onceMailer(t, v, relay.url, 3, 10*time.Second)
+	ctx := context.Background()
+	due(t, v.pool, ids)
+	testenv.Eventually(t, 120*time.Second, "every delivery sent", func() bool {
+		errs := make(chan error, 2)
+		for _, m := range []*invoicing.Mailer{m1, m2} {
+			go func() {
+				_, err := m.SendDue(ctx, 100)
+				errs <- err
+			}()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, id := range ids {
+			if deliveryByID(t, v.pool, id).status != "sent" {
+				return false
+			}
+		}
+		return true
+	})
+	for i, to := range recipients {
+		d := deliveryByID(t, v.pool, ids[i])
+		got := everywhere(t, relay, to)
+		ours := len(relay.received(to)) == 1 // else a mailer beside the tests sent it, with a Message-ID of its domain
+		if len(got) != 1 || got[0] != d.messageID || ours && !strings.HasSuffix(d.messageID, "@rechnung.example") {
+			t.Errorf("delivery to %s (Message-ID %q): received %q, want it once", to, d.messageID, got)
+		}
+	}
+}
+
+// TestMailerResendAfterCrashKeepsMessageID: the relay has the message but
+// the mailer does not learn it: either the process dies in the middle of the
+// send (nothing recorded, the claim stays until its lease runs out) or the
+// relay's answer never arrives (a failed attempt recorded). Another try
+// sends the delivery again with the same Message-ID, and records it.
+func TestMailerResendAfterCrashKeepsMessageID(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		crash    bool // the mailer's process dies while the relay has the message
+		attempts int  // recorded once sent
+	}{
+		{"the process dies in the middle of the send", true, 1},
+		{"the relay's answer never arrives", false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v := newInvoicing(t, false, nil)
+			relay := newFakeRelay(t)
+			received := make(chan struct{}, 1)
+			release := make(chan struct{})
+			var stallOnce sync.Once
+			relay.stall = func(relayed) (hangUp bool) {
+				stallOnce.Do(func() {
+					received <- struct{}{}
+					<-release
+					hangUp = true
+				})
+				return hangUp
+			}
+			var to, id string
+			// A mailer of a service running beside the tests may claim the
+			// delivery first; then the test tries with another.
+			for try := 0; ; try++ {
+				recipients, ids := taskDeliveries(t, v.pool, v.project, 1)
+				to, id = recipients[0], ids[0]
+				first := onceMailer(t, v, relay.url, 1, 10*time.Second)
+				ctx, crash := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				due(t, v.pool, ids)
+				go func() {
+					_, err := first.SendDue(ctx, 1)
+					done <- err
+				}()
+				select {
+				case <-received:
+					if tc.crash {
+						crash() // the process dies while the relay has the message
+					}
+					close(release)
+					err := <-done
+					crash()
+					if err != nil {
+						t.Fatal(err)
+					}
+				case err := <-done:
+					crash()
+					if err != nil || try == 2 {
+						t.Fatalf("the relay received nothing (%v)", err)
+					}
+					continue
+				}
+				break
+			}
+			first := deliveryByID(t, v.pool, id)
+			if first.status != "pending" || first.attempts != tc.attempts-1 || first.messageID == "" {
+				t.Fatalf("after the first send %+v, want it pending, %d attempts recorded, with its Message-ID", first, tc.attempts-1)
+			}
+			m := onceMailer(t, v, relay.url, 1, 10*time.Second)
+			testenv.Eventually(t, 60*time.Second, "the delivery sent again", func() bool {
+				if _, err := m.SendDue(context.Background(), 1); err != nil {
+					t.Fatal(err)
+				}
+				return deliveryByID(t, v.pool, id).status == "sent"
+			})
+			got := everywhere(t, relay, to)
+			if len(got) != 2 || got[0] != first.messageID || got[1] != first.messageID {
+				t.Errorf("received %q, want the message twice with Message-ID %q", got, first.messageID)
+			}
+			if d := deliveryByID(t, v.pool, id); d.messageID != first.messageID || d.attempts != tc.attempts {
+				t.Errorf("sent delivery %+v, want Message-ID %q and %d attempts", d, first.messageID, tc.attempts)
+			}
+		})
+	}
+}
+
+// TestMailerPoolSessionsAtOnce: a mailer of four workers holds four SMTP
+// sessions at once (the relay answers no message before four are in DATA
+// together, or ten seconds passed), never more.
+func TestMailerPoolSessionsAtOnce(t *testing.T) {
+	t.Parallel()
+	v := newInvoicing(t, false, nil)
+	relay := newFakeRelay(t)
+	relay.holdFor, relay.holdMax = 4, 10*time.Second
+	recipients, ids := taskDeliveries(t, v.pool, v.project, 8)
+	m := onceMailer(t, v, relay.url, 4, 45*time.Second)
+	due(t, v.pool, ids)
+	if _, err := m.SendDue(context.Background(), 100); err != nil {
+		t.Fatal(err)
+	}
+	relay.mu.Lock()
+	most := relay.maxData
+	relay.mu.Unlock()
+	if most != 4 {
+		t.Errorf("%d sessions in DATA at once at most, want 4", most)
+	}
+	for i, to := range recipients {
+		if got := everywhere(t, relay, to); len(got) != 1 {
+			t.Errorf("delivery %s: received %q, want it once", ids[i], got)
+		}
+	}
+}
+
+// TestMailerStaleClaimDropped: while a claim's lease holds no other mailer
+// claims the delivery; a claimer whose claim was taken over sends nothing,
+// and what it records, sent or failed, is dropped.
+func TestMailerStaleClaimDropped(t *testing.T) {
+	t.Parallel()
+	v := newInvoicing(t, false, nil)
+	relay := newFakeRelay(t)
+	ctx := context.Background()
+	m1 := onceMailer(t, v, relay.url, 1, 10*time.Second)
+	m2 := onceMailer(t, v, relay.url, 1, 10*time.Second)
+	claim := func() (invoicing.Claim, string) {
+		t.Helper()
+		m1.Timeout = time.Minute // a lease that holds through the test
+		defer func() { m1.Timeout = 500 * time.Millisecond }()
+		for try := 0; ; try++ { // a service beside the tests may claim it first
+			recipients, ids := taskDeliveries(t, v.pool, v.project, 1)
+			due(t, v.pool, ids)
+			c, ok, err := m1.ClaimOne(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				if c.ID() != ids[0] {
+					t.Fatalf("claimed %s, want %s", c.ID(), ids[0])
+				}
+				return c, recipients[0]
+			}
+			if try == 2 {
+				t.Fatal("the delivery could not be claimed")
+			}
+		}
+	}
+	takeOver := func(id string) {
+		t.Helper()
+		if _, err := v.pool.Exec(ctx, `UPDATE mail_deliveries SET claim_token = gen_random_uuid(), lease_until = now() + interval '1 hour'
+			WHERE id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := func(id string) { // nobody is to send it later
+		_, _ = v.pool.Exec(ctx, `UPDATE mail_deliveries SET status = 'blocked' WHERE id = $1`, id)
+	}
+
+	// Taken over before the session: not sent, nothing recorded.
+	c, to := claim()
+	if n, err := m2.SendDue(ctx, 10); err != nil || n != 0 {
+		t.Errorf("second mailer during the lease: %d tried (%v), want none", n, err)
+	}
+	takeOver(c.ID())
+	if attempted, err := m1.Deliver(ctx, c); attempted || err != nil {
+		t.Errorf("delivery under a lost claim: attempted %v (%v), want not attempted", attempted, err)
+	}
+	for _, cause := range []error{nil, errors.New("relay down")} {
+		if err := m1.Record(ctx, c, cause); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := deliveryByID(t, v.pool, c.ID()); d.status != "pending" || d.attempts != 0 {
+		t.Errorf("after the stale claimer's records %+v, want it pending without attempts", d)
+	}
+	if got := relay.received(to); len(got) != 0 {
+		t.Errorf("received %q under a lost claim", got)
+	}
+	release(c.ID())
+
+	// Taken over after the session: the send is not recorded by the stale claimer.
+	c, to = claim()
+	if attempted, err := m1.Deliver(ctx, c); !attempted || err != nil {
+		t.Fatalf("delivery under its claim: attempted %v (%v)", attempted, err)
+	}
+	takeOver(c.ID())
+	if err := m1.Record(ctx, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := deliveryByID(t, v.pool, c.ID()); d.status != "pending" || d.attempts != 0 {
+		t.Errorf("after the stale claimer's record %+v, want it pending without attempts", d)
+	}
+	if got := relay.received(to); len(got) != 1 || got[0] != c.MessageID() {
+		t.Errorf("received %q, want Message-ID %q once", got, c.MessageID())
+	}
+	release(c.ID())
 }

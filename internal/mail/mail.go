@@ -1,20 +1,26 @@
 // Package mail sends e-mail through an SMTP relay: a message with a plain
-// text body and attachments, to one recipient, bounded in time. It knows
-// nothing of invoices; command composes the messages and keeps the
-// delivery records. It imports go-mail only.
+// text body and attachments, to one recipient, with a Message-ID of the
+// caller's choosing (the same on every resend), bounded in time; a Conn keeps
+// a worker's connection open between messages. It knows nothing of
+// invoices; command composes the messages and keeps the delivery records.
+// It imports go-mail only.
 package mail
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	netmail "net/mail"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
+	"github.com/wneessen/go-mail/smtp"
 )
 
 // Attachment is one file of a message.
@@ -26,6 +32,10 @@ type Attachment struct {
 
 // Message is one e-mail to one recipient.
 type Message struct {
+	// MessageID, when set, is the message's Message-ID without the angle
+	// brackets (local@domain): a resend of the same message carries the same
+	// one, so the receiver can tell it is the same. Empty: a new one.
+	MessageID   string
 	To          string
 	ReplyTo     string // empty: none
 	Subject     string
@@ -41,12 +51,23 @@ type Sender struct {
 	user     string
 	pass     string
 	from     string
-	// Timeout bounds one delivery: connect, greeting, every command and the data.
+	domain   string // of the sender's address: the right side of the Message-IDs
+	// Timeout bounds one Send as a whole: go-mail gives each of its phases
+	// (see sessionPhases) a deadline of a quarter of it, so that no Send
+	// outlasts it.
 	Timeout time.Duration
 }
 
-// DefaultTimeout bounds one delivery unless the Sender says otherwise.
-const DefaultTimeout = 30 * time.Second
+// DefaultTimeout bounds one Send unless the Sender says otherwise (15 s for
+// each of its phases).
+const DefaultTimeout = time.Minute
+
+// sessionPhases is how many deadlines of go-mail's client one Send runs
+// under at most, one after the other: on an open connection, what is left of
+// its last deadline for the check (NOOP) that finds it closed; then the
+// dial; the greeting, STARTTLS and login; and the message (the check, MAIL,
+// RCPT, DATA and QUIT).
+const sessionPhases = 4
 
 // NewSender parses rawURL (smtp://user:pass@host:port, STARTTLS when the relay
 // offers it; smtps://... for TLS from the start; the port defaults to 587 and
@@ -84,11 +105,34 @@ func NewSender(rawURL, from string) (*Sender, error) {
 	if err := gomail.NewMsg().From(from); err != nil {
 		return nil, fmt.Errorf("sender address %q: %w", from, err)
 	}
+	s.domain = "localhost"
+	if a, err := netmail.ParseAddress(from); err == nil {
+		if at := strings.LastIndexByte(a.Address, '@'); at >= 0 && at < len(a.Address)-1 {
+			s.domain = a.Address[at+1:]
+		}
+	}
 	return s, nil
 }
 
 // Addr is the relay's host:port, for logs.
 func (s *Sender) Addr() string { return s.host + ":" + strconv.Itoa(s.port) }
+
+// SessionTimeout is the longest one Send (of a Sender or a Conn) may talk to
+// the relay.
+func (s *Sender) SessionTimeout() time.Duration {
+	if s.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return s.Timeout
+}
+
+// NewMessageID returns a new Message-ID (without the angle brackets) in the
+// domain of the sender's address: random on the left, so that it is unique.
+func (s *Sender) NewMessageID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "o2i." + hex.EncodeToString(b[:]) + "@" + s.domain
+}
 
 // Compose renders m as the bytes of an RFC 5322 message (MIME multipart when
 // it has attachments), as the relay receives it.
@@ -107,7 +151,14 @@ func (s *Sender) Compose(m Message) (*gomail.Msg, error) {
 	}
 	msg.Subject(m.Subject)
 	msg.SetDate()
-	msg.SetMessageID()
+	if m.MessageID != "" {
+		if !validMessageID(m.MessageID) {
+			return nil, &PermanentError{fmt.Errorf("message id %q: not local@domain", m.MessageID)}
+		}
+		msg.SetMessageIDWithValue(m.MessageID)
+	} else {
+		msg.SetMessageID()
+	}
 	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
 	for _, a := range m.Attachments {
 		if err := msg.AttachReader(a.Name, bytes.NewReader(a.Data), gomail.WithFileContentType(gomail.ContentType(a.ContentType))); err != nil {
@@ -117,42 +168,133 @@ func (s *Sender) Compose(m Message) (*gomail.Msg, error) {
 	return msg, nil
 }
 
-// Send delivers m within Timeout (and ctx). A failure the relay calls
-// permanent (a 5xx answer) or a message that cannot be addressed is a
-// *PermanentError; anything else (the relay down, a 4xx answer) may succeed
-// later.
+// validMessageID reports whether id can stand between the angle brackets of
+// a Message-ID header: local@domain, printable ASCII without spaces or
+// brackets.
+func validMessageID(id string) bool {
+	at := strings.IndexByte(id, '@')
+	if at <= 0 || at != strings.LastIndexByte(id, '@') || at == len(id)-1 {
+		return false
+	}
+	for _, r := range id {
+		if r <= ' ' || r > '~' || r == '<' || r == '>' {
+			return false
+		}
+	}
+	return true
+}
+
+// Send delivers m within Timeout (and ctx) over a connection of its own. A
+// failure the relay calls permanent (a 5xx answer) or a message that cannot
+// be addressed is a *PermanentError; anything else (the relay down, a 4xx
+// answer) may succeed later. A message the relay accepted is sent, whatever
+// happens to the connection afterwards.
 func (s *Sender) Send(ctx context.Context, m Message) error {
-	msg, err := s.Compose(m)
+	c := s.Conn()
+	defer c.Close()
+	return c.Send(ctx, m)
+}
+
+// Conn is one SMTP connection of a worker that sends one message after
+// another: it stays open from one message to the next while they follow
+// each other within a phase's deadline (a quarter of Timeout), and is
+// dialled again when it was idle longer, when the relay closed it, or after
+// a failure. Each Send is bounded by Timeout as a whole. A Conn is used by
+// one goroutine at a time; Close ends it.
+type Conn struct {
+	s      *Sender
+	client *gomail.Client
+	smtp   *smtp.Client
+	last   time.Time // when the last message on smtp began: its deadline is a phase later
+}
+
+// Conn returns a connection of s, dialled at its first Send.
+func (s *Sender) Conn() *Conn { return &Conn{s: s} }
+
+// phase is the deadline go-mail sets on the connection for each phase.
+func (s *Sender) phase() time.Duration { return s.SessionTimeout() / sessionPhases }
+
+// Send delivers m within the sender's Timeout (and ctx, while connecting),
+// over the open connection when there is one, else over a new one; errors as
+// Sender.Send.
+func (c *Conn) Send(ctx context.Context, m Message) error {
+	msg, err := c.s.Compose(m)
 	if err != nil {
 		return err
 	}
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+	if c.smtp != nil && time.Since(c.last) >= c.s.phase() {
+		c.drop() // idle past its deadline: go-mail's check of it would fail
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	if c.smtp != nil {
+		c.last = time.Now() // go-mail's check sets the next deadline
+		err := c.client.SendWithSMTPClient(c.smtp, msg)
+		if err == nil || msg.IsDelivered() {
+			if err != nil {
+				c.drop()
+			}
+			return nil
+		}
+		c.drop()
+		if se := (*gomail.SendError)(nil); !errors.As(err, &se) || se.Reason != gomail.ErrConnCheck {
+			return c.s.classify(err)
+		}
+		// The relay had closed the connection (go-mail's NOOP before the
+		// message failed): nothing was sent, dial again.
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.s.SessionTimeout())
 	defer cancel()
-	opts := []gomail.Option{gomail.WithPort(s.port), gomail.WithTimeout(timeout)}
-	if s.implicit {
+	opts := []gomail.Option{gomail.WithPort(c.s.port), gomail.WithTimeout(c.s.phase()), gomail.WithoutRset()}
+	if c.s.implicit {
 		opts = append(opts, gomail.WithSSL())
 	} else {
 		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
 	}
-	if s.user != "" {
-		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover), gomail.WithUsername(s.user), gomail.WithPassword(s.pass))
+	if c.s.user != "" {
+		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover), gomail.WithUsername(c.s.user), gomail.WithPassword(c.s.pass))
 	}
-	c, err := gomail.NewClient(s.host, opts...)
+	client, err := gomail.NewClient(c.s.host, opts...)
 	if err != nil {
-		return fmt.Errorf("SMTP client for %s: %w", s.Addr(), err)
+		return fmt.Errorf("SMTP client for %s: %w", c.s.Addr(), err)
 	}
-	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
-		var se *gomail.SendError
-		if errors.As(err, &se) && se.ErrorCode() >= 500 && se.ErrorCode() < 600 {
-			return &PermanentError{fmt.Errorf("SMTP %s: %w", s.Addr(), err)}
+	sc, err := client.DialToSMTPClientWithContext(ctx)
+	if err != nil {
+		return c.s.classify(fmt.Errorf("dial failed: %w", err))
+	}
+	c.client, c.smtp = client, sc
+	c.last = time.Now()
+	err = client.SendWithSMTPClient(sc, msg)
+	if err != nil {
+		c.drop()
+		if !msg.IsDelivered() {
+			return c.s.classify(err)
 		}
-		return fmt.Errorf("SMTP %s: %w", s.Addr(), err)
 	}
 	return nil
+}
+
+// Close ends the connection with QUIT (within what is left of its deadline).
+func (c *Conn) Close() {
+	if c.smtp != nil {
+		_ = c.client.CloseWithSMTPClient(c.smtp)
+	}
+	c.drop()
+}
+
+// drop closes the connection without a word to the relay.
+func (c *Conn) drop() {
+	if c.smtp != nil {
+		_ = c.smtp.Close()
+	}
+	c.client, c.smtp = nil, nil
+}
+
+// classify makes a failure the relay calls permanent (5xx) a *PermanentError.
+func (s *Sender) classify(err error) error {
+	var se *gomail.SendError
+	if errors.As(err, &se) && se.ErrorCode() >= 500 && se.ErrorCode() < 600 {
+		return &PermanentError{fmt.Errorf("SMTP %s: %w", s.Addr(), err)}
+	}
+	return fmt.Errorf("SMTP %s: %w", s.Addr(), err)
 }
 
 // PermanentError is a delivery that will fail the same way every time.

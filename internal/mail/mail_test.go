@@ -1,10 +1,17 @@
 package mail
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestNewSender(t *testing.T) {
@@ -72,5 +79,243 @@ func TestCompose(t *testing.T) {
 	var pe *PermanentError
 	if !errors.As(err, &pe) {
 		t.Errorf("bad recipient: %v, want a *PermanentError", err)
+	}
+}
+
+// TestMessageID: a message given a Message-ID carries exactly it (every
+// resend the same), one without gets a new one; new ones are unique and in
+// the domain of the sender's address; an unusable one is permanent.
+func TestMessageID(t *testing.T) {
+	t.Parallel()
+	s, err := NewSender("smtp://127.0.0.1:25", "Rechnungen <rechnung@shop.example.com>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.NewMessageID()
+	if !strings.HasSuffix(id, "@shop.example.com") || !validMessageID(id) || s.NewMessageID() == id {
+		t.Errorf("new Message-ID %q: want a unique local@shop.example.com", id)
+	}
+	header := func(m Message) string {
+		t.Helper()
+		msg, err := s.Compose(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if _, err := msg.WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(b.String(), "\r\n") {
+			if v, ok := strings.CutPrefix(line, "Message-Id: "); ok {
+				return v
+			}
+			if v, ok := strings.CutPrefix(line, "Message-ID: "); ok {
+				return v
+			}
+		}
+		t.Fatalf("no Message-ID:\n%s", b.String())
+		return ""
+	}
+	m := Message{MessageID: id, To: "kunde@example.com", Subject: "Ihre Rechnung RE-1", Text: "x"}
+	if a, b := header(m), header(m); a != "<"+id+">" || b != a {
+		t.Errorf("Message-IDs %q and %q, want <%s> both times", a, b, id)
+	}
+	m.MessageID = ""
+	if a, b := header(m), header(m); a == b || a == "<"+id+">" {
+		t.Errorf("without a Message-ID: %q and %q, want two new ones", a, b)
+	}
+	m.MessageID = "no at sign"
+	var pe *PermanentError
+	if _, err := s.Compose(m); !errors.As(err, &pe) {
+		t.Errorf("unusable Message-ID: %v, want a *PermanentError", err)
+	}
+	if d := mustSender(t, "smtp://h:25", "r@localhost").NewMessageID(); !strings.HasSuffix(d, "@localhost") {
+		t.Errorf("Message-ID %q of a sender at localhost", d)
+	}
+}
+
+func mustSender(t *testing.T, url, from string) *Sender {
+	t.Helper()
+	s, err := NewSender(url, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestValidMessageID: what may stand between the angle brackets.
+func TestValidMessageID(t *testing.T) {
+	t.Parallel()
+	for id, want := range map[string]bool{
+		"o2i.0123abcd@rechnung.example.com": true,
+		"a@b":                               true,
+		"":                                  false,
+		"@example.com":                      false,
+		"local@":                            false,
+		"two@at@example.com":                false,
+		"with space@example.com":            false,
+		"<bracket>@example.com":             false,
+		"umlaut-ä@example.com":              false,
+		"line\r\nbreak@example.com":         false,
+	} {
+		if got := validMessageID(id); got != want {
+			t.Errorf("validMessageID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+// TestSendBoundedBySessionTimeout: a relay that takes the message and never
+// answers does not hold Send past the sender's Timeout (go-mail's deadlines
+// of a quarter each); the failure may succeed later (not permanent).
+func TestSendBoundedBySessionTimeout(t *testing.T) {
+	t.Parallel()
+	r := newScriptedRelay(t, afterData{silent: true})
+	s := mustSender(t, r.url, "r@example.com")
+	s.Timeout = 900 * time.Millisecond
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Send(context.Background(), Message{To: "kunde@example.com", Subject: "x", Text: "x"})
+	}()
+	select {
+	case err := <-done:
+		var pe *PermanentError
+		if err == nil || errors.As(err, &pe) {
+			t.Errorf("Send to a silent relay: %v, want a temporary failure", err)
+		}
+	case <-time.After(30 * s.Timeout):
+		t.Fatal("Send to a silent relay did not end: the send is not bounded")
+	}
+}
+
+// TestConnReusesItsConnection: messages that follow each other go over one
+// connection; a relay that closes it after accepting a message has that
+// message (Send succeeds) and the next one goes over a new connection.
+func TestConnReusesItsConnection(t *testing.T) {
+	t.Parallel()
+	r := newScriptedRelay(t, afterData{})
+	s := mustSender(t, r.url, "r@example.com")
+	s.Timeout = 20 * time.Second
+	c := s.Conn()
+	for i := range 3 {
+		if err := c.Send(context.Background(), Message{To: fmt.Sprintf("kunde-%d@example.com", i), Subject: "x", Text: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if conns, msgs := r.counts(); conns != 1 || msgs != 3 {
+		t.Errorf("%d connections for %d messages, want 1 for 3", conns, msgs)
+	}
+	r.set(afterData{hangUp: true})
+	if err := c.Send(context.Background(), Message{To: "kunde-3@example.com", Subject: "x", Text: "x"}); err != nil {
+		t.Errorf("message accepted, then the connection closed: %v, want sent", err)
+	}
+	r.set(afterData{})
+	if err := c.Send(context.Background(), Message{To: "kunde-4@example.com", Subject: "x", Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if conns, msgs := r.counts(); conns != 2 || msgs != 5 {
+		t.Errorf("%d connections for %d messages, want 2 for 5", conns, msgs)
+	}
+	// A relay that closes the connection after accepting the message (QUIT
+	// unanswered): the message is sent.
+	r.set(afterData{hangUp: true})
+	if err := s.Send(context.Background(), Message{To: "kunde-5@example.com", Subject: "x", Text: "x"}); err != nil {
+		t.Errorf("Send, message accepted, then the connection closed: %v, want sent", err)
+	}
+}
+
+// afterData is what the scripted relay does once a message's data ended.
+type afterData struct {
+	silent bool // never answers
+	hangUp bool // answers 250, then closes the connection
+}
+
+// scriptedRelay plays an SMTP relay (greeting, EHLO, MAIL, RCPT, DATA, NOOP,
+// RSET, QUIT) on a free port of 127.0.0.1 and counts connections and
+// messages.
+type scriptedRelay struct {
+	url string
+
+	mu          sync.Mutex
+	after       afterData
+	conns, msgs int
+}
+
+func newScriptedRelay(t *testing.T, after afterData) *scriptedRelay {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	r := &scriptedRelay{url: "smtp://" + l.Addr().String(), after: after}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			r.mu.Lock()
+			r.conns++
+			r.mu.Unlock()
+			go r.serve(c)
+		}
+	}()
+	return r
+}
+
+func (r *scriptedRelay) set(a afterData) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.after = a
+}
+
+func (r *scriptedRelay) counts() (conns, msgs int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conns, r.msgs
+}
+
+func (r *scriptedRelay) serve(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	br := bufio.NewReader(c)
+	reply := func(s string) { _, _ = c.Write([]byte(s + "\r\n")) }
+	reply("220 relay.test ESMTP")
+	inData := false
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch cmd := strings.ToUpper(line); {
+		case inData && line == ".":
+			inData = false
+			r.mu.Lock()
+			r.msgs++
+			after := r.after
+			r.mu.Unlock()
+			if after.silent {
+				_, _ = io.Copy(io.Discard, br) // taken, never answered
+				return
+			}
+			reply("250 queued")
+			if after.hangUp {
+				return
+			}
+		case inData:
+		case strings.HasPrefix(cmd, "EHLO"):
+			reply("250-relay.test")
+			reply("250 8BITMIME")
+		case strings.HasPrefix(cmd, "DATA"):
+			inData = true
+			reply("354 go ahead")
+		case strings.HasPrefix(cmd, "QUIT"):
+			reply("221 bye")
+			return
+		default:
+			reply("250 ok")
+		}
 	}
 }
