@@ -176,6 +176,10 @@ type Update struct {
 	// the current year, or the next once the current one has documents
 	// (see accounting.ChangeYear). A year with documents keeps its method.
 	AccountingFrom *int
+
+	// inTx runs in the change's transaction with the project before and
+	// after it (see Set).
+	inTx func(ctx context.Context, tx pgx.Tx, before, after Project) error
 }
 
 // Apply changes a project in one transaction and returns it. A change of
@@ -207,6 +211,8 @@ func Apply(ctx context.Context, pool *pgxpool.Pool, id string, u Update) (Projec
 		if err != nil {
 			return err
 		}
+		before := p
+		before.Settings.InvoiceFirstGateways = slices.Clone(p.Settings.InvoiceFirstGateways)
 		if u.Name != nil {
 			p.Name = *u.Name
 		}
@@ -237,8 +243,13 @@ func Apply(ctx context.Context, pool *pgxpool.Pool, id string, u Update) (Projec
 		if err != nil {
 			return err
 		}
-		out, err = Get(ctx, tx, id)
-		return err
+		if out, err = Get(ctx, tx, id); err != nil {
+			return err
+		}
+		if u.inTx != nil {
+			return u.inTx(ctx, tx, before, out)
+		}
+		return nil
 	})
 	return out, err
 }
