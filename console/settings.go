@@ -118,7 +118,7 @@ func (c *Console) saveSettings(w http.ResponseWriter, r *http.Request, v *view, 
 	}
 	if account.Guarded(group) {
 		if err := c.reauthenticate(ctx, v, f.Get("password"), f.Get("code")); err != nil {
-			return refuse(http.StatusForbidden, err)
+			return refuse(http.StatusUnprocessableEntity, err)
 		}
 	}
 	p, err := project.Get(ctx, c.pool, v.Member.ProjectID)
