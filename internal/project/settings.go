@@ -210,9 +210,6 @@ func ParseChanges(values map[string]string) (Update, error) {
 			continue
 		}
 		v := strings.TrimSpace(raw)
-		if f.Secret {
-			v = strings.TrimRight(raw, "\r\n")
-		}
 		switch f.Name {
 		case "name":
 			if v == "" {
