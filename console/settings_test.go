@@ -73,7 +73,9 @@ func TestSettingsRoleMatrix(t *testing.T) {
 				check = func(p project.Project) bool { return p.Settings.DATEVClient == want }
 			case project.GroupPayment:
 				form.Set("invoiceFirstGateways", "manual,"+string(role))
-				check = func(p project.Project) bool { return strings.Join(p.Settings.InvoiceFirstGateways, ",") == "manual,"+string(role) }
+				check = func(p project.Project) bool {
+					return strings.Join(p.Settings.InvoiceFirstGateways, ",") == "manual,"+string(role)
+				}
 			case project.GroupProvider:
 				form.Set("stripeApiKey", "rk_test_"+tag)
 				form.Set("password", password)
