@@ -1,9 +1,11 @@
 // Package account keeps the people of the seller console: users (argon2id
 // password hashes), their memberships (user × project × role), one-time
 // invitation and password-reset links, server-side sessions, failed
-// sign-ins, and the append-only log of console changes. The role × action
-// table (authz.go) is pure. It imports internal/apperr, internal/mail (the
-// message of an invitation), internal/store (transactions) and pgx.
+// sign-ins, the second factor (TOTP, with recovery codes) and the
+// append-only log of console changes. The role × action table and the role
+// × setting table (authz.go) are pure. It imports internal/apperr,
+// internal/mail (the message of an invitation), internal/store
+// (transactions), pgx and pquerna/otp (TOTP codes).
 package account
 
 import (

@@ -1,8 +1,9 @@
 // Package project holds a project (one seller account): its test mode,
 // accounting method (a history by fiscal year), rate limit, seller data and
-// invoice contact, in one place. It imports internal/apperr,
-// internal/accounting (the accounting methods), internal/billing (the seller
-// of its invoices) and pgx.
+// invoice contact, in one place, and the rules of a change of its settings
+// (settings.go), which the command line and the console share. It imports
+// internal/apperr, internal/accounting (the accounting methods),
+// internal/billing (the seller of its invoices) and pgx.
 package project
 
 import (
