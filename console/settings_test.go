@@ -411,3 +411,27 @@ func TestTOTP(t *testing.T) {
 		t.Errorf("bank change with password and code: %d %s", p.status, p.body)
 	}
 }
+
+// The pages of this increment show no untranslated text key in German or
+// English.
+func TestSettingsPagesInBothLanguages(t *testing.T) {
+	e := newEnv(t, "", time.Time{})
+	pid := e.project()
+	b, _ := e.member(pid, account.Owner)
+	raw := regexp.MustCompile(`>[^<]*\b(?:settings|setting|view|security|code|reset_test|nav)\.[a-zA-Z_.]+`)
+	for _, lang := range []string{"de", "en"} {
+		for _, path := range []string{settingsPath(pid, ""), "/console/account/security"} {
+			p := b.do("GET", path, nil, map[string]string{"Accept-Language": lang})
+			if p.status != 200 || !strings.Contains(p.body, `<html lang="`+lang+`">`) {
+				t.Errorf("%s in %s: %d", path, lang, p.status)
+			}
+			if m := raw.FindString(p.body); m != "" {
+				t.Errorf("%s in %s shows a text key: %s", path, lang, m)
+			}
+		}
+	}
+	p := b.post("/console/account/totp/start", nil)
+	if m := raw.FindString(p.body); m != "" || p.status != 200 {
+		t.Errorf("enrolment page: %d, text key %q", p.status, m)
+	}
+}
