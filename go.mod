@@ -17,6 +17,7 @@ require (
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/pdfcpu/pdfcpu v0.15.0
 	github.com/phpdave11/gofpdf v1.4.3
+	github.com/pquerna/otp v1.5.0
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

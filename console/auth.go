@@ -97,6 +97,24 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request, v *view) error 
 		c.render(w, http.StatusUnauthorized, "signin", v)
 		return nil
 	}
+	totp, err := c.acc.HasTOTP(ctx, u.ID)
+	if err != nil {
+		return err
+	}
+	if totp { // the second factor next: a session that opens only the code's page
+		if v.sessionID != "" {
+			if err := c.acc.EndSession(ctx, v.sessionID, now); err != nil {
+				return err
+			}
+		}
+		id, err := c.acc.StartPendingSession(ctx, u, now)
+		if err != nil {
+			return err
+		}
+		c.setSession(w, id)
+		http.Redirect(w, r, Prefix+"sign-in/code?next="+urlQueryEscape(safeNext(data.Next)), http.StatusSeeOther)
+		return nil
+	}
 	_ = c.acc.ClearFailures(ctx, accSubject)
 	return c.startSession(w, r, v, u, safeNext(data.Next))
 }

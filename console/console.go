@@ -78,6 +78,10 @@ type Config struct {
 	// TrustedProxies are the load balancers whose X-Forwarded-For names the
 	// client whose failed sign-ins count (O2I_TRUSTED_PROXIES).
 	TrustedProxies []netip.Prefix
+	// ResetTestData discards a project's test data (command's use case
+	// with the archive and Redis) and returns its counts; nil: the reset
+	// is not offered.
+	ResetTestData func(ctx context.Context, projectID string) (any, error)
 }
 
 // Console serves the console's pages.
@@ -145,6 +149,13 @@ func parsePages() (map[string]*template.Template, error) {
 			return t.Format("2006-01-02")
 		},
 		"join": strings.Join,
+		// safeURL passes the data: URL of the QR code the console made itself.
+		"safeURL": func(s string) template.URL {
+			if strings.HasPrefix(s, "data:image/png;base64,") {
+				return template.URL(s)
+			}
+			return ""
+		},
 	}
 	pages := map[string]*template.Template{}
 	for _, n := range names {
@@ -173,6 +184,11 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("POST /console/sign-in", c.wrap(c.signIn))
 	mux.HandleFunc("POST /console/sign-out", c.wrap(c.signOut))
 	mux.HandleFunc("POST /console/sign-out-everywhere", c.wrap(c.signOutEverywhere))
+	mux.HandleFunc("GET /console/sign-in/code", c.wrap(c.codePage))
+	mux.HandleFunc("POST /console/sign-in/code", c.wrap(c.code))
+	mux.HandleFunc("GET /console/account/security", c.wrap(c.security))
+	mux.HandleFunc("POST /console/account/totp/start", c.wrap(c.startTOTP))
+	mux.HandleFunc("POST /console/account/totp/confirm", c.wrap(c.confirmTOTP))
 	mux.HandleFunc("GET /console/invite/{token}", c.wrap(c.invitePage))
 	mux.HandleFunc("POST /console/invite/{token}", c.wrap(c.acceptInvite))
 	mux.HandleFunc("GET /console/reset", c.wrap(c.resetRequestPage))
@@ -248,7 +264,10 @@ func (c *Console) wrap(h handler) http.HandlerFunc {
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 		v := c.newView(w, r)
 		if ck, err := r.Cookie(c.cookie); err == nil && ck.Value != "" {
-			if s, err := c.acc.Session(ctx, ck.Value, c.cfg.Timeouts, c.cfg.Now()); err == nil {
+			if s, err := c.acc.Session(ctx, ck.Value, c.cfg.Timeouts, c.cfg.Now()); err == nil && s.Pending {
+				v.pending = &s
+				v.sessionID = ck.Value
+			} else if err == nil {
 				v.Session = &s
 				v.sessionID = ck.Value
 			} else if !errors.Is(err, account.ErrNotFound) {

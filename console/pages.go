@@ -48,6 +48,17 @@ func init() {
 		{"POST /console/p/{project}/invitations/{invitation}/withdraw", account.ManageMembers, (*Console).withdraw},
 		{"GET /console/p/{project}/tasks", account.ViewTasks, (*Console).tasks},
 		{"GET /console/p/{project}/audit", account.ViewAuditLog, (*Console).auditLog},
+		{"GET /console/p/{project}/settings", account.ViewSettings, (*Console).settings},
+		{"POST /console/p/{project}/settings/seller", account.EditSeller, saveSettings("seller")},
+		{"POST /console/p/{project}/settings/contact", account.EditSeller, saveSettings("contact")},
+		{"POST /console/p/{project}/settings/accounting", account.EditSeller, saveSettings("accounting")},
+		{"POST /console/p/{project}/settings/payment", account.EditSeller, saveSettings("payment")},
+		{"POST /console/p/{project}/settings/bank", account.EditBank, saveSettings("bank")},
+		{"POST /console/p/{project}/settings/provider", account.EditProvider, saveSettings("provider")},
+		{"POST /console/p/{project}/settings/live", account.GoLive, saveSettings("live")},
+		{"POST /console/p/{project}/settings/require-totp", account.RequireTOTP, (*Console).requireTOTP},
+		{"POST /console/p/{project}/view", account.SwitchTestMode, (*Console).switchView},
+		{"POST /console/p/{project}/test-data/reset", account.ResetTestData, (*Console).resetTestData},
 	}
 }
 
@@ -80,6 +91,7 @@ var nav = []struct {
 	{"keys", "nav.keys", account.ViewKeys},
 	{"members", "nav.members", account.ViewMembers},
 	{"audit", "nav.audit", account.ViewAuditLog},
+	{"settings", "nav.settings", account.ViewSettings},
 }
 
 // project checks, for every project page and form: a session, a membership
@@ -107,6 +119,9 @@ func (c *Console) project(action account.Action, h projectHandler) handler {
 		}
 		if !account.Allows(m.Role, action) {
 			return errForbidden
+		}
+		if sent, err := c.needsTOTP(w, r, v); err != nil || sent {
+			return err
 		}
 		if r.Method == http.MethodPost {
 			if err := checkForm(r, v); err != nil {

@@ -16,6 +16,7 @@ type view struct {
 	Title     string
 	Session   *account.Session
 	sessionID string
+	pending   *account.Session    // a session waiting for the second factor
 	Member    *account.Membership // the project of a project page
 	Nav       []navItem
 	Error     string

@@ -7,55 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/o2i-service/o2i/internal/accounting"
 	"github.com/o2i-service/o2i/query"
 )
-
-// accountingFlags checks the accounting settings of `project set` and
-// returns the account overrides of --accounts (nil when empty).
-func accountingFlags(f adminFlags, values map[string]*string, accounts string, consultant, client int) (map[string]string, error) {
-	if f.isSet("chart-of-accounts") && *values["chart-of-accounts"] != "" {
-		c, err := accounting.ParseChart(*values["chart-of-accounts"])
-		if err != nil {
-			return nil, fmt.Errorf("--chart-of-accounts: %w", err)
-		}
-		*values["chart-of-accounts"] = string(c)
-	}
-	if f.isSet("debtors") && *values["debtors"] != "" {
-		d, err := accounting.ParseDebtors(*values["debtors"])
-		if err != nil {
-			return nil, fmt.Errorf("--debtors: %w", err)
-		}
-		*values["debtors"] = d
-	}
-	if consultant < 0 || consultant > 9999999 || (consultant != 0 && consultant < 1001) {
-		return nil, fmt.Errorf("--datev-consultant: %d is not from 1001 to 9999999", consultant)
-	}
-	if client < 0 || client > 99999 {
-		return nil, fmt.Errorf("--datev-client: %d is not from 1 to 99999", client)
-	}
-	var overrides map[string]string
-	for _, kv := range strings.Split(accounts, ",") {
-		if kv = strings.TrimSpace(kv); kv == "" {
-			continue
-		}
-		name, num, ok := strings.Cut(kv, "=")
-		if !ok {
-			return nil, fmt.Errorf("--accounts: %q is not name=number", kv)
-		}
-		if overrides == nil {
-			overrides = map[string]string{}
-		}
-		overrides[strings.TrimSpace(name)] = strings.TrimSpace(num)
-	}
-	if _, err := accounting.Standard(accounting.SKR03).With(overrides); err != nil {
-		return nil, fmt.Errorf("--accounts: %w", err)
-	}
-	return overrides, nil
-}
 
 // output opens the file to write (stdout for "" or "-").
 func output(path string, stdout io.Writer) (io.Writer, func() error, error) {

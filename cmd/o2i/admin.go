@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/o2i-service/o2i/internal/apikey"
-	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/reqlog"
 	"github.com/o2i-service/o2i/internal/store"
@@ -133,31 +133,6 @@ func projectCmd(ctx context.Context, cfg Config, args []string, stdout, stderr i
 	return errUsage
 }
 
-// settingFlags maps each `project set` string flag to its setting.
-var settingFlags = []struct {
-	name  string
-	field func(*project.Settings) *string
-}{
-	{"seller-name", func(s *project.Settings) *string { return &s.SellerName }},
-	{"seller-street", func(s *project.Settings) *string { return &s.SellerStreet }},
-	{"seller-postal-code", func(s *project.Settings) *string { return &s.SellerPostalCode }},
-	{"seller-city", func(s *project.Settings) *string { return &s.SellerCity }},
-	{"seller-country", func(s *project.Settings) *string { return &s.SellerCountry }},
-	{"seller-vat-id", func(s *project.Settings) *string { return &s.SellerVATID }},
-	{"seller-tax-number", func(s *project.Settings) *string { return &s.SellerTaxNumber }},
-	{"seller-iban", func(s *project.Settings) *string { return &s.SellerIBAN }},
-	{"seller-bic", func(s *project.Settings) *string { return &s.SellerBIC }},
-	{"seller-registration-id", func(s *project.Settings) *string { return &s.SellerRegistrationID }},
-	{"invoice-number-pattern", func(s *project.Settings) *string { return &s.InvoiceNumberPattern }},
-	{"contact-name", func(s *project.Settings) *string { return &s.ContactName }},
-	{"contact-phone", func(s *project.Settings) *string { return &s.ContactPhone }},
-	{"contact-email", func(s *project.Settings) *string { return &s.ContactEmail }},
-	{"stripe-webhook-secret", func(s *project.Settings) *string { return &s.StripeWebhookSecret }},
-	{"stripe-api-key", func(s *project.Settings) *string { return &s.StripeAPIKey }},
-	{"chart-of-accounts", func(s *project.Settings) *string { return &s.ChartOfAccounts }},
-	{"debtors", func(s *project.Settings) *string { return &s.Debtors }},
-}
-
 // secretSettings are the settings that also have a -file flag: a secret
 // given on the command line lands in the shell history.
 var secretSettings = []string{"stripe-webhook-secret", "stripe-api-key"}
@@ -189,22 +164,14 @@ func readSecret(path string) (string, error) {
 
 func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writer) error {
 	id := f.String("project", "", "project id (required)")
-	name := f.String("name", "", "project name")
-	testMode := f.Bool("test-mode", true, "test mode")
-	accounting := f.String("accounting", "", "accrual or cash, from the fiscal year of --accounting-from")
-	accountingFrom := f.Int("accounting-from", 0, "fiscal year YYYY --accounting takes effect from (earlier years keep their method); "+
-		"default: the current year, or the next once live documents of the current year exist; never a year with live documents")
-	gateways := f.String("invoice-first-gateways", "", "comma-separated invoice-first payment gateways (exact spelling)")
-	oss := f.Bool("oss-registered", false, "registered for the one-stop shop (destination-country VAT for EU consumers)")
-	termDays := f.Int("payment-term-days", 0, "payment term of invoice-first invoices (open items) in days; 0: the default, 14")
-	rps := f.Int("rate-limit", 0, "requests per second per key")
-	burst := f.Int("rate-burst", 0, "burst per key")
-	accounts := f.String("accounts", "", "DATEV accounts overriding the chart's standard ones: name=number,... (empty clears them)")
-	consultant := f.Int("datev-consultant", 0, "DATEV consultant number (Beraternummer) of the export header; 0 clears it")
-	client := f.Int("datev-client", 0, "DATEV client number (Mandantennummer) of the export header; 0 clears it")
-	values := map[string]*string{}
-	for _, s := range settingFlags {
-		values[s.name] = f.String(s.name, "", "setting "+s.name+" (empty clears it)")
+	for _, sf := range project.Fields {
+		switch sf.Kind {
+		case "bool":
+			def := sf.Name == "testMode"
+			f.Bool(sf.Flag, def, "setting "+sf.Name)
+		default:
+			f.String(sf.Flag, "", "setting "+sf.Name+" (empty clears it)")
+		}
 	}
 	secretFiles := map[string]*string{}
 	for _, name := range secretSettings {
@@ -228,74 +195,31 @@ func projectSet(ctx context.Context, f adminFlags, args []string, stdout io.Writ
 			return err
 		}
 	}
-	if f.isSet("accounting-from") && !f.isSet("accounting") {
-		return fmt.Errorf("--accounting-from needs --accounting")
-	}
-	if *termDays < 0 || *termDays > 365 {
-		return fmt.Errorf("--payment-term-days: %d is not from 0 to 365", *termDays)
-	}
-	if f.isSet("invoice-number-pattern") && *values["invoice-number-pattern"] != "" {
-		if _, err := billing.ParseNumberPattern(*values["invoice-number-pattern"]); err != nil {
-			return fmt.Errorf("--invoice-number-pattern: %w", err)
-		}
-	}
-	overrides, err := accountingFlags(f, values, *accounts, *consultant, *client)
-	if err != nil {
-		return err
-	}
-	var u project.Update
-	if f.isSet("name") {
-		u.Name = name
-	}
-	if f.isSet("test-mode") {
-		u.TestMode = testMode
-	}
-	if f.isSet("accounting") {
-		u.Accounting = accounting
-		if f.isSet("accounting-from") {
-			u.AccountingFrom = accountingFrom
-		}
-	}
-	if f.isSet("rate-limit") {
-		u.RateLimitRPS = rps
-	}
-	if f.isSet("rate-burst") {
-		u.RateLimitBurst = burst
-	}
-	u.Settings = func(s *project.Settings) {
-		for _, sf := range settingFlags {
-			if f.isSet(sf.name) {
-				*sf.field(s) = strings.TrimSpace(*values[sf.name])
-			}
-		}
-		if f.isSet("invoice-first-gateways") {
-			s.InvoiceFirstGateways = nil
-			for _, g := range strings.Split(*gateways, ",") {
-				if g = strings.TrimSpace(g); g != "" {
-					s.InvoiceFirstGateways = append(s.InvoiceFirstGateways, g)
-				}
-			}
-		}
-		if f.isSet("oss-registered") {
-			s.OSSRegistered = *oss
-		}
-		if f.isSet("payment-term-days") {
-			s.PaymentTermDays = *termDays
-		}
-		if f.isSet("accounts") {
-			s.AccountOverrides = overrides
-		}
-		if f.isSet("datev-consultant") {
-			s.DATEVConsultant = *consultant
-		}
-		if f.isSet("datev-client") {
-			s.DATEVClient = *client
+	// The settings by their JSON names, as the console's forms send them:
+	// internal/project checks and applies both alike.
+	values := map[string]string{}
+	for _, sf := range project.Fields {
+		if f.isSet(sf.Flag) {
+			values[sf.Name] = f.Lookup(sf.Flag).Value.String()
 		}
 	}
 	return f.print(ctx, stdout, func(pool *pgxpool.Pool) (any, error) {
-		p, err := project.Apply(ctx, pool, *id, u)
-		return p.Masked(), err
+		p, err := project.Set(ctx, pool, *id, values, nil)
+		return p.Masked(), flagError(err)
 	})
+}
+
+// flagError names the command line's flag of a refused setting: the
+// message is the one the console shows next to the field.
+func flagError(err error) error {
+	e := apperr.As(err)
+	if e == nil || e.Kind != apperr.Validation || e.Field == "" {
+		return err
+	}
+	if sf, ok := project.FieldNamed(e.Field); ok {
+		return fmt.Errorf("--%s: %s", sf.Flag, e.Message)
+	}
+	return err
 }
 
 func keyCmd(ctx context.Context, cfg Config, args []string, stdout, stderr io.Writer) error {

@@ -259,7 +259,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		if st := open(t, other, "/console/p/"+pid+"/members"); st != 403 {
 			t.Errorf("members page as %s: %d, want 403", role, st)
 		}
+		if role == "accountant" {
+			accountantSetsSellerCity(t, other, pid)
+		}
 	}
+
+	// The owner changes the bank account, typing the password again.
+	ownerChangesBankAccount(t, ctx, pid)
 
 	// Sign out: the pages ask for a sign-in again.
 	if st := open(t, ctx, "/console/p/"+pid+"/"); st != 200 {
@@ -271,5 +277,57 @@ func TestConsoleInBrowser(t *testing.T) {
 	open(t, ctx, keys)
 	if loc := location(t, ctx); !strings.Contains(loc, "/console/sign-in?next=") {
 		t.Errorf("keys page after sign-out at %s, want the sign-in page", loc)
+	}
+}
+
+// accountantSetsSellerCity: an accountant changes a seller field in the
+// settings and sees it saved; the bank account is not theirs to change.
+func accountantSetsSellerCity(t *testing.T, ctx context.Context, pid string) {
+	t.Helper()
+	settings := "/console/p/" + pid + "/settings"
+	if st := open(t, ctx, settings); st != 200 {
+		t.Fatalf("settings page as accountant: %d", st)
+	}
+	step(t, ctx, "the settings page is there", chromedp.WaitVisible(chromedp.ID("sellerCity")))
+	if html := bodyHTML(t, ctx); strings.Contains(html, `id="form-bank"`) || strings.Contains(html, `id="form-provider"`) {
+		t.Error("the accountant is offered the bank or provider form")
+	}
+	step(t, ctx, "type the seller's city", chromedp.Clear(chromedp.ID("sellerCity")), chromedp.SendKeys(chromedp.ID("sellerCity"), "Browserstadt"))
+	if st := submit(t, ctx, "#save-seller"); st != 200 {
+		t.Fatalf("save seller data: %d", st)
+	}
+	v, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("sellerCity")))
+	if err != nil || v != "Browserstadt" {
+		t.Errorf("the seller's city after saving: %q (%v)", v, err)
+	}
+	if n := text(t, ctx, ".notice"); !strings.Contains(n, "Seller data") {
+		t.Errorf("no notice of the saved seller data: %q", n)
+	}
+}
+
+// ownerChangesBankAccount: the bank form needs the password again; without
+// it nothing changes, with it the IBAN is saved.
+func ownerChangesBankAccount(t *testing.T, ctx context.Context, pid string) {
+	t.Helper()
+	settings := "/console/p/" + pid + "/settings"
+	if st := open(t, ctx, settings); st != 200 {
+		t.Fatalf("settings page as owner: %d", st)
+	}
+	step(t, ctx, "the settings page is there", chromedp.WaitVisible(chromedp.ID("sellerIban")))
+	step(t, ctx, "type a new IBAN and a wrong password",
+		chromedp.Clear(chromedp.ID("sellerIban")), chromedp.SendKeys(chromedp.ID("sellerIban"), "DE89370400440532013000"),
+		chromedp.SendKeys(chromedp.ID("password-bank"), "not my password at all"))
+	if st := submit(t, ctx, "#save-bank"); st != 422 {
+		t.Errorf("bank change with a wrong password: %d, want 422", st)
+	}
+	step(t, ctx, "type the new IBAN and the password",
+		chromedp.Clear(chromedp.ID("sellerIban")), chromedp.SendKeys(chromedp.ID("sellerIban"), "DE89370400440532013000"),
+		chromedp.Clear(chromedp.ID("password-bank")), chromedp.SendKeys(chromedp.ID("password-bank"), browserPassword))
+	if st := submit(t, ctx, "#save-bank"); st != 200 {
+		t.Fatalf("bank change with the password: %d", st)
+	}
+	v, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("sellerIban")))
+	if err != nil || v != "DE89370400440532013000" {
+		t.Errorf("the IBAN after saving: %q (%v)", v, err)
 	}
 }

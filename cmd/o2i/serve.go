@@ -205,7 +205,10 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 		MaxPublicPerAddr:  cfg.PublicPerAddr,
 		TrustedProxies:    cfg.TrustedProxies,
 	}
-	con, err := console.New(d.pool, w.queries, console.Config{PublicURL: cfg.PublicURL, Sender: mailSender(cfg), TrustedProxies: cfg.TrustedProxies})
+	con, err := console.New(d.pool, w.queries, console.Config{PublicURL: cfg.PublicURL, Sender: mailSender(cfg), TrustedProxies: cfg.TrustedProxies,
+		ResetTestData: func(ctx context.Context, projectID string) (any, error) {
+			return w.commands.ResetTestData(ctx, w.archive, d.redis, projectID)
+		}})
 	if err != nil {
 		stopWork()
 		stopBG()

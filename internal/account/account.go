@@ -1,9 +1,11 @@
 // Package account keeps the people of the seller console: users (argon2id
 // password hashes), their memberships (user × project × role), one-time
 // invitation and password-reset links, server-side sessions, failed
-// sign-ins, and the append-only log of console changes. The role × action
-// table (authz.go) is pure. It imports internal/apperr, internal/mail (the
-// message of an invitation), internal/store (transactions) and pgx.
+// sign-ins, the second factor (TOTP, with recovery codes) and the
+// append-only log of console changes. The role × action table and the role
+// × setting table (authz.go) are pure. It imports internal/apperr,
+// internal/mail (the message of an invitation), internal/store
+// (transactions), pgx and pquerna/otp (TOTP codes).
 package account
 
 import (
@@ -360,6 +362,11 @@ type Session struct {
 	CSRF      string
 	CreatedAt time.Time
 	LastSeen  time.Time
+	ViewTest  bool // the session looks at test data (else live)
+	TOTP      bool // the user's second factor is in force
+	// Pending: the password was right, the second factor is still to be
+	// entered; the session opens no page but the code's.
+	Pending bool
 }
 
 // Timeouts of a session: idle (no request) and absolute (since sign-in).
@@ -394,10 +401,11 @@ func (s *Store) StartSession(ctx context.Context, u User, now time.Time) (string
 // minute, to spare writes). An ended session is ErrNotFound.
 func (s *Store) Session(ctx context.Context, id string, t Timeouts, now time.Time) (Session, error) {
 	var ses Session
-	err := s.pool.QueryRow(ctx, `SELECT u.id::text, u.email, s.csrf_token, s.created_at, s.last_seen_at
+	err := s.pool.QueryRow(ctx, `SELECT u.id::text, u.email, s.csrf_token, s.created_at, s.last_seen_at, s.view_test,
+			u.totp_confirmed_at IS NOT NULL, s.second_factor_pending
 		FROM console_sessions s JOIN console_users u ON u.id = s.user_id
 		WHERE s.id_hash = $1 AND s.revoked_at IS NULL`, HashToken(id)).
-		Scan(&ses.User.ID, &ses.User.Email, &ses.CSRF, &ses.CreatedAt, &ses.LastSeen)
+		Scan(&ses.User.ID, &ses.User.Email, &ses.CSRF, &ses.CreatedAt, &ses.LastSeen, &ses.ViewTest, &ses.TOTP, &ses.Pending)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Session{}, ErrNotFound
 	}

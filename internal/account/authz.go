@@ -50,12 +50,13 @@ const (
 	ResetTestData  Action = "testdata.reset"
 	ViewAuditLog   Action = "audit.view" // the console's change log
 	SwitchTestMode Action = "testmode.switch"
+	RequireTOTP    Action = "security.totp" // require a second factor of the project's members
 )
 
 // Actions lists every action, in the order of the README's table.
 var Actions = []Action{ViewProject, ViewKeys, ManageKeys, ViewActivity, ViewMembers, ManageMembers, ViewTasks, ActOnTasks,
 	ViewOrders, ViewInvoices, ViewArchive, Export, ViewSettings, EditSeller, EditBank, EditProvider, GoLive,
-	ResetTestData, SwitchTestMode, ViewAuditLog}
+	ResetTestData, SwitchTestMode, ViewAuditLog, RequireTOTP}
 
 // allowed is the role × action table: what each role other than the owner
 // may do. An owner may do everything.
@@ -75,3 +76,28 @@ func Allows(role Role, action Action) bool {
 	}
 	return allowed[role][action]
 }
+
+// settingActions is the role × setting table: the action each group of
+// settings (internal/project's groups, by name) needs.
+var settingActions = map[string]Action{
+	"seller":     EditSeller,
+	"contact":    EditSeller,
+	"accounting": EditSeller,
+	"payment":    EditSeller,
+	"bank":       EditBank,
+	"provider":   EditProvider,
+	"live":       GoLive,
+}
+
+// SettingAction returns the action that changing a group of settings
+// needs; false for a group the console does not change.
+func SettingAction(group string) (Action, bool) {
+	a, ok := settingActions[group]
+	return a, ok
+}
+
+// Guarded reports whether changing a group of settings needs the password
+// again (and the second factor when on) and is e-mailed to every owner: the
+// payee account and the payment provider's connection, whose change is how
+// payments are diverted.
+func Guarded(group string) bool { return group == "bank" || group == "provider" }

@@ -30,6 +30,7 @@ func TestAllows(t *testing.T) {
 		ResetTestData:  {Owner, Developer},
 		SwitchTestMode: {Owner, Developer, Accountant},
 		ViewAuditLog:   {Owner},
+		RequireTOTP:    {Owner},
 	}
 	if len(want) != len(Actions) {
 		t.Fatalf("the test names %d actions, the table %d", len(want), len(Actions))
@@ -51,6 +52,44 @@ func TestAllows(t *testing.T) {
 		if Allows("", a) || Allows("admin", a) {
 			t.Errorf("an unknown role may %s", a)
 		}
+	}
+}
+
+// The role × setting table of the README.
+func TestSettingAction(t *testing.T) {
+	for _, tc := range []struct {
+		group   string
+		roles   []Role
+		guarded bool
+	}{
+		{"seller", []Role{Owner, Accountant}, false},
+		{"contact", []Role{Owner, Accountant}, false},
+		{"accounting", []Role{Owner, Accountant}, false},
+		{"payment", []Role{Owner, Accountant}, false},
+		{"bank", []Role{Owner}, true},
+		{"provider", []Role{Owner}, true},
+		{"live", []Role{Owner}, false},
+	} {
+		a, ok := SettingAction(tc.group)
+		if !ok {
+			t.Errorf("group %s: no action", tc.group)
+			continue
+		}
+		for _, r := range Roles {
+			want := false
+			for _, x := range tc.roles {
+				want = want || x == r
+			}
+			if got := Allows(r, a); got != want {
+				t.Errorf("%s may change %s: %v, want %v", r, tc.group, got, want)
+			}
+		}
+		if Guarded(tc.group) != tc.guarded {
+			t.Errorf("Guarded(%s) = %v", tc.group, !tc.guarded)
+		}
+	}
+	if _, ok := SettingAction("operator"); ok {
+		t.Error("the operator's settings (rate limits) are changed in the console")
 	}
 }
 

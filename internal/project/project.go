@@ -1,8 +1,9 @@
 // Package project holds a project (one seller account): its test mode,
 // accounting method (a history by fiscal year), rate limit, seller data and
-// invoice contact, in one place. It imports internal/apperr,
-// internal/accounting (the accounting methods), internal/billing (the seller
-// of its invoices) and pgx.
+// invoice contact, in one place, and the rules of a change of its settings
+// (settings.go), which the command line and the console share. It imports
+// internal/apperr, internal/accounting (the accounting methods),
+// internal/billing (the seller of its invoices) and pgx.
 package project
 
 import (
@@ -176,6 +177,10 @@ type Update struct {
 	// the current year, or the next once the current one has documents
 	// (see accounting.ChangeYear). A year with documents keeps its method.
 	AccountingFrom *int
+
+	// inTx runs in the change's transaction with the project before and
+	// after it (see Set).
+	inTx func(ctx context.Context, tx pgx.Tx, before, after Project) error
 }
 
 // Apply changes a project in one transaction and returns it. A change of
@@ -207,6 +212,8 @@ func Apply(ctx context.Context, pool *pgxpool.Pool, id string, u Update) (Projec
 		if err != nil {
 			return err
 		}
+		before := p
+		before.Settings.InvoiceFirstGateways = slices.Clone(p.Settings.InvoiceFirstGateways)
 		if u.Name != nil {
 			p.Name = *u.Name
 		}
@@ -237,8 +244,13 @@ func Apply(ctx context.Context, pool *pgxpool.Pool, id string, u Update) (Projec
 		if err != nil {
 			return err
 		}
-		out, err = Get(ctx, tx, id)
-		return err
+		if out, err = Get(ctx, tx, id); err != nil {
+			return err
+		}
+		if u.inTx != nil {
+			return u.inTx(ctx, tx, before, out)
+		}
+		return nil
 	})
 	return out, err
 }
