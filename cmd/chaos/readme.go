@@ -34,11 +34,7 @@ func renderReport(rep *report) string {
 	if len(rep.Processes) > 1 {
 		b.WriteString("| process | roles | starts | SIGKILLs | exits on its own |\n|---|---|---|---|---|\n")
 		for _, p := range rep.Processes {
-			name := p.Name
-			if p.Addr != "" {
-				name += " (" + p.Addr + ")"
-			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d |\n", name, p.Roles, p.Starts, p.Kills, p.Exits)
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d |\n", p.Name, p.Roles, p.Starts, p.Kills, p.Exits)
 		}
 		b.WriteString("\n")
 	}
