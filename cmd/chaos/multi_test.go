@@ -1,7 +1,13 @@
 package main
 
 import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -62,5 +68,67 @@ func TestFleetLayout(t *testing.T) {
 	}
 	if len(single.members) != 1 || single.members[0].svc.roles != "" || len(single.killFaults()) != 3 {
 		t.Errorf("single-process mode: %d members, roles %q, %d kills", len(single.members), single.members[0].svc.roles, len(single.killFaults()))
+	}
+}
+
+// TestClientsRetryAndSpread: the clients retry a 503 with the same
+// Idempotency-Key and body until acknowledged, and spread over the API
+// processes.
+func TestClientsRetryAndSpread(t *testing.T) {
+	t.Parallel()
+	type seen struct {
+		tries int
+		body  string
+	}
+	newServer := func() (*httptest.Server, map[string]*seen, *sync.Mutex) {
+		var mu sync.Mutex
+		keys := map[string]*seen{}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			k := r.Header.Get("Idempotency-Key")
+			mu.Lock()
+			s := keys[k]
+			if s == nil {
+				s = &seen{body: string(body)}
+				keys[k] = s
+			}
+			s.tries++
+			first, same := s.tries == 1, s.body == string(body)
+			mu.Unlock()
+			switch {
+			case !same:
+				w.WriteHeader(422)
+			case first:
+				w.WriteHeader(503)
+			default:
+				w.WriteHeader(201)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		return srv, keys, &mu
+	}
+	a, aKeys, aMu := newServer()
+	b, bKeys, bMu := newServer()
+	apis := []*apiClient{{base: a.URL, key: "k", http: a.Client()}, {base: b.URL, key: "k", http: b.Client()}}
+	orders := orderNumbers("12345678-0000", 8)
+	var acked atomic.Int64
+	res := sendOrdersSpread(context.Background(), apis, orders, config{clients: 4, rate: 1000}, &acked)
+	if len(res.acked) != len(orders) || res.gaveUp != 0 || res.retries != int64(len(orders)) || acked.Load() != int64(len(orders)) {
+		t.Fatalf("acked %d, gave up %d, retries %d, want %d acknowledged after one retry each", len(res.acked), res.gaveUp, res.retries, len(orders))
+	}
+	aMu.Lock()
+	bMu.Lock()
+	defer aMu.Unlock()
+	defer bMu.Unlock()
+	if len(aKeys) == 0 || len(bKeys) == 0 || len(aKeys)+len(bKeys) != len(orders) {
+		t.Errorf("orders at the first process %d, at the second %d, want both some and %d together", len(aKeys), len(bKeys), len(orders))
+	}
+	// One process only: sendOrders.
+	c, cKeys, cMu := newServer()
+	res = sendOrders(context.Background(), &apiClient{base: c.URL, key: "k", http: c.Client()}, orders[:2], config{clients: 2, rate: 1000}, &acked)
+	cMu.Lock()
+	defer cMu.Unlock()
+	if len(res.acked) != 2 || len(cKeys) != 2 {
+		t.Errorf("single process: acked %d, keys %d", len(res.acked), len(cKeys))
 	}
 }

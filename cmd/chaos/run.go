@@ -61,7 +61,7 @@ type fault struct {
 }
 
 func run(ctx context.Context, c config) (*report, error) {
-	rep := &report{OrdersSent: c.orders, Machine: machine(), At: time.Now().UTC().Format(time.RFC3339)}
+	rep := &report{OrdersSent: c.orders, Machine: machine(), At: time.Now().UTC().Format(time.RFC3339), Problems: []string{}}
 	projectID, key, err := setupProject(ctx, c)
 	if err != nil {
 		return nil, err
