@@ -24,7 +24,7 @@ var (
 
 func TestMain(m *testing.M) {
 	if os.Getenv(replicaEnv) != "" {
-		os.Exit(serveReplica()) // a child of TestTwoAPIProcessesShareRateLimitAndIdempotency
+		os.Exit(serveReplica()) // a child of TestTwoAPIProcessesShareRateLimitIdempotencyAndSessions
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)

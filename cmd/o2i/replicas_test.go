@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,8 +26,8 @@ import (
 )
 
 // Behind a load balancer the API runs as several processes: the rate limit
-// (Redis) and idempotency (PostgreSQL) are shared by them, not kept per
-// process. The test starts two API processes of its own (this test binary
+// (Redis), idempotency and console sessions (PostgreSQL) are shared by
+// them, not kept per process. The test starts two API processes of its own (this test binary
 // again, serving only the api role) and speaks to both.
 
 // replicaEnv, set in a child of the test binary, makes TestMain serve the
@@ -139,7 +143,7 @@ func replicaDo(method, url, key, idemKey string, body []byte) replicaAnswer {
 	return replicaAnswer{status: resp.StatusCode, body: b, replayed: resp.Header.Get("Idempotent-Replayed")}
 }
 
-func TestTwoAPIProcessesShareRateLimitAndIdempotency(t *testing.T) {
+func TestTwoAPIProcessesShareRateLimitIdempotencyAndSessions(t *testing.T) {
 	t.Parallel()
 	pool := testenv.Pool(t)
 	pid := testenv.Project(t, pool, true)
@@ -261,6 +265,65 @@ func TestTwoAPIProcessesShareRateLimitAndIdempotency(t *testing.T) {
 		}
 		if total < burst {
 			t.Errorf("%d requests passed, want at least the burst %d", total, burst)
+		}
+	})
+
+	t.Run("one console session for both", func(t *testing.T) {
+		// Accepted (signed in) at the first process, used and ended at the
+		// second, gone at the first.
+		addr := "replica-" + uuid.NewString()[:8] + "@example.com"
+		out, err := runCmd(t, "user", "invite", "--project", pid, "--email", addr, "--role", "owner", "--no-mail")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inv struct {
+			Link string `json:"link"`
+		}
+		if err := json.Unmarshal([]byte(out), &inv); err != nil || !strings.Contains(inv.Link, "/console/invite/") {
+			t.Fatalf("invite: %v %s", err, out)
+		}
+		invite := inv.Link[strings.Index(inv.Link, "/console/invite/"):]
+		jar, _ := cookiejar.New(nil) // cookies of 127.0.0.1 go to either port
+		b := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		send := func(method, url string, form url.Values) (int, string) {
+			t.Helper()
+			var body io.Reader
+			if form != nil {
+				body = strings.NewReader(form.Encode())
+			}
+			req, err := http.NewRequest(method, url, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if form != nil {
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			}
+			resp, err := b.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(raw)
+		}
+		const pw = "correct horse battery staple"
+		if st, body := send("POST", apis[0]+invite, url.Values{"email": {addr}, "password": {pw}, "password_confirm": {pw}}); st != http.StatusSeeOther {
+			t.Fatalf("accepting the invitation at the first process: %d %.300s", st, body)
+		}
+		overview := "/console/p/" + pid + "/"
+		st, body := send("GET", apis[1]+overview, nil)
+		if st != 200 || !strings.Contains(body, addr) {
+			t.Fatalf("the session at the second process: %d %.300s", st, body)
+		}
+		m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+		if m == nil {
+			t.Fatal("no form token on the overview")
+		}
+		if st, body := send("POST", apis[1]+"/console/sign-out", url.Values{"csrf": {m[1]}}); st != http.StatusSeeOther {
+			t.Fatalf("sign-out at the second process: %d %.300s", st, body)
+		}
+		if st, body := send("GET", apis[0]+overview, nil); st == 200 || strings.Contains(body, addr) {
+			t.Errorf("the first process still serves the ended session: %d", st)
 		}
 	})
 }
