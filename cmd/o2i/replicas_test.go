@@ -50,6 +50,8 @@ func serveReplica() int {
 			return "127.0.0.1:0"
 		case "O2I_LOG_LEVEL":
 			return "error"
+		case "O2I_DB_MAX_CONNS":
+			return "8" // beside every other test's connections
 		}
 		return testenv.Env(name)
 	}
