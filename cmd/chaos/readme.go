@@ -58,7 +58,7 @@ func renderReport(rep *report) string {
 	fmt.Fprintf(&b, "| orders with more than one invoice | %d |\n", f.DuplicateInvoices)
 	fmt.Fprintf(&b, "| invoice numbers used twice / missing in the range | %d / %d (%s) |\n", f.DuplicateNumbers, f.Gaps, strings.Join(ranges, ", "))
 	fmt.Fprintf(&b, "| archived documents served and checked (XML and PDF) | %d |\n", rep.DocumentsVerified)
-	fmt.Fprintf(&b, "| every order archived after the last fault ended | within %.0f s |\n", rep.ConvergedSeconds)
+	fmt.Fprintf(&b, "| every order archived and e-mailed after the last fault ended | within %.0f s |\n", rep.ConvergedSeconds)
 	a, m := rep.Archive, rep.Mail
 	fmt.Fprintf(&b, "| objects in the archive bucket: expected / present / versions (one each) | %d / %d / %d |\n", a.Expected, a.Objects, a.Versions)
 	fmt.Fprintf(&b, "| duplicate object versions / objects missing / of no document / not the anchored version | %d / %d / %d / %d |\n", a.Duplicates, a.Missing, a.Unexpected, a.Unanchored)

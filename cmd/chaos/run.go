@@ -222,8 +222,8 @@ func run(ctx context.Context, c config) (*report, error) {
 }
 
 // setupProject creates a live project (test mode sends no e-mail, and the
-// run checks the mail) with seller data and an API key
-// through the service's admin CLI.
+// run checks the mail) with seller data and an API key through the
+// service's admin CLI.
 func setupProject(ctx context.Context, c config) (projectID, key string, err error) {
 	var p struct {
 		ID string `json:"id"`
