@@ -116,7 +116,7 @@ bench: migrate referee-deps ## Benchmarks and load runs on the local stack; writ
 	$(GO) build -o bin/benchmark ./cmd/benchmark
 	$(LOAD_ENV) && bin/benchmark -readme README.md -operations docs/operations.md $(BENCHFLAGS)
 
-chaos: migrate ## Fault run: 10,000 orders through service kills, a PostgreSQL crash, broker kill, Redis flush, MinIO outage; reconciles, writes README figures (CHAOSFLAGS=-orders 20000 ...)
+chaos: migrate ## Fault run: 10,000 orders to two processes of every role, one of each killed (SIGKILL), a PostgreSQL crash, broker kill, Redis flush, MinIO outage; reconciles (archive objects and e-mail included), writes README figures (CHAOSFLAGS=-orders 20000 ...)
 	$(GO) build -o bin/chaos ./cmd/chaos
 	$(LOAD_ENV) && bin/chaos -readme README.md $(CHAOSFLAGS)
 

@@ -7,7 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -38,58 +38,24 @@ func orderNumbers(projectID string, n int) []string {
 }
 
 // chaosOrder is a digital order paid completely with store credit, with a
-// service period: due at once, invoiced without a payment. The body is the
-// same on every retry.
+// service period: due at once, invoiced without a payment, and e-mailed to
+// an address of its own (orderEmail), so that the messages at the SMTP sink
+// name their order. The body is the same on every retry.
 func chaosOrder(orderNo string) []byte {
-	return []byte(fmt.Sprintf(`{"orderNo":%q,"financialStatus":"paid","email":"kunde@example.com",
+	return []byte(fmt.Sprintf(`{"orderNo":%q,"financialStatus":"paid","email":%q,
 "billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
 "items":[{"name":"Beratung je Stunde","quantity":1,"unitNetCents":1000,"taxRate":19,"sku":"BER-STD"}],
 "service_period":{"start_date":"2026-11-01","end_date":"2026-11-30"},
-"creditRedemptions":[{"type":"referral_credit","amountCents":1190,"externalRef":"ref-%s"}],"grossTotalCents":1190}`, orderNo, orderNo))
+"creditRedemptions":[{"type":"referral_credit","amountCents":1190,"externalRef":"ref-%s"}],"grossTotalCents":1190}`, orderNo, orderEmail(orderNo), orderNo))
 }
+
+// orderEmail is the order's e-mail address: its number, lower case.
+func orderEmail(orderNo string) string { return strings.ToLower(orderNo) + "@example.com" }
 
 // sendOrders sends every order from c.clients clients at most c.rate a
 // second, each order until it is acknowledged (or clientPatience ends).
 func sendOrders(ctx context.Context, api *apiClient, orders []string, c config, acked *atomic.Int64) loadResult {
-	jobs := make(chan string)
-	var mu sync.Mutex
-	var res loadResult
-	var retries atomic.Int64
-	var wg sync.WaitGroup
-	for range c.clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for orderNo := range jobs {
-				n, ok := api.postUntilAcknowledged(ctx, orderNo)
-				retries.Add(int64(n))
-				mu.Lock()
-				if ok {
-					res.acked = append(res.acked, orderNo)
-					acked.Add(1)
-				} else {
-					res.gaveUp++
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	tick := time.NewTicker(time.Second / time.Duration(max(1, c.rate)))
-	defer tick.Stop()
-	for _, o := range orders {
-		select {
-		case <-ctx.Done():
-		case <-tick.C:
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		jobs <- o
-	}
-	close(jobs)
-	wg.Wait()
-	res.retries = retries.Load()
-	return res
+	return sendOrdersSpread(ctx, []*apiClient{api}, orders, c, acked)
 }
 
 // postUntilAcknowledged posts the order as the delivery contract demands:

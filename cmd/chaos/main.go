@@ -2,14 +2,19 @@
 // least 10,000 orders from clients that retry as the delivery contract
 // demands (every network error, 429 and 5xx again with the same
 // Idempotency-Key, waiting Retry-After or backing off), while it kills the
-// service three times (SIGKILL), crashes PostgreSQL (immediate shutdown),
-// kills and restarts the Kafka-protocol broker, flushes Redis and stops
-// MinIO for 30 s. When the faults are over it waits until every
-// acknowledged order is invoiced and archived, then reconciles through the
-// API alone: no acknowledged order lost, no order with two invoices, every
-// invoice number unique and the range gapless, every archived document
-// served (the archive checks each object's SHA-256 on read) and matching
-// its metadata. It prints the figures as JSON and exits 1 on any problem.
+// service (SIGKILL: one process of each role in the multi-process mode, the
+// default; the one process three times with -processes 1), crashes
+// PostgreSQL (immediate shutdown), kills and restarts the Kafka-protocol
+// broker, flushes Redis and stops MinIO for 30 s. When the faults are over
+// it waits until every acknowledged order is invoiced, archived and
+// e-mailed, then reconciles through the API: no acknowledged order lost, no
+// order with two invoices, every invoice number unique and the range
+// gapless, every archived document served (the archive checks each
+// object's SHA-256 on read) and matching its metadata; and in the stores:
+// every document's objects exactly once in the bucket (one version each,
+// the one anchored), every document e-mailed with one Message-ID, which
+// every copy at the SMTP sink carries (a resend after a crash is the same
+// message). It prints the figures as JSON and exits 1 on any problem.
 //
 // It runs against the local stack (.dev/env loaded) with the service binary
 // it starts itself, and changes the stack with `devstack crash` / `up`.
@@ -38,6 +43,8 @@ type config struct {
 	minioOutage time.Duration
 	converge    time.Duration
 	readme      string
+	processes   int
+	mailDir     string
 }
 
 func main() {
@@ -52,7 +59,12 @@ func main() {
 	flag.DurationVar(&c.minioOutage, "minio-outage", 30*time.Second, "how long MinIO stays stopped")
 	flag.DurationVar(&c.converge, "converge", 15*time.Minute, "how long after the faults every acknowledged order may take to be archived")
 	flag.StringVar(&c.readme, "readme", "", "when set, writes the figures into this README between <!-- chaos:start --> and <!-- chaos:end -->")
+	flag.IntVar(&c.processes, "processes", 2, "processes per role: 2 runs api, relay, projector and invoicer as two processes each (multi-process mode); 1 runs one process with all roles")
+	flag.StringVar(&c.mailDir, "mail-dir", ".dev/mail", "where the local SMTP sink keeps the messages it received")
 	flag.Parse()
+	if c.processes < 1 || c.processes > 2 {
+		log.Fatalf("chaos: -processes must be 1 or 2")
+	}
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/o2i-service/o2i/archive"
 )
 
 // orderStatus is what GET /v1/orders/{orderNo} says (404: found false).
@@ -284,4 +286,183 @@ func (a *apiClient) verifyDocuments(ctx context.Context, invoices []invoice) (in
 		problems = append(problems, e.Error())
 	}
 	return verified, problems
+}
+
+// delivery is one document of the project with its e-mail delivery (empty
+// fields when it has none).
+type delivery struct {
+	InvoiceID, Number, Status, MessageID, Recipient string
+	Attempts                                        int
+}
+
+// sinkMessage is one message the SMTP sink received for the run.
+type sinkMessage struct {
+	File, To, MessageID string
+}
+
+// mailFigures are the e-mail checks' counts.
+type mailFigures struct {
+	Documents      int `json:"documents"`
+	Sent           int `json:"sentWithOneMessageID"`
+	Received       int `json:"documentsAtTheSink"`
+	Messages       int `json:"messagesAtTheSink"`
+	Resends        int `json:"resendsWithTheSameMessageID"`
+	OtherMessageID int `json:"copiesWithAnotherMessageID"`
+	Unexpected     int `json:"messagesOfNoDocument"`
+	Attempts       int `json:"deliveryAttempts"`
+}
+
+// reconcileMail checks that every document was e-mailed: its delivery is
+// sent with a Message-ID of its own, and every message at the sink to its
+// recipient carries that Message-ID (more than one copy is a resend after
+// a crash, allowed only as the same message). Pure.
+func reconcileMail(ds []delivery, msgs []sinkMessage) (mailFigures, []string) {
+	var f mailFigures
+	var problems []string
+	report := func(format string, args ...any) {
+		if len(problems) < 50 {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		}
+	}
+	byTo := map[string][]sinkMessage{}
+	for _, m := range msgs {
+		byTo[strings.ToLower(m.To)] = append(byTo[strings.ToLower(m.To)], m)
+	}
+	f.Messages = len(msgs)
+	ids := map[string]string{} // Message-ID → invoice number
+	known := map[string]bool{}
+	for _, d := range ds {
+		f.Documents++
+		f.Attempts += d.Attempts
+		if d.Recipient == "" {
+			report("invoice %s has no e-mail delivery", d.Number)
+			continue
+		}
+		known[strings.ToLower(d.Recipient)] = true
+		switch {
+		case d.Status != "sent":
+			report("invoice %s: delivery %s, want sent", d.Number, d.Status)
+		case d.MessageID == "":
+			report("invoice %s: sent without a Message-ID", d.Number)
+		default:
+			f.Sent++
+		}
+		if other, ok := ids[d.MessageID]; ok && d.MessageID != "" {
+			report("invoices %s and %s share the Message-ID %s", other, d.Number, d.MessageID)
+		}
+		ids[d.MessageID] = d.Number
+		got := byTo[strings.ToLower(d.Recipient)]
+		if len(got) == 0 {
+			report("invoice %s: no message to %s at the sink", d.Number, d.Recipient)
+			continue
+		}
+		f.Received++
+		same := 0
+		for _, m := range got {
+			if m.MessageID == d.MessageID {
+				same++
+			} else {
+				f.OtherMessageID++
+				report("invoice %s: message %s at the sink has Message-ID %q, the delivery %q", d.Number, m.File, m.MessageID, d.MessageID)
+			}
+		}
+		f.Resends += max(0, same-1)
+	}
+	for to, got := range byTo {
+		if !known[to] {
+			f.Unexpected += len(got)
+			report("%d messages to %s at the sink, which is no document's recipient", len(got), to)
+		}
+	}
+	return f, problems
+}
+
+// anchor is a row of archive_objects: the object an archived document's
+// part is anchored to.
+type anchor struct {
+	InvoiceID, Kind, Bucket, Key, VersionID string
+}
+
+// objectVersion is one version of an object in the archive bucket.
+type objectVersion struct {
+	Key, VersionID string
+	DeleteMarker   bool
+}
+
+// archiveFigures are the archive bucket checks' counts.
+type archiveFigures struct {
+	Bucket     string `json:"bucket"`
+	Documents  int    `json:"documents"`
+	Expected   int    `json:"objectsExpected"`
+	Objects    int    `json:"objectsInTheBucket"`
+	Versions   int    `json:"versionsInTheBucket"`
+	Duplicates int    `json:"duplicateVersions"`
+	Missing    int    `json:"objectsMissing"`
+	Unexpected int    `json:"objectsOfNoDocument"`
+	Unanchored int    `json:"notTheAnchoredVersion"`
+}
+
+// reconcileArchive checks the project's objects in the bucket against its
+// documents: each document has its XML, PDF and manifest, each exactly
+// one version (a write retried after a crash must not leave a second), the
+// version its anchor names; the project holds no other object. Pure.
+func reconcileArchive(bucket, projectID string, invoiceIDs []string, anchors []anchor, versions []objectVersion) (archiveFigures, []string) {
+	f := archiveFigures{Bucket: bucket, Documents: len(invoiceIDs)}
+	var problems []string
+	report := func(format string, args ...any) {
+		if len(problems) < 50 {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		}
+	}
+	byKey := map[string][]objectVersion{}
+	for _, v := range versions {
+		byKey[v.Key] = append(byKey[v.Key], v)
+		f.Versions++
+	}
+	f.Objects = len(byKey)
+	anchored := map[string]anchor{}
+	for _, a := range anchors {
+		anchored[a.InvoiceID+"/"+a.Kind] = a
+	}
+	expected := map[string]bool{}
+	for _, id := range invoiceIDs {
+		for _, part := range []struct{ kind, key string }{
+			{"xml", archive.InvoiceXMLKey(projectID, id)},
+			{"pdf", archive.InvoicePDFKey(projectID, id)},
+			{"manifest", archive.ManifestKey(projectID, id)},
+		} {
+			f.Expected++
+			expected[part.key] = true
+			vs := byKey[part.key]
+			switch {
+			case len(vs) == 0:
+				f.Missing++
+				report("%s is not in bucket %s", part.key, bucket)
+				continue
+			case len(vs) > 1:
+				f.Duplicates += len(vs) - 1
+				report("%s has %d versions in bucket %s", part.key, len(vs), bucket)
+			case vs[0].DeleteMarker:
+				f.Missing++
+				report("%s is deleted in bucket %s", part.key, bucket)
+				continue
+			}
+			a, ok := anchored[id+"/"+part.kind]
+			inBucket := false
+			for _, v := range vs {
+				inBucket = inBucket || (!v.DeleteMarker && v.VersionID == a.VersionID)
+			}
+			if !ok || a.Bucket != bucket || a.Key != part.key || !inBucket {
+				f.Unanchored++
+				report("%s: anchored to %q in %q, which the bucket does not hold", part.key, a.VersionID, a.Bucket)
+			}
+		}
+	}
+	for key, vs := range byKey {
+		if !expected[key] {
+			f.Unexpected += len(vs)
+			report("%s (%d versions) in bucket %s belongs to no document of the project", key, len(vs), bucket)
+		}
+	}
+	return f, problems
 }

@@ -82,3 +82,109 @@ func TestReconcile(t *testing.T) {
 		})
 	}
 }
+
+func TestReconcileMail(t *testing.T) {
+	t.Parallel()
+	docs := func() []delivery {
+		return []delivery{
+			{InvoiceID: "i1", Number: "RE-1", Status: "sent", MessageID: "a@x", Recipient: "o-1@example.com", Attempts: 1},
+			{InvoiceID: "i2", Number: "RE-2", Status: "sent", MessageID: "b@x", Recipient: "o-2@example.com", Attempts: 2},
+		}
+	}
+	msgs := func() []sinkMessage {
+		return []sinkMessage{{File: "1.eml", To: "o-1@example.com", MessageID: "a@x"}, {File: "2.eml", To: "O-2@example.com", MessageID: "b@x"}}
+	}
+	tests := []struct {
+		name     string
+		ds       []delivery
+		msgs     []sinkMessage
+		want     mailFigures
+		problems int
+	}{
+		{"every document e-mailed once", docs(), msgs(), mailFigures{Documents: 2, Sent: 2, Received: 2, Messages: 2, Attempts: 3}, 0},
+		{"a resend with the same Message-ID", docs(), append(msgs(), sinkMessage{File: "3.eml", To: "o-1@example.com", MessageID: "a@x"}),
+			mailFigures{Documents: 2, Sent: 2, Received: 2, Messages: 3, Resends: 1, Attempts: 3}, 0},
+		{"a second copy with another Message-ID", docs(), append(msgs(), sinkMessage{File: "3.eml", To: "o-1@example.com", MessageID: "c@x"}),
+			mailFigures{Documents: 2, Sent: 2, Received: 2, Messages: 3, OtherMessageID: 1, Attempts: 3}, 1},
+		{"a document never received", docs(), msgs()[:1], mailFigures{Documents: 2, Sent: 2, Received: 1, Messages: 1, Attempts: 3}, 1},
+		{"a delivery still pending", func() []delivery { d := docs(); d[1].Status = "pending"; return d }(), msgs(),
+			mailFigures{Documents: 2, Sent: 1, Received: 2, Messages: 2, Attempts: 3}, 1},
+		{"sent without a Message-ID", func() []delivery { d := docs(); d[0].MessageID = ""; return d }(), msgs(),
+			mailFigures{Documents: 2, Sent: 1, Received: 2, Messages: 2, OtherMessageID: 1, Attempts: 3}, 2},
+		{"a document without delivery", func() []delivery { d := docs(); d[1].Recipient, d[1].Status = "", ""; return d }(), msgs()[:1],
+			mailFigures{Documents: 2, Sent: 1, Received: 1, Messages: 1, Attempts: 3}, 1},
+		{"two documents with one Message-ID", func() []delivery { d := docs(); d[1].MessageID = "a@x"; return d }(),
+			[]sinkMessage{{File: "1.eml", To: "o-1@example.com", MessageID: "a@x"}, {File: "2.eml", To: "o-2@example.com", MessageID: "a@x"}},
+			mailFigures{Documents: 2, Sent: 2, Received: 2, Messages: 2, Attempts: 3}, 1},
+		{"a message of no document", docs(), append(msgs(), sinkMessage{File: "3.eml", To: "o-9@example.com", MessageID: "z@x"}),
+			mailFigures{Documents: 2, Sent: 2, Received: 2, Messages: 3, Unexpected: 1, Attempts: 3}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, problems := reconcileMail(tc.ds, tc.msgs)
+			if got != tc.want || len(problems) != tc.problems {
+				t.Errorf("got %+v with %d problems %q, want %+v with %d", got, len(problems), problems, tc.want, tc.problems)
+			}
+		})
+	}
+}
+
+func TestReconcileArchive(t *testing.T) {
+	t.Parallel()
+	const bucket, project = "b", "p"
+	ids := []string{"i1", "i2"}
+	world := func() ([]anchor, []objectVersion) {
+		var as []anchor
+		var vs []objectVersion
+		for _, id := range ids {
+			for _, k := range []struct{ kind, key string }{{"xml", "p/invoices/" + id + ".xml"}, {"pdf", "p/invoices/" + id + ".pdf"}, {"manifest", "p/manifests/" + id + ".json"}} {
+				as = append(as, anchor{InvoiceID: id, Kind: k.kind, Bucket: bucket, Key: k.key, VersionID: "v-" + k.key})
+				vs = append(vs, objectVersion{Key: k.key, VersionID: "v-" + k.key})
+			}
+		}
+		return as, vs
+	}
+	tests := []struct {
+		name     string
+		change   func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion)
+		want     archiveFigures
+		problems int
+	}{
+		{"one version of every part", nil, archiveFigures{Expected: 6, Objects: 6, Versions: 6}, 0},
+		{"a second version of a part", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			return as, append(vs, objectVersion{Key: "p/invoices/i1.pdf", VersionID: "v2"})
+		}, archiveFigures{Expected: 6, Objects: 6, Versions: 7, Duplicates: 1}, 1},
+		{"a part missing", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			return as, vs[1:]
+		}, archiveFigures{Expected: 6, Objects: 5, Versions: 5, Missing: 1}, 1},
+		{"an object of no document", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			return as, append(vs, objectVersion{Key: "p/invoices/i9.xml", VersionID: "v9"})
+		}, archiveFigures{Expected: 6, Objects: 7, Versions: 7, Unexpected: 1}, 1},
+		{"anchored to a version the bucket lacks", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			as[2].VersionID = "gone"
+			return as, vs
+		}, archiveFigures{Expected: 6, Objects: 6, Versions: 6, Unanchored: 1}, 1},
+		{"a part without anchor", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			return as[:5], vs
+		}, archiveFigures{Expected: 6, Objects: 6, Versions: 6, Unanchored: 1}, 1},
+		{"a part deleted", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			vs[0].DeleteMarker = true
+			return as, vs
+		}, archiveFigures{Expected: 6, Objects: 6, Versions: 6, Missing: 1}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			as, vs := world()
+			if tc.change != nil {
+				as, vs = tc.change(as, vs)
+			}
+			tc.want.Bucket, tc.want.Documents = bucket, len(ids)
+			got, problems := reconcileArchive(bucket, project, ids, as, vs)
+			if got != tc.want || len(problems) != tc.problems {
+				t.Errorf("got %+v with %d problems %q, want %+v with %d", got, len(problems), problems, tc.want, tc.problems)
+			}
+		})
+	}
+}

@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,11 +30,15 @@ type report struct {
 	ClientRetries     int64           `json:"clientRetries"`
 	LoadSeconds       float64         `json:"loadSeconds"`
 	Faults            []faultRecord   `json:"faults"`
+	Mode              string          `json:"mode"`
+	Processes         []processRecord `json:"processes"`
 	ServiceStarts     int64           `json:"serviceStarts"`
 	ServiceExits      int64           `json:"serviceExitsOnItsOwn"`
 	ConvergedSeconds  float64         `json:"archivedAllSecondsAfterFaults"`
 	Figures           figures         `json:"reconciliation"`
 	DocumentsVerified int             `json:"documentsVerified"`
+	Archive           archiveFigures  `json:"archiveObjects"`
+	Mail              mailFigures     `json:"mail"`
 	Problems          []string        `json:"problems"`
 	Machine           string          `json:"machine"`
 	At                string          `json:"at"`
@@ -55,21 +61,35 @@ type fault struct {
 }
 
 func run(ctx context.Context, c config) (*report, error) {
-	rep := &report{OrdersSent: c.orders, Machine: machine(), At: time.Now().UTC().Format(time.RFC3339)}
+	rep := &report{OrdersSent: c.orders, Machine: machine(), At: time.Now().UTC().Format(time.RFC3339), Problems: []string{}}
 	projectID, key, err := setupProject(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	log.Printf("project %s", projectID)
-	api := &apiClient{base: "http://" + c.addr, key: key, http: &http.Client{Timeout: 15 * time.Second}}
+	fl, err := newFleet(c)
+	if err != nil {
+		return nil, err
+	}
+	var apis []*apiClient
+	for _, addr := range fl.apis {
+		apis = append(apis, &apiClient{base: "http://" + addr, key: key, http: &http.Client{Timeout: 15 * time.Second}})
+	}
+	api := apis[0] // the reconciliation's reads
+	rep.Mode = fl.mode()
 
-	svc := &service{bin: c.o2i, addr: c.addr, logPath: c.serviceLog}
 	svcCtx, stopSvc := context.WithCancel(ctx)
-	defer stopSvc()
-	go svc.supervise(svcCtx)
-	if err := api.waitHealthy(ctx, 2*time.Minute); err != nil {
+	fleetDone := make(chan struct{})
+	go func() { defer close(fleetDone); fl.supervise(svcCtx) }()
+	defer func() { stopSvc(); <-fleetDone }()
+	if err := fl.waitUp(ctx, apis, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("service under test: %w", err)
 	}
+	st, err := openStores(ctx, c, projectID)
+	if err != nil {
+		return nil, err
+	}
+	defer st.close()
 
 	rdb, err := redisClient()
 	if err != nil {
@@ -90,15 +110,13 @@ func run(ctx context.Context, c config) (*report, error) {
 	}
 	// The shares are chosen so that every fault, the MinIO outage's restart
 	// included, falls within the load at the default rate.
-	faults := []fault{
-		{"service SIGKILL 1", 0.10, func(context.Context) error { return svc.kill() }},
+	faults := append([]fault{
 		{"PostgreSQL immediate shutdown, restart after 3 s", 0.20, crashAndRestart("postgres", 3*time.Second)},
-		{"service SIGKILL 2", 0.30, func(context.Context) error { return svc.kill() }},
 		{"broker SIGKILL, restart after 2 s", 0.40, crashAndRestart("kafka", 2*time.Second)},
 		{"Redis FLUSHALL", 0.45, func(ctx context.Context) error { return rdb.FlushAll(ctx).Err() }},
-		{"service SIGKILL 3", 0.50, func(context.Context) error { return svc.kill() }},
 		{fmt.Sprintf("MinIO SIGKILL, restart after %s", c.minioOutage), 0.55, crashAndRestart("minio", c.minioOutage)},
-	}
+	}, fl.killFaults()...)
+	sort.SliceStable(faults, func(i, j int) bool { return faults[i].share < faults[j].share })
 
 	orders := orderNumbers(projectID, c.orders)
 	var acked atomic.Int64
@@ -140,7 +158,7 @@ func run(ctx context.Context, c config) (*report, error) {
 	}()
 
 	start := time.Now()
-	res := sendOrders(ctx, api, orders, c, &acked)
+	res := sendOrdersSpread(ctx, apis, orders, c, &acked)
 	rep.LoadSeconds = time.Since(start).Seconds()
 	close(loadDone)
 	wg.Wait()
@@ -163,10 +181,16 @@ func run(ctx context.Context, c config) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.ConvergedSeconds = time.Since(faultsEnd).Seconds()
 	if len(pending) > 0 {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%d acknowledged orders not archived %s after the faults ended (first: %s)", len(pending), c.converge, pending[0]))
 	}
+	// Every e-mail out (the mailer sends after the archiving commit).
+	if n, err := st.waitMailed(ctx, faultsEnd.Add(c.converge)); err != nil {
+		return nil, err
+	} else if n > 0 {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%d e-mail deliveries still pending %s after the faults ended", n, c.converge))
+	}
+	rep.ConvergedSeconds = time.Since(faultsEnd).Seconds()
 	log.Printf("converged %.1f s after the faults ended", rep.ConvergedSeconds)
 
 	log.Printf("reconciling through the API: %d order records, the invoice listing, every document", len(res.acked))
@@ -184,17 +208,27 @@ func run(ctx context.Context, c config) (*report, error) {
 	n, problems := api.verifyDocuments(ctx, invoices)
 	rep.DocumentsVerified = n
 	rep.Problems = append(rep.Problems, problems...)
-	rep.ServiceStarts, rep.ServiceExits = svc.starts.Load(), svc.exits.Load()
+	problems, err = st.check(ctx, rep, invoices, c.mailDir)
+	if err != nil {
+		return nil, err
+	}
+	rep.Problems = append(rep.Problems, problems...)
+	rep.Processes = fl.records()
+	for _, p := range rep.Processes {
+		rep.ServiceStarts += p.Starts
+		rep.ServiceExits += p.Exits
+	}
 	return rep, nil
 }
 
-// setupProject creates a test-mode project with seller data and an API key
-// through the service's admin CLI.
+// setupProject creates a live project (test mode sends no e-mail, and the
+// run checks the mail) with seller data and an API key through the
+// service's admin CLI.
 func setupProject(ctx context.Context, c config) (projectID, key string, err error) {
 	var p struct {
 		ID string `json:"id"`
 	}
-	if err := runJSON(ctx, c.o2i, &p, "project", "create", "--name", "Chaos "+time.Now().UTC().Format(time.RFC3339), "--test-mode=true"); err != nil {
+	if err := runJSON(ctx, c.o2i, &p, "project", "create", "--name", "Chaos "+time.Now().UTC().Format(time.RFC3339), "--test-mode=false"); err != nil {
 		return "", "", err
 	}
 	if err := runCmd(ctx, c.o2i, "project", "set", "--project", p.ID, "--seller-name", "Muster Handel GmbH",
@@ -249,6 +283,10 @@ func redisClient() (*redis.Client, error) {
 // starts it again whenever it ends, as a process supervisor would.
 type service struct {
 	bin, addr, logPath string
+	// roles, when set, is the --roles of `o2i serve`; env is added to the
+	// environment (after the defaults, so it wins).
+	roles string
+	env   []string
 
 	mu     sync.Mutex
 	proc   *os.Process
@@ -265,8 +303,12 @@ func (s *service) supervise(ctx context.Context) {
 	}
 	defer logf.Close()
 	for ctx.Err() == nil {
-		cmd := exec.Command(s.bin, "serve")
-		cmd.Env = append(os.Environ(), "O2I_HTTP_ADDR="+s.addr, "O2I_METRICS_ADDR=", "O2I_LOG_LEVEL=warn")
+		args := []string{"serve"}
+		if s.roles != "" {
+			args = append(args, "--roles", s.roles)
+		}
+		cmd := exec.Command(s.bin, args...)
+		cmd.Env = append(append(os.Environ(), "O2I_HTTP_ADDR="+s.addr, "O2I_METRICS_ADDR=", "O2I_LOG_LEVEL=warn"), s.env...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			log.Printf("service: start: %v", err)
@@ -292,7 +334,7 @@ func (s *service) supervise(ctx context.Context) {
 		case err := <-done:
 			if !s.killed.Swap(false) {
 				s.exits.Add(1)
-				log.Printf("service exited on its own (%v); starting it again in 1 s", err)
+				log.Printf("service %s exited on its own (%v); starting it again in 1 s", strings.TrimSuffix(filepath.Base(s.logPath), ".log"), err)
 				sleep(ctx, time.Second)
 			}
 		}

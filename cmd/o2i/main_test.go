@@ -23,6 +23,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(replicaEnv) != "" {
+		os.Exit(serveReplica()) // a child of TestTwoAPIProcessesShareRateLimitIdempotencyAndSessions
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	env := func(name string) string {
