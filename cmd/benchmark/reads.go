@@ -103,15 +103,20 @@ local keys = %s
 request = function()
   return wrk.format("GET", "/v1/orders/BENCH-" .. math.random(0, %d), {["Authorization"] = "Bearer " .. keys[math.random(#keys)]})
 end`, luaStrings(keys), n-1)
+	b.profileAs = fmt.Sprintf("reads-%d", conns)
 	orders, err := b.wrk(ctx, b.baseURL, script, conns, d)
 	if err != nil {
 		return result{}, err
 	}
 	log.Printf("reads: %d connections: orders %s", conns, orders)
+	target := "≥ 40 % of the ceiling, p99 < 10 ms"
+	if conns == 32 {
+		target = "≥ 65 % of the ceiling, p99 < 8 ms"
+	}
 	return result{
 		What:     fmt.Sprintf("GET /v1/orders/{orderNo}, %d projected orders, %d connections, 64 keys (wrk)", n, conns),
 		Measured: fmt.Sprintf("%s = %.0f %% of the ceiling", orders, 100*orders.rps/ceiling.rps),
 		Ceiling:  "trivial chi handler, fixed JSON: " + ceiling.String(),
-		Target:   "≥ 20,000 req/s, p99 < 10 ms, ≥ 40 % of the ceiling",
+		Target:   target,
 	}, nil
 }
