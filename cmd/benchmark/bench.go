@@ -309,6 +309,26 @@ func (b *bench) histogram(name string) (map[float64]float64, error) {
 	return out, sc.Err()
 }
 
+// sumCount returns a Prometheus histogram's _sum and _count from /metrics
+// (zero when the service has not observed it yet).
+func (b *bench) sumCount(name string) (sum, count float64, err error) {
+	resp, err := http.Get("http://" + benchMetricsAddr + "/metrics")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+"_sum "); ok {
+			sum, _ = strconv.ParseFloat(v, 64)
+		} else if v, ok := strings.CutPrefix(sc.Text(), name+"_count "); ok {
+			count, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return sum, count, sc.Err()
+}
+
 // quantile estimates the q-quantile of the observations between two
 // snapshots of a cumulative histogram (linear within the bucket).
 func quantile(before, after map[float64]float64, q float64) (float64, int) {
