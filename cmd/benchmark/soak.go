@@ -139,7 +139,7 @@ func (b *bench) soak(ctx context.Context, cfg soakConfig) ([]result, error) {
 	}
 	rate := float64(accepted.Load()) / cfg.d.Seconds()
 	return []result{{
-		What: fmt.Sprintf("soak: RSS of each process at %s, %s and %s minutes of %d orders/s offered (POST /v1/orders, realistic orders, all roles in one process)",
+		What: fmt.Sprintf("soak: RSS (PSS) of each process at %s, %s and %s minutes of %d orders/s offered (POST /v1/orders, realistic orders, all roles in one process)",
 			mins(0), mins(cfg.d/2), mins(cfg.d), cfg.rate),
 		Measured: fmt.Sprintf("%s; %.0f orders/s accepted; %s", strings.Join(parts, "; "), rate, verdict),
 		Ceiling:  "-",
@@ -169,9 +169,9 @@ func (b *bench) postWriteOrder(ctx context.Context, c *http.Client, key, orderNo
 	return nil
 }
 
-// rssByProcess is the resident set size of each part of this stack (the
-// processes of one part summed: PostgreSQL's postmaster and backends), from
-// /proc. Only this stack's processes count, found by their pid files under
+// rssByProcess is the resident memory of each part of this stack (the
+// processes of one part summed: PostgreSQL's postmaster and backends, each
+// by its proportional set size, see pss), from /proc. Only this stack's processes count, found by their pid files under
 // .dev/ and the service's own pid: the machine may run other stacks.
 func (b *bench) rssByProcess() map[string]int64 {
 	pidOf := func(file string) int {
@@ -201,12 +201,9 @@ func (b *bench) rssByProcess() map[string]int64 {
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
 		var ppid int
-		var rss int64
 		for _, line := range strings.Split(string(raw), "\n") {
 			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
 				ppid, _ = strconv.Atoi(strings.TrimSpace(v))
-			} else if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				rss, _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			}
 		}
 		name, ok := parts[pid]
@@ -214,10 +211,28 @@ func (b *bench) rssByProcess() map[string]int64 {
 			name, ok = "PostgreSQL", true
 		}
 		if ok {
-			out[name] += rss << 10
+			out[name] += pss(pid)
 		}
 	}
 	return out
+}
+
+// pss is a process's proportional set size in bytes: its resident memory
+// with each page shared among n processes counted 1/n, so that the
+// backends of PostgreSQL, which all map its shared buffers, sum to what
+// they hold together.
+func pss(pid int) int64 {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func rssLine(s map[string]int64) string {
