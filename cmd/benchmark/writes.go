@@ -92,11 +92,11 @@ func (b *bench) writes(ctx context.Context, conns int, d time.Duration) ([]resul
 	p50, _ := quantile(before, after, 0.50)
 	return []result{
 		{
-			What:     fmt.Sprintf("POST /v1/orders, realistic orders (~1 KB), %d connections, synchronous_commit on", conns),
+			What: fmt.Sprintf("POST /v1/orders, realistic orders (~1 KB), %d connections, synchronous_commit on", conns),
 			Measured: fmt.Sprintf("%.0f accepted orders/s, p50 %s, p99 %s (wrk) = %.0f %% of the ceiling; %.1f orders per insert statement, %.2f transactions per order (all roles)",
 				lat.rps, ms(lat.p50), ms(lat.p99), 100*lat.rps/tps, perStatement, perOrder),
-			Ceiling:  fmt.Sprintf("pgbench, one ~1 KB JSONB row per transaction, %d clients: %.0f tps", conns, tps),
-			Target:   "≥ 35 % of the ceiling, p99 < 25 ms",
+			Ceiling: fmt.Sprintf("pgbench, one ~1 KB JSONB row per transaction, %d clients: %.0f tps", conns, tps),
+			Target:  "≥ 35 % of the ceiling, p99 < 25 ms",
 		},
 		{
 			What:     "projection lag (event committed → visible in GET) while the write load runs",
