@@ -90,12 +90,19 @@ func (b *bench) writes(ctx context.Context, conns int, d time.Duration) ([]resul
 	}
 	p99, events := quantile(before, after, 0.99)
 	p50, _ := quantile(before, after, 0.50)
+	// The ceiling again: the machine's load moves between runs, and the
+	// share is taken of the mean of the runs before and after.
+	tps2, err := b.pgbench(ctx, conns, d)
+	if err != nil {
+		return nil, err
+	}
+	log.Printf("writes: pgbench again %.0f tps", tps2)
 	return []result{
 		{
 			What: fmt.Sprintf("POST /v1/orders, realistic orders (~1 KB), %d connections, synchronous_commit on", conns),
-			Measured: fmt.Sprintf("%.0f accepted orders/s, p50 %s, p99 %s (wrk) = %.0f %% of the ceiling; %.1f orders per insert statement, %.2f transactions per order (all roles)",
-				lat.rps, ms(lat.p50), ms(lat.p99), 100*lat.rps/tps, perStatement, perOrder),
-			Ceiling: fmt.Sprintf("pgbench, one ~1 KB JSONB row per transaction, %d clients: %.0f tps", conns, tps),
+			Measured: fmt.Sprintf("%.0f accepted orders/s, p50 %s, p99 %s (wrk) = %.0f %% of the ceiling (its mean); %.1f orders per insert statement, %.2f transactions per order (all roles)%s",
+				lat.rps, ms(lat.p50), ms(lat.p99), 200*lat.rps/(tps+tps2), perStatement, perOrder, loadAverage()),
+			Ceiling: fmt.Sprintf("pgbench, one ~1 KB JSONB row per transaction, %d clients, before and after: %.0f and %.0f tps", conns, tps, tps2),
 			Target:  "≥ 35 % of the ceiling, p99 < 25 ms",
 		},
 		{
