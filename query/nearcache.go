@@ -51,9 +51,8 @@ type nearShard struct {
 }
 
 type nearEntry struct {
-	rev  int64
-	body []byte
-	at   time.Time
+	rec statusRecord
+	at  time.Time
 }
 
 type droppedRev struct {
@@ -73,23 +72,24 @@ func (c *nearCache) shard(key string) *nearShard {
 	return &c.shards[maphash.String(c.seed, key)%uint64(len(c.shards))]
 }
 
-func (c *nearCache) get(key string) (int64, []byte, bool) {
+func (c *nearCache) get(key string) (statusRecord, bool) {
 	if !c.enabled.Load() {
-		return 0, nil, false
+		return statusRecord{}, false
 	}
 	s := c.shard(key)
 	s.mu.Lock()
 	e, ok := s.m[key]
 	s.mu.Unlock()
 	if !ok || c.now().Sub(e.at) > c.ttl {
-		return 0, nil, false
+		return statusRecord{}, false
 	}
-	return e.rev, e.body, true
+	return e.rec, true
 }
 
 // put caches a record read from Redis or PostgreSQL, unless a newer
 // revision has been announced meanwhile.
-func (c *nearCache) put(key string, rev int64, body []byte) {
+func (c *nearCache) put(key string, rec statusRecord) {
+	rev := rec.rev
 	if !c.enabled.Load() {
 		return
 	}
@@ -109,7 +109,7 @@ func (c *nearCache) put(key string, rev int64, body []byte) {
 			break
 		}
 	}
-	s.m[key] = nearEntry{rev: rev, body: body, at: now}
+	s.m[key] = nearEntry{rec: rec, at: now}
 	s.tick(now)
 }
 
@@ -137,7 +137,7 @@ func (c *nearCache) invalidate(ch readmodel.Change) {
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.m[key]; ok && e.rev < ch.Rev {
+	if e, ok := s.m[key]; ok && e.rec.rev < ch.Rev {
 		delete(s.m, key)
 	}
 	if now.Before(s.blindUntil) {

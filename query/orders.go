@@ -21,25 +21,53 @@ import (
 // OrderStatus returns the revision and JSON of an order's status record:
 // from Redis, or from PostgreSQL when Redis has no entry or is down.
 func (s *Service) OrderStatus(ctx context.Context, projectID, orderNo string) (int64, []byte, error) {
+	rec, err := s.orderStatus(ctx, projectID, orderNo)
+	return rec.rev, rec.body, err
+}
+
+// statusRecord is an order's status record as served: its revision, its
+// JSON, and what every response of it repeats, computed once when the
+// record is read from Redis or PostgreSQL and kept with it in the near
+// cache: its ETag and the response up to the request id.
+type statusRecord struct {
+	rev  int64
+	body []byte
+	etag string
+	head []byte // {"data":<body>,"requestId":"
+}
+
+func newStatusRecord(rev int64, body []byte) statusRecord {
+	head := make([]byte, 0, len(dataHead)+len(body)+len(dataTail))
+	head = append(append(append(head, dataHead...), body...), dataTail...)
+	// body is kept inside head: a record costs the near cache its JSON once.
+	return statusRecord{rev: rev, body: head[len(dataHead) : len(head)-len(dataTail)], etag: contentETag(body), head: head}
+}
+
+const dataHead, dataTail = `{"data":`, `,"requestId":"`
+
+func (s *Service) orderStatus(ctx context.Context, projectID, orderNo string) (statusRecord, error) {
 	key := nearKey(projectID, orderNo)
-	if rev, body, ok := s.near.get(key); ok {
-		return rev, body, nil
+	if rec, ok := s.near.get(key); ok {
+		return rec, nil
 	}
 	if s.redis != nil {
 		rev, body, err := readmodel.Get(ctx, s.redis, projectID, orderNo)
 		if err == nil {
-			s.near.put(key, rev, body)
-			return rev, body, nil
+			rec := newStatusRecord(rev, body)
+			s.near.put(key, rec)
+			return rec, nil
 		}
 		if !errors.Is(err, readmodel.ErrMiss) {
 			slog.WarnContext(ctx, "order status: redis unavailable, reading PostgreSQL", "err", err)
 		}
 	}
 	rev, body, err := s.orderStatusFromDB(ctx, projectID, orderNo)
-	if err == nil {
-		s.near.put(key, rev, body)
+	if err != nil {
+		return statusRecord{}, err
 	}
-	return rev, body, err
+	rec := newStatusRecord(rev, body)
+	s.near.put(key, rec)
+	return rec, nil
 }
 
 func (s *Service) orderStatusFromDB(ctx context.Context, projectID, orderNo string) (int64, []byte, error) {
@@ -60,11 +88,11 @@ func (s *Service) orderStatusFromDB(ctx context.Context, projectID, orderNo stri
 
 func (s *Service) getOrder(w http.ResponseWriter, r *http.Request) error {
 	orderNo := chi.URLParam(r, "orderNo")
-	_, body, err := s.OrderStatus(r.Context(), httpx.ProjectID(r.Context()), orderNo)
+	rec, err := s.orderStatus(r.Context(), httpx.ProjectID(r.Context()), orderNo)
 	if err != nil {
 		return err
 	}
-	writeTagged(w, r, contentETag(body), body)
+	writeRecord(w, r, rec.etag, rec.head)
 	return nil
 }
 
@@ -80,20 +108,26 @@ func contentETag(data []byte) string {
 // writeTagged answers with {"data": data, "requestId"} and the ETag given;
 // a matching If-None-Match gets 304 without a body.
 func writeTagged(w http.ResponseWriter, r *http.Request, etag string, data []byte) {
-	w.Header().Set("ETag", etag)
-	w.Header().Set("Cache-Control", "private, no-cache")
+	head := make([]byte, 0, len(dataHead)+len(data)+len(dataTail))
+	writeRecord(w, r, etag, append(append(append(head, dataHead...), data...), dataTail...))
+}
+
+// writeRecord is writeTagged for a response whose bytes up to the request
+// id are ready (head: {"data":<data>,"requestId":"); head is only read.
+func writeRecord(w http.ResponseWriter, r *http.Request, etag string, head []byte) {
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "private, no-cache")
 	if etagMatches(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	id := httpx.RequestID(r.Context())
-	buf := make([]byte, 0, len(data)+len(id)+32)
-	buf = append(buf, `{"data":`...)
-	buf = append(buf, data...)
-	buf = append(buf, `,"requestId":"`...)
+	buf := make([]byte, 0, len(head)+len(id)+3)
+	buf = append(buf, head...)
 	buf = append(buf, id...)
 	buf = append(buf, "\"}\n"...)
-	w.Header().Set("Content-Type", "application/json")
+	h.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf)
 }

@@ -426,24 +426,37 @@ func infoDict(t *testing.T, ctx *model.Context) map[string]string {
 // CIDs, so the strings shown by Tj are UTF-16BE.
 func pageTexts(t *testing.T, pdf []byte) []string {
 	t.Helper()
-	ctx := readPDF(t, pdf)
-	shown := regexp.MustCompile(`\((?:[^()\\]|\\.)*\)\s*Tj`)
+	pages, err := pageTextsOf(pdf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages
+}
+
+var shownText = regexp.MustCompile(`\((?:[^()\\]|\\.)*\)\s*Tj`)
+
+// pageTextsOf is pageTexts for any goroutine: it returns its error.
+func pageTextsOf(pdf []byte) ([]string, error) {
+	ctx, err := api.ReadAndValidate(bytes.NewReader(pdf), pdfcpuConfig())
+	if err != nil {
+		return nil, err
+	}
 	var pages []string
 	for n := 1; n <= ctx.PageCount; n++ {
 		d, _, _, err := ctx.PageDict(n, false)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		content, err := ctx.PageContent(d, n)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		var b strings.Builder
-		for _, m := range shown.FindAll(content, -1) {
+		for _, m := range shownText.FindAll(content, -1) {
 			lit := bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(m), []byte("Tj")))
 			raw, err := types.Unescape(string(lit[1 : len(lit)-1]))
 			if err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
 			u := make([]uint16, len(raw)/2)
 			for i := range u {
@@ -454,7 +467,7 @@ func pageTexts(t *testing.T, pdf []byte) []string {
 		}
 		pages = append(pages, b.String())
 	}
-	return pages
+	return pages, nil
 }
 
 // germanAmount formats a CII amount ("-1234.50") the German way

@@ -31,6 +31,10 @@ type bench struct {
 	addr    string
 	baseURL string
 	dir     string // scratch files
+	prof    *profiler
+	// profileAs names the profiles of the next measured wrk run (-profile);
+	// the run clears it.
+	profileAs string
 }
 
 func newBench(ctx context.Context, bin, addr string) (*bench, error) {
@@ -67,7 +71,11 @@ func (b *bench) serveRoles(ctx context.Context, roles string) error {
 	if roles != "" {
 		args = append(args, "--roles", roles)
 	}
-	b.server = b.command(args, "O2I_HTTP_ADDR="+b.addr, "O2I_METRICS_ADDR="+benchMetricsAddr)
+	env := []string{"O2I_HTTP_ADDR=" + b.addr, "O2I_METRICS_ADDR=" + benchMetricsAddr}
+	if b.prof != nil {
+		env = append(env, "O2I_DEBUG_ADDR="+benchDebugAddr)
+	}
+	b.server = b.command(args, env...)
 	if err := b.server.Start(); err != nil {
 		b.server = nil
 		return fmt.Errorf("start %s: %w", b.bin, err)
@@ -191,7 +199,15 @@ func (b *bench) wrk(ctx context.Context, url, script string, conns int, d time.D
 	if out, err := exec.CommandContext(ctx, "wrk", "-t2", "-c"+strconv.Itoa(conns), "-d"+warm.String(), "-s", path, url).CombinedOutput(); err != nil {
 		return wrkResult{}, fmt.Errorf("wrk warm-up: %v: %s", err, out)
 	}
+	var wait func()
+	if b.profileAs != "" {
+		wait = b.prof.during(ctx, b.profileAs, d)
+		b.profileAs = ""
+	}
 	out, err := exec.CommandContext(ctx, "wrk", "-t2", "-c"+strconv.Itoa(conns), "-d"+d.String(), "--latency", "-s", path, url).CombinedOutput()
+	if wait != nil {
+		wait()
+	}
 	if err != nil {
 		return wrkResult{}, fmt.Errorf("wrk: %v: %s", err, out)
 	}
@@ -291,6 +307,26 @@ func (b *bench) histogram(name string) (map[float64]float64, error) {
 		out[le] = v
 	}
 	return out, sc.Err()
+}
+
+// sumCount returns a Prometheus histogram's _sum and _count from /metrics
+// (zero when the service has not observed it yet).
+func (b *bench) sumCount(name string) (sum, count float64, err error) {
+	resp, err := http.Get("http://" + benchMetricsAddr + "/metrics")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+"_sum "); ok {
+			sum, _ = strconv.ParseFloat(v, 64)
+		} else if v, ok := strings.CutPrefix(sc.Text(), name+"_count "); ok {
+			count, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return sum, count, sc.Err()
 }
 
 // quantile estimates the q-quantile of the observations between two

@@ -122,3 +122,18 @@ func running(pid int) bool {
 	f := strings.Fields(string(raw[i+1:]))
 	return i >= 0 && len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
+
+// loadAverage is "; load average L" with the machine's one-minute load
+// average from /proc/loadavg (how many processes wanted its cores while a
+// figure was measured), or "" where there is none.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return ""
+	}
+	return "; load average " + f[0]
+}

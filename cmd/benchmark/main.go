@@ -10,6 +10,9 @@
 //   - writes: POST /v1/orders with realistic orders, next to pgbench inserting
 //     one ~1 KB JSONB row per transaction at the same concurrency, and the
 //     projection lag while the writes run;
+//   - soak: the write load's orders at the order target for ten minutes
+//     (-soak-for), with the RSS of each process of the stack at 0, 5 and
+//     10 minutes (flat: no growth);
 //   - invoices: a backlog of orders drained to archived invoices by the
 //     invoicer, next to the archive's PUTs and the PDF rendering alone, and
 //     order accepted → invoice archived under a steady order rate;
@@ -65,7 +68,7 @@ func main() {
 		return
 	}
 	var (
-		only     = flag.String("only", "engine,reads,list,writes,invoices,roles,hol,mail", "stages to run: engine, reads, list, writes, invoices, roles, hol, mail")
+		only     = flag.String("only", "engine,reads,list,writes,soak,invoices,roles,hol,mail", "stages to run: engine, reads, list, writes, soak, invoices, roles, hol, mail")
 		duration = flag.Duration("duration", 10*time.Second, "length of each load run")
 		conns    = flag.Int("conns", 64, "connections of the read load")
 		wconns   = flag.Int("write-conns", 32, "connections of the write load (and pgbench clients)")
@@ -75,10 +78,14 @@ func main() {
 		addr     = flag.String("addr", "127.0.0.1:18080", "address for the service under test")
 		readme   = flag.String("readme", "", "README to update with the figures")
 		ops      = flag.String("operations", "", "operations guide whose capacity section is computed from the roles stage's figures")
+		profile  = flag.String("profile", "", "directory for CPU and allocation profiles of the service under test during the measured POST and GET loads (writes.*.pprof, reads-N.*.pprof)")
+		sc       soakConfig
 		inv      invoiceConfig
 		rc       roleConfig
 		mails    mailConfig
 	)
+	flag.IntVar(&sc.rate, "soak-rate", 3000, "orders per second offered during the soak (the order target; soak stage)")
+	flag.DurationVar(&sc.d, "soak-for", 10*time.Minute, "length of the soak; RSS is sampled at its start, middle and end (soak stage)")
 	flag.IntVar(&rc.invoices, "role-invoices", 1000, "orders the invoicer drains on one core (roles stage)")
 	flag.IntVar(&rc.mails, "role-mails", 300, "e-mails the mailer sends (roles stage)")
 	flag.IntVar(&inv.backlog, "invoice-orders", 3000, "orders of the invoicer's backlog (invoices stage)")
@@ -98,6 +105,9 @@ func main() {
 		log.Fatal(err)
 	}
 	defer b.close()
+	if *profile != "" {
+		b.prof = &profiler{dir: *profile}
+	}
 	fatalf := func(format string, args ...any) {
 		b.close() // stop the service under test: log.Fatalf skips deferred calls
 		log.Fatalf(format, args...)
@@ -124,6 +134,7 @@ func main() {
 	run("reads", func() ([]result, error) { return b.reads(ctx, *orders, *conns, *duration) })
 	run("list", func() ([]result, error) { return b.list(ctx, *invoices, *duration) })
 	run("writes", func() ([]result, error) { return b.writes(ctx, *wconns, *duration) })
+	run("soak", func() ([]result, error) { return b.soak(ctx, sc) })
 	run("invoices", func() ([]result, error) { return b.invoices(ctx, inv) })
 	var figures *roleFigures
 	run("roles", func() ([]result, error) {
@@ -166,12 +177,12 @@ func ceilingServer(addr string) {
 }
 
 // stageOrder is the order of the stages in the table.
-var stageOrder = []string{"engine", "reads", "list", "writes", "invoices", "roles", "hol", "mail"}
+var stageOrder = []string{"engine", "reads", "list", "writes", "soak", "invoices", "roles", "hol", "mail"}
 
 // stageOf names the stage of a row already in the table by its first column.
 func stageOf(what string) string {
 	for _, p := range [][2]string{{"invoice engine:", "engine"}, {"PDF/A-3 of", "engine"}, {"GET /v1/orders/", "reads"}, {"GET /v1/invoices", "list"},
-		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"invoice pipeline", "invoices"}, {"one core,", "roles"}, {"invoicer, no head-of-line", "hol"}, {"mailer:", "mail"}} {
+		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"soak:", "soak"}, {"invoice pipeline", "invoices"}, {"one core,", "roles"}, {"invoicer, no head-of-line", "hol"}, {"mailer:", "mail"}} {
 		if strings.HasPrefix(what, p[0]) {
 			return p[1]
 		}

@@ -82,36 +82,51 @@ func (b *bench) reads(ctx context.Context, n, conns int, d time.Duration) ([]res
 	return out, nil
 }
 
-// readLoad measures the ceiling and GET /v1/orders/{orderNo} with conns connections.
+// readLoad measures GET /v1/orders/{orderNo} with conns connections
+// between two runs of the ceiling, one before and one after it: the
+// machine's load moves between runs, and the share is taken of their mean.
 func (b *bench) readLoad(ctx context.Context, keys []string, n, conns int, d time.Duration) (result, error) {
-	stop, err := b.startCeiling(ctx, "127.0.0.1:18081")
-	if err != nil {
-		return result{}, err
-	}
-	ceiling, err := b.wrk(ctx, "http://127.0.0.1:18081", fmt.Sprintf(`
+	ceilingRun := func() (wrkResult, error) {
+		stop, err := b.startCeiling(ctx, "127.0.0.1:18081")
+		if err != nil {
+			return wrkResult{}, err
+		}
+		defer stop()
+		return b.wrk(ctx, "http://127.0.0.1:18081", fmt.Sprintf(`
 local keys = %s
 request = function()
   return wrk.format("GET", "/ceiling", {["Authorization"] = "Bearer " .. keys[math.random(#keys)]})
 end`, luaStrings(keys)), conns, d)
-	stop()
+	}
+	before, err := ceilingRun()
 	if err != nil {
 		return result{}, err
 	}
-	log.Printf("reads: %d connections: ceiling %s", conns, ceiling)
+	log.Printf("reads: %d connections: ceiling %s", conns, before)
 	script := fmt.Sprintf(`
 local keys = %s
 request = function()
   return wrk.format("GET", "/v1/orders/BENCH-" .. math.random(0, %d), {["Authorization"] = "Bearer " .. keys[math.random(#keys)]})
 end`, luaStrings(keys), n-1)
+	b.profileAs = fmt.Sprintf("reads-%d", conns)
 	orders, err := b.wrk(ctx, b.baseURL, script, conns, d)
 	if err != nil {
 		return result{}, err
 	}
 	log.Printf("reads: %d connections: orders %s", conns, orders)
+	after, err := ceilingRun()
+	if err != nil {
+		return result{}, err
+	}
+	log.Printf("reads: %d connections: ceiling again %s", conns, after)
+	target := "≥ 40 % of the ceiling, p99 < 10 ms"
+	if conns == 32 {
+		target = "≥ 65 % of the ceiling, p99 < 8 ms"
+	}
 	return result{
 		What:     fmt.Sprintf("GET /v1/orders/{orderNo}, %d projected orders, %d connections, 64 keys (wrk)", n, conns),
-		Measured: fmt.Sprintf("%s = %.0f %% of the ceiling", orders, 100*orders.rps/ceiling.rps),
-		Ceiling:  "trivial chi handler, fixed JSON: " + ceiling.String(),
-		Target:   "≥ 20,000 req/s, p99 < 10 ms, ≥ 40 % of the ceiling",
+		Measured: fmt.Sprintf("%s = %.0f %% of the ceiling (their mean)%s", orders, 200*orders.rps/(before.rps+after.rps), loadAverage()),
+		Ceiling:  "trivial chi handler, fixed JSON, before and after: " + before.String() + "; " + after.String(),
+		Target:   target,
 	}, nil
 }

@@ -248,24 +248,25 @@ func (s *Server) wrap(rt Route, sems *inFlight) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		r = r.WithContext(ctx)
 		if rt.Timeout > 0 {
 			// A route that may take longer than the server's write timeout
 			// (a streamed export) moves its own write deadline.
 			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(rt.Timeout + 5*time.Second))
 		}
 		if !rt.Public() {
-			p, err := s.authorize(r, rt)
+			p, err := s.authorize(ctx, r, rt)
 			if err != nil {
-				WriteError(w, r, err)
+				WriteError(w, r.WithContext(ctx), err)
 				return
 			}
-			ctx := WithPrincipal(r.Context(), p)
+			ctx = WithPrincipal(ctx, p)
 			if rec, ok := w.(*statusRecorder); ok {
 				rec.principal = &p
 			}
-			r = r.WithContext(ctx)
 		}
+		// One copy of the request for the deadline and the principal
+		// together (each WithContext copies the whole request).
+		r = r.WithContext(ctx)
 		if err := checkRequest(r); err != nil {
 			WriteError(w, r, err)
 			return
@@ -276,7 +277,9 @@ func (s *Server) wrap(rt Route, sems *inFlight) http.Handler {
 	})
 }
 
-func (s *Server) authorize(r *http.Request, rt Route) (Principal, error) {
+// authorize authenticates r's key within ctx (r's context with the
+// request's deadline) and checks the route's scope and the key's rate.
+func (s *Server) authorize(ctx context.Context, r *http.Request, rt Route) (Principal, error) {
 	h := r.Header.Get("Authorization")
 	scheme, token, found := strings.Cut(h, " ")
 	if h == "" {
@@ -296,7 +299,7 @@ func (s *Server) authorize(r *http.Request, rt Route) (Principal, error) {
 				Message: "too many failed authentications from this address, retry later", RetryAfter: wait}
 		}
 	}
-	p, err := s.Auth.Authenticate(r.Context(), strings.TrimSpace(token))
+	p, err := s.Auth.Authenticate(ctx, strings.TrimSpace(token))
 	if err != nil {
 		if s.AuthFailures != nil && apperr.KindOf(err) == apperr.Unauthenticated {
 			s.AuthFailures.Failed(addr)
@@ -307,10 +310,10 @@ func (s *Server) authorize(r *http.Request, rt Route) (Principal, error) {
 		return Principal{}, errLacksScope(rt.Scope)
 	}
 	if s.Limiter != nil {
-		ok, wait, err := s.Limiter.Allow(r.Context(), p)
+		ok, wait, err := s.Limiter.Allow(ctx, p)
 		if err != nil {
 			// The limiter being down must not take the API down: let the request through.
-			slog.WarnContext(r.Context(), "rate limiter unavailable", "err", err)
+			slog.WarnContext(ctx, "rate limiter unavailable", "err", err)
 		} else if !ok {
 			return Principal{}, &apperr.Error{Kind: apperr.RateLimited, Code: "rate_limited",
 				Message: fmt.Sprintf("rate limit of %d requests/s (burst %d) exceeded", p.RateLimit.Rate, p.RateLimit.Burst), RetryAfter: wait}
