@@ -116,6 +116,9 @@ bench: migrate referee-deps ## Benchmarks and load runs on the local stack; writ
 	$(GO) build -o bin/benchmark ./cmd/benchmark
 	$(LOAD_ENV) && bin/benchmark -readme README.md -operations docs/operations.md $(BENCHFLAGS)
 
+screenshots: migrate browser-deps ## PNGs of the console's main pages (a seeded project, 1280x800) into docs/screenshots/
+	$(LOAD_ENV) && $(GO) test -tags screenshots -count=1 -run '^TestScreenshots$$' ./cmd/o2i/
+
 chaos: migrate ## Fault run: 10,000 orders through service kills, a PostgreSQL crash, broker kill, Redis flush, MinIO outage; reconciles, writes README figures (CHAOSFLAGS=-orders 20000 ...)
 	$(GO) build -o bin/chaos ./cmd/chaos
 	$(LOAD_ENV) && bin/chaos -readme README.md $(CHAOSFLAGS)
