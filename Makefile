@@ -73,7 +73,7 @@ export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 # The OpenAPI lint as one shell command; a missing document is a failure.
 OPENAPI_LINT = { test -f $(OPENAPI) || { echo "openapi lint: $(OPENAPI) is missing" >&2; false; }; } && $(REDOCLY) lint $(OPENAPI)
 
-.PHONY: help run test build down clean bench chaos lint fuzz stack migrate status openapi devstack tools staticcheck referee-deps browser-deps deploy-tools
+.PHONY: help run test build down clean bench screenshots chaos lint fuzz stack migrate status openapi devstack tools staticcheck referee-deps browser-deps deploy-tools
 
 help: ## List the targets
 	@echo "usage: make <target>"
