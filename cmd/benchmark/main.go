@@ -58,18 +58,19 @@ func main() {
 		return
 	}
 	var (
-		only     = flag.String("only", "engine,reads,list,writes,invoices,roles", "stages to run: engine, reads, list, writes, invoices, roles")
-		duration = flag.Duration("duration", 10*time.Second, "length of each load run")
-		conns    = flag.Int("conns", 64, "connections of the read load")
-		wconns   = flag.Int("write-conns", 32, "connections of the write load (and pgbench clients)")
-		orders   = flag.Int("orders", 100_000, "projected orders for the read load")
-		invoices = flag.Int("invoices", 10_000_000, "invoices in the read model for the listing benchmark")
-		bin      = flag.String("o2i", "bin/o2i", "the service binary")
-		addr     = flag.String("addr", "127.0.0.1:18080", "address for the service under test")
-		readme   = flag.String("readme", "", "README to update with the figures")
-		ops      = flag.String("operations", "", "operations guide whose capacity section is computed from the roles stage's figures")
-		inv      invoiceConfig
-		rc       roleConfig
+		only      = flag.String("only", "engine,reads,list,writes,invoices,roles,console", "stages to run: engine, reads, list, writes, invoices, roles, console")
+		duration  = flag.Duration("duration", 10*time.Second, "length of each load run")
+		conns     = flag.Int("conns", 64, "connections of the read load")
+		wconns    = flag.Int("write-conns", 32, "connections of the write load (and pgbench clients)")
+		orders    = flag.Int("orders", 100_000, "projected orders for the read load")
+		invoices  = flag.Int("invoices", 10_000_000, "invoices in the read model for the listing benchmark")
+		conOrders = flag.Int("console-orders", 1_000_000, "orders (each with a document) of the console stage's project")
+		bin       = flag.String("o2i", "bin/o2i", "the service binary")
+		addr      = flag.String("addr", "127.0.0.1:18080", "address for the service under test")
+		readme    = flag.String("readme", "", "README to update with the figures")
+		ops       = flag.String("operations", "", "operations guide whose capacity section is computed from the roles stage's figures")
+		inv       invoiceConfig
+		rc        roleConfig
 	)
 	flag.IntVar(&rc.invoices, "role-invoices", 1000, "orders the invoicer drains on one core (roles stage)")
 	flag.IntVar(&rc.mails, "role-mails", 300, "e-mails the mailer sends (roles stage)")
@@ -113,6 +114,7 @@ func main() {
 	run("list", func() ([]result, error) { return b.list(ctx, *invoices, *duration) })
 	run("writes", func() ([]result, error) { return b.writes(ctx, *wconns, *duration) })
 	run("invoices", func() ([]result, error) { return b.invoices(ctx, inv) })
+	run("console", func() ([]result, error) { return b.console(ctx, *conOrders, *duration) })
 	var figures *roleFigures
 	run("roles", func() ([]result, error) {
 		rc.duration, rc.conns = *duration, *wconns
@@ -152,12 +154,12 @@ func ceilingServer(addr string) {
 }
 
 // stageOrder is the order of the stages in the table.
-var stageOrder = []string{"engine", "reads", "list", "writes", "invoices", "roles"}
+var stageOrder = []string{"engine", "reads", "list", "writes", "invoices", "roles", "console"}
 
 // stageOf names the stage of a row already in the table by its first column.
 func stageOf(what string) string {
 	for _, p := range [][2]string{{"invoice engine:", "engine"}, {"PDF/A-3 of", "engine"}, {"GET /v1/orders/", "reads"}, {"GET /v1/invoices", "list"},
-		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"invoice pipeline", "invoices"}, {"one core,", "roles"}} {
+		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"invoice pipeline", "invoices"}, {"one core,", "roles"}, {"console page:", "console"}} {
 		if strings.HasPrefix(what, p[0]) {
 			return p[1]
 		}
