@@ -379,7 +379,7 @@ func (s *Service) ProjectOverview(ctx context.Context, projectID string, now tim
 		}
 	}
 	rows, err = store.Query(ctx, s.pool, `SELECT waiting_for, count(*) FROM order_view
-		WHERE project_id = $1 AND (waiting_for <> 'none' OR holds <> '[]'::jsonb) AND waiting_for <> 'none' GROUP BY 1`, projectID)
+		WHERE project_id = $1 AND waiting_for <> 'none' GROUP BY 1`, projectID)
 	if err != nil {
 		return o, err
 	}
@@ -388,7 +388,7 @@ func (s *Service) ProjectOverview(ctx context.Context, projectID string, now tim
 		return o, err
 	}
 	rows, err = store.Query(ctx, s.pool, `SELECT h->>'type', count(DISTINCT v.order_no) FROM order_view v, jsonb_array_elements(v.holds) h
-		WHERE v.project_id = $1 AND (v.waiting_for <> 'none' OR v.holds <> '[]'::jsonb) GROUP BY 1`, projectID)
+		WHERE v.project_id = $1 AND v.holds <> '[]'::jsonb GROUP BY 1`, projectID)
 	if err != nil {
 		return o, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -239,11 +240,30 @@ func fmtDay(t *time.Time) string {
 
 // ListInvoices is a page of the project's documents in the order they were
 // recorded (keyset on seq, after the signed cursor), at most limit; the
-// page's NextCursor is always set (after the last document).
+// page's NextCursor is always set (after the last document). With a period
+// (From, To or Years) the page is in the order of issue instead (keyset on
+// issue date and seq, on the index of both), so that a page of a period
+// never walks the documents outside it.
 func (s *Service) ListInvoices(ctx context.Context, projectID string, f InvoiceFilter, cursor string, limit int) (InvoicePage, error) {
 	key, err := s.cursors.get(ctx)
 	if err != nil {
 		return InvoicePage{}, err
+	}
+	byIssue := f.From != nil || f.To != nil || f.Years != nil
+	from, to := f.From, f.To
+	if f.Years != nil {
+		if len(f.Years) == 0 {
+			c := encodeCursor(key, projectID, f.key(), 0)
+			return InvoicePage{Data: []Invoice{}, NextCursor: &c}, nil
+		}
+		lo, hi := slices.Min(f.Years), slices.Max(f.Years)
+		first, last := time.Date(lo, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(hi, 12, 31, 0, 0, 0, 0, time.UTC)
+		if from == nil || from.Before(first) {
+			from = &first
+		}
+		if to == nil || to.After(last) {
+			to = &last
+		}
 	}
 	var after int64
 	if cursor != "" {
@@ -251,14 +271,25 @@ func (s *Service) ListInvoices(ctx context.Context, projectID string, f InvoiceF
 			return InvoicePage{}, err
 		}
 	}
+	sql := `SELECT ` + invoiceColumns + ` FROM invoice_view WHERE project_id = $1`
+	args := []any{projectID}
+	cond := func(expr string, v ...any) {
+		for _, x := range v {
+			args = append(args, x)
+			expr = strings.Replace(expr, "$?", "$"+strconv.Itoa(len(args)), 1)
+		}
+		sql += " AND " + expr
+	}
+	if byIssue {
+		if after != 0 {
+			day, seq := unpackIssueSeq(after)
+			cond("(issue_date, seq) > ($?, $?)", day, seq)
+		}
+	} else {
+		cond("seq > $?", after)
+	}
 	// Only the filters given become conditions, so that each query shape
 	// gets its own plan on the matching (project_id, filter, seq) index.
-	sql := `SELECT ` + invoiceColumns + ` FROM invoice_view WHERE project_id = $1 AND seq > $2`
-	args := []any{projectID, after}
-	cond := func(expr string, v any) {
-		args = append(args, v)
-		sql += " AND " + strings.ReplaceAll(expr, "$?", "$"+strconv.Itoa(len(args)))
-	}
 	for _, c := range []struct{ column, value string }{
 		{"status", f.Status}, {"number", f.Number}, {"order_no", f.OrderNo}, {"payment_ref", f.PaymentRef}, {"type", f.Type},
 	} {
@@ -269,17 +300,21 @@ func (s *Service) ListInvoices(ctx context.Context, projectID string, f InvoiceF
 	if f.TestMode != nil {
 		cond("test_mode = $?", *f.TestMode)
 	}
-	if f.From != nil {
-		cond("issue_date >= $?", *f.From)
+	if from != nil {
+		cond("issue_date >= $?", *from)
 	}
-	if f.To != nil {
-		cond("issue_date <= $?", *f.To)
+	if to != nil {
+		cond("issue_date <= $?", *to)
 	}
 	if f.Years != nil {
 		cond("extract(year FROM issue_date)::int = ANY($?)", f.Years)
 	}
 	args = append(args, limit+1)
-	sql += " ORDER BY seq LIMIT $" + strconv.Itoa(len(args))
+	if byIssue {
+		sql += " ORDER BY issue_date, seq LIMIT $" + strconv.Itoa(len(args))
+	} else {
+		sql += " ORDER BY seq LIMIT $" + strconv.Itoa(len(args))
+	}
 	rows, err := store.Query(ctx, s.pool, sql, args...)
 	if err != nil {
 		return InvoicePage{}, err
@@ -298,11 +333,29 @@ func (s *Service) ListInvoices(ctx context.Context, projectID string, f InvoiceF
 	}
 	last := after
 	if len(list) > 0 {
-		last = list[len(list)-1].seq
+		l := list[len(list)-1]
+		last = l.seq
+		if byIssue {
+			day, _ := time.Parse(time.DateOnly, l.IssueDate)
+			last = packIssueSeq(day, l.seq)
+		}
 	}
 	c := encodeCursor(key, projectID, f.key(), last)
 	page.NextCursor = &c
 	return page, nil
+}
+
+// A listing in the order of issue keeps its position, the issue date and
+// seq, in the cursor's one number: the days since 1970 above bit 40, seq
+// below (seq stays far below 2^40).
+const issueSeqBits = 40
+
+func packIssueSeq(day time.Time, seq int64) int64 {
+	return int64(day.Unix()/86400)<<issueSeqBits | seq&(1<<issueSeqBits-1)
+}
+
+func unpackIssueSeq(v int64) (time.Time, int64) {
+	return time.Unix((v>>issueSeqBits)*86400, 0).UTC(), v & (1<<issueSeqBits - 1)
 }
 
 // getDocument answers GET /v1/invoices/{reference}/pdf and /xml. Documents

@@ -72,6 +72,7 @@ func main() {
 		inv       invoiceConfig
 		rc        roleConfig
 	)
+	flag.StringVar(&benchMetricsAddr, "metrics-addr", benchMetricsAddr, "address of the service under test's metrics")
 	flag.IntVar(&rc.invoices, "role-invoices", 1000, "orders the invoicer drains on one core (roles stage)")
 	flag.IntVar(&rc.mails, "role-mails", 300, "e-mails the mailer sends (roles stage)")
 	flag.IntVar(&inv.backlog, "invoice-orders", 3000, "orders of the invoicer's backlog (invoices stage)")
