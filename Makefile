@@ -73,7 +73,7 @@ export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 # The OpenAPI lint as one shell command; a missing document is a failure.
 OPENAPI_LINT = { test -f $(OPENAPI) || { echo "openapi lint: $(OPENAPI) is missing" >&2; false; }; } && $(REDOCLY) lint $(OPENAPI)
 
-.PHONY: help run test build down clean bench chaos lint fuzz stack migrate status openapi devstack tools staticcheck referee-deps browser-deps deploy-tools
+.PHONY: help run test build down clean bench screenshots chaos lint fuzz stack migrate status openapi devstack tools staticcheck referee-deps browser-deps deploy-tools
 
 help: ## List the targets
 	@echo "usage: make <target>"
@@ -115,6 +115,9 @@ clean: devstack ## Stop the local stack and remove .dev/
 bench: migrate referee-deps ## Benchmarks and load runs on the local stack; writes the figures into README.md and the capacity section of docs/operations.md (BENCHFLAGS=-only=roles ...)
 	$(GO) build -o bin/benchmark ./cmd/benchmark
 	$(LOAD_ENV) && bin/benchmark -readme README.md -operations docs/operations.md $(BENCHFLAGS)
+
+screenshots: migrate browser-deps ## PNGs of the console's main pages (a seeded project, 1280x800) into docs/screenshots/
+	$(LOAD_ENV) && $(GO) test -tags screenshots -count=1 -run '^TestScreenshots$$' ./cmd/o2i/
 
 chaos: migrate ## Fault run: 10,000 orders to two processes of every role, one of each killed (SIGKILL), a PostgreSQL crash, broker kill, Redis flush, MinIO outage; reconciles (archive objects and e-mail included), writes README figures (CHAOSFLAGS=-orders 20000 ...)
 	$(GO) build -o bin/chaos ./cmd/chaos

@@ -196,7 +196,11 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /console/reset/{token}", c.wrap(c.resetPage))
 	mux.HandleFunc("POST /console/reset/{token}", c.wrap(c.reset))
 	for _, p := range projectPages {
-		mux.HandleFunc(p.pattern, c.wrap(c.project(p.action, p.handle)))
+		timeout := requestTimeout
+		if longRuns[p.pattern] {
+			timeout = query.DownloadTimeout
+		}
+		mux.HandleFunc(p.pattern, c.wrapFor(timeout, c.project(p.action, p.handle)))
 	}
 	mux.HandleFunc("/console/", c.wrap(func(w http.ResponseWriter, r *http.Request, v *view) error {
 		return errNotFound
@@ -225,7 +229,7 @@ func assetHandler(h http.Handler) http.Handler {
 func (c *Console) headers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
@@ -256,9 +260,22 @@ type handler func(w http.ResponseWriter, r *http.Request, v *view) error
 
 // wrap gives a handler its view (language, session when signed in) and
 // turns its error into a page.
-func (c *Console) wrap(h handler) http.HandlerFunc {
+func (c *Console) wrap(h handler) http.HandlerFunc { return c.wrapFor(requestTimeout, h) }
+
+// longRuns are the pages that stream a download or check the archive: they
+// may take as long as the API's archive export.
+var longRuns = map[string]bool{
+	"GET /console/p/{project}/exports/datev":  true,
+	"GET /console/p/{project}/exports/oss":    true,
+	"GET /console/p/{project}/exports/ecsl":   true,
+	"GET /console/p/{project}/archive/verify": true,
+	"GET /console/p/{project}/archive/export": true,
+}
+
+// wrapFor is wrap with the request's time bound.
+func (c *Console) wrapFor(timeout time.Duration, h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		r = r.WithContext(ctx)
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)

@@ -59,6 +59,21 @@ func init() {
 		{"POST /console/p/{project}/settings/require-totp", account.RequireTOTP, (*Console).requireTOTP},
 		{"POST /console/p/{project}/view", account.SwitchTestMode, (*Console).switchView},
 		{"POST /console/p/{project}/test-data/reset", account.ResetTestData, (*Console).resetTestData},
+		{"GET /console/p/{project}/orders", account.ViewOrders, (*Console).orders},
+		{"GET /console/p/{project}/orders/{order}", account.ViewOrders, (*Console).order},
+		{"GET /console/p/{project}/invoices", account.ViewInvoices, (*Console).invoices},
+		{"GET /console/p/{project}/invoices/{invoice}", account.ViewInvoices, (*Console).invoice},
+		{"GET /console/p/{project}/invoices/{invoice}/pdf", account.ViewInvoices, (*Console)(nil).documentFile("pdf")},
+		{"GET /console/p/{project}/invoices/{invoice}/xml", account.ViewInvoices, (*Console)(nil).documentFile("xml")},
+		{"GET /console/p/{project}/activity", account.ViewActivity, (*Console).activity},
+		{"GET /console/p/{project}/activity/{request}", account.ViewActivity, (*Console).request},
+		{"GET /console/p/{project}/exports", account.Export, (*Console).exports},
+		{"GET /console/p/{project}/exports/datev", account.Export, (*Console)(nil).download(query.DownloadDATEV)},
+		{"GET /console/p/{project}/exports/oss", account.Export, (*Console)(nil).download(query.DownloadOSS)},
+		{"GET /console/p/{project}/exports/ecsl", account.Export, (*Console)(nil).download(query.DownloadECSL)},
+		{"GET /console/p/{project}/archive", account.ViewArchive, (*Console).archive},
+		{"GET /console/p/{project}/archive/verify", account.ViewArchive, (*Console).verify},
+		{"GET /console/p/{project}/archive/export", account.ViewArchive, (*Console)(nil).download(query.DownloadArchive)},
 	}
 }
 
@@ -92,6 +107,11 @@ var nav = []struct {
 	{"members", "nav.members", account.ViewMembers},
 	{"audit", "nav.audit", account.ViewAuditLog},
 	{"settings", "nav.settings", account.ViewSettings},
+	{"orders", "nav.orders", account.ViewOrders},
+	{"invoices", "nav.invoices", account.ViewInvoices},
+	{"exports", "nav.exports", account.Export},
+	{"archive", "nav.archive", account.ViewArchive},
+	{"activity", "nav.activity", account.ViewActivity},
 }
 
 // project checks, for every project page and form: a session, a membership
@@ -146,6 +166,7 @@ type overviewData struct {
 	TestMode  bool
 	OpenTasks int
 	MoreTasks bool
+	Stats     *stats // orders, documents, waiting and lag (roles that see orders)
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -161,6 +182,13 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v *view) erro
 			return err
 		}
 		d.OpenTasks, d.MoreTasks = len(ts), more
+	}
+	if v.Can(string(account.ViewOrders)) && c.queries != nil {
+		st, err := c.queries.ProjectOverview(r.Context(), v.Member.ProjectID, c.cfg.Now())
+		if err != nil {
+			return err
+		}
+		d.Stats = newStats(st)
 	}
 	v.Title = v.T("overview.title")
 	v.Data = d

@@ -199,33 +199,11 @@ func (s *Service) listArchive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	key, err := s.cursors.get(ctx)
+	list, next, more, err := s.ArchiveEntries(ctx, projectID, year, f.cursor, f.limit)
 	if err != nil {
 		return err
 	}
-	filters := "archive\x00" + strconv.Itoa(year)
-	var after int64
-	if f.cursor != "" {
-		if after, err = decodeCursor(key, projectID, filters, f.cursor); err != nil {
-			return err
-		}
-	}
-	list, err := s.archivedInvoices(ctx, archiveScope{projectID: projectID, year: year, testMode: liveOnly()}, after, f.limit+1)
-	if err != nil {
-		return err
-	}
-	page := ArchivePage{Data: make([]ArchiveEntry, 0, len(list)), RequestID: httpx.RequestID(ctx)}
-	if len(list) > f.limit {
-		page.HasMore = true
-		list = list[:f.limit]
-	}
-	last := after
-	for _, a := range list {
-		page.Data = append(page.Data, a.entry())
-		last = a.seq
-	}
-	c := encodeCursor(key, projectID, filters, last)
-	page.NextCursor = &c
+	page := ArchivePage{Data: list, NextCursor: &next, HasMore: more, RequestID: httpx.RequestID(ctx)}
 	httpx.WriteJSON(w, r, http.StatusOK, page)
 	return nil
 }
@@ -260,6 +238,9 @@ func (s *Service) VerifyArchive(ctx context.Context, projectID string, year int,
 	total, err := s.boundScope(ctx, &sc)
 	if err != nil {
 		return rep, err
+	}
+	if total > 0 && s.archive == nil {
+		return rep, apperr.New(apperr.NotImplemented, "not_implemented", "this service does not read the archive")
 	}
 	done := 0
 	err = s.eachArchived(ctx, sc, func(list []archivedInvoice) error {
@@ -414,6 +395,9 @@ func manifestMismatch(b []byte, a archivedInvoice) string {
 const (
 	ExportIndexXML = "index.xml"
 	ExportIndexCSV = "index.csv"
+	// ExportConsoleChanges is the console's change log of the year: one
+	// JSON object per line, oldest first.
+	ExportConsoleChanges = "console-changes.jsonl"
 )
 
 // ExportArchive writes the tax-audit export of a year's live documents as a
@@ -525,6 +509,12 @@ func (s *Service) ExportArchive(ctx context.Context, w io.Writer, projectID stri
 		return err
 	}
 	if err := writeGDPdUIndex(fw, supplier, year); err != nil {
+		return err
+	}
+	if fw, err = zw.Create(ExportConsoleChanges); err != nil {
+		return err
+	}
+	if err := s.writeConsoleChanges(ctx, fw, projectID, year); err != nil {
 		return err
 	}
 	return zw.Close()
@@ -683,4 +673,23 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// writeConsoleChanges writes the project's console changes made in year
+// (UTC) as JSON lines, oldest first: {"id","at","actor","action","target",
+// "before","after"}, as the append-only change log holds them.
+func (s *Service) writeConsoleChanges(ctx context.Context, w io.Writer, projectID string, year int) error {
+	from := time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC)
+	rows, err := s.pool.Query(ctx, `SELECT json_build_object('id', id, 'at', at, 'actor', actor_email, 'action', action,
+			'target', target, 'before', before, 'after', after)::text
+		FROM console_audit_log WHERE project_id = $1 AND at >= $2 AND at < $3 ORDER BY id`, projectID, from, from.AddDate(1, 0, 0))
+	if err != nil {
+		return err
+	}
+	var line string
+	_, err = pgx.ForEachRow(rows, []any{&line}, func() error {
+		_, err := io.WriteString(w, line+"\n")
+		return err
+	})
+	return err
 }

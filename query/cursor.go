@@ -93,7 +93,7 @@ func (s *Service) CursorAfter(ctx context.Context, projectID string, seq int64) 
 	if err != nil {
 		return "", err
 	}
-	return encodeCursor(key, projectID, listFilter{}.key(), seq), nil
+	return encodeCursor(key, projectID, InvoiceFilter{}.key(), seq), nil
 }
 
 // A listing ordered by (created_at, id), for rows without a sequence number

@@ -141,7 +141,7 @@ func (s *Service) Routes() []httpx.Route {
 				"manifests/<number>.json, index.csv (one row per file: number, issue date, type, number range, chain position, " +
 				"kind, file, SHA-256, size, version id, retain-until, manifest hash, previous manifest hash; semicolons, CRLF, " +
 				"UTF-8) and index.xml, which describes index.csv in the description standard for data handed over in German tax " +
-				"audits (GDPdU, DTD gdpdu-01-09-2004.dtd). Every object is read by its recorded version and checked against its " +
+				"audits (GDPdU, DTD gdpdu-01-09-2004.dtd), and console-changes.jsonl, the console's change log of the year (one JSON object per line). Every object is read by its recorded version and checked against its " +
 				"recorded SHA-256 and size; an object that does not match cuts the response (the ZIP is then incomplete and " +
 				"unreadable), and `o2i archive verify` names it. Test documents are not part of it. A missing or malformed year is 422 with field year.",
 			Input:     ExportArchiveInput{},

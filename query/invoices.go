@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -145,11 +146,6 @@ type listFilter struct {
 	status, number, orderNo, paymentRef string
 }
 
-// key is what a cursor is bound to.
-func (f listFilter) key() string {
-	return strings.Join([]string{f.status, f.number, f.orderNo, f.paymentRef}, "\x00")
-}
-
 func parseListFilter(q map[string][]string) (listFilter, error) {
 	get := func(name string) (string, error) {
 		v := q[name]
@@ -193,59 +189,173 @@ func parseListFilter(q map[string][]string) (listFilter, error) {
 
 func (s *Service) listInvoices(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	projectID := httpx.ProjectID(ctx)
 	f, err := parseListFilter(r.URL.Query())
 	if err != nil {
 		return err
 	}
-	key, err := s.cursors.get(ctx)
+	page, err := s.ListInvoices(ctx, httpx.ProjectID(ctx), InvoiceFilter{Status: f.status, Number: f.number, OrderNo: f.orderNo, PaymentRef: f.paymentRef},
+		f.cursor, f.limit)
 	if err != nil {
 		return err
 	}
-	var after int64
-	if f.cursor != "" {
-		if after, err = decodeCursor(key, projectID, f.key(), f.cursor); err != nil {
-			return err
+	page.RequestID = httpx.RequestID(ctx)
+	httpx.WriteJSON(w, r, http.StatusOK, page)
+	return nil
+}
+
+// InvoiceFilter selects documents of GET /v1/invoices (status, number,
+// orderNo, paymentRef) and of the console's listing, which also filters
+// by type, mode, issue dates and years (an auditor's).
+type InvoiceFilter struct {
+	Status, Number, OrderNo, PaymentRef string
+	Type                                string     // invoice, voucher_sale, cancellation, credit_note; "": all
+	TestMode                            *bool      // nil: both modes
+	From, To                            *time.Time // issue dates, both inclusive
+	Years                               []int      // years of issue; nil: every year
+}
+
+// key is what a cursor is bound to; the API's filters alone keep the
+// form of earlier cursors.
+func (f InvoiceFilter) key() string {
+	k := strings.Join([]string{f.Status, f.Number, f.OrderNo, f.PaymentRef}, "\x00")
+	if f.Type == "" && f.TestMode == nil && f.From == nil && f.To == nil && f.Years == nil {
+		return k
+	}
+	return k + fmt.Sprintf("\x00%s\x00%v\x00%v\x00%v\x00%v", f.Type, fmtBool(f.TestMode), fmtDay(f.From), fmtDay(f.To), f.Years)
+}
+
+func fmtBool(b *bool) string {
+	if b == nil {
+		return ""
+	}
+	return strconv.FormatBool(*b)
+}
+
+func fmtDay(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.Format(time.DateOnly)
+}
+
+// ListInvoices is a page of the project's documents in the order they were
+// recorded (keyset on seq, after the signed cursor), at most limit; the
+// page's NextCursor is always set (after the last document). With a period
+// (From, To or Years) the page is in the order of issue instead (keyset on
+// issue date and seq, on the index of both), so that a page of a period
+// never walks the documents outside it.
+func (s *Service) ListInvoices(ctx context.Context, projectID string, f InvoiceFilter, cursor string, limit int) (InvoicePage, error) {
+	key, err := s.cursors.get(ctx)
+	if err != nil {
+		return InvoicePage{}, err
+	}
+	byIssue := f.From != nil || f.To != nil || f.Years != nil
+	from, to := f.From, f.To
+	if f.Years != nil {
+		if len(f.Years) == 0 {
+			c := encodeCursor(key, projectID, f.key(), 0)
+			return InvoicePage{Data: []Invoice{}, NextCursor: &c}, nil
 		}
+		lo, hi := slices.Min(f.Years), slices.Max(f.Years)
+		first, last := time.Date(lo, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(hi, 12, 31, 0, 0, 0, 0, time.UTC)
+		if from == nil || from.Before(first) {
+			from = &first
+		}
+		if to == nil || to.After(last) {
+			to = &last
+		}
+	}
+	var after int64
+	if cursor != "" {
+		if after, err = decodeCursor(key, projectID, f.key(), cursor); err != nil {
+			return InvoicePage{}, err
+		}
+	}
+	sql := `SELECT ` + invoiceColumns + ` FROM invoice_view WHERE project_id = $1`
+	args := []any{projectID}
+	cond := func(expr string, v ...any) {
+		for _, x := range v {
+			args = append(args, x)
+			expr = strings.Replace(expr, "$?", "$"+strconv.Itoa(len(args)), 1)
+		}
+		sql += " AND " + expr
+	}
+	if byIssue {
+		if after != 0 {
+			day, seq := unpackIssueSeq(after)
+			cond("(issue_date, seq) > ($?, $?)", day, seq)
+		}
+	} else {
+		cond("seq > $?", after)
 	}
 	// Only the filters given become conditions, so that each query shape
 	// gets its own plan on the matching (project_id, filter, seq) index.
-	sql := `SELECT ` + invoiceColumns + ` FROM invoice_view WHERE project_id = $1 AND seq > $2`
-	args := []any{projectID, after}
 	for _, c := range []struct{ column, value string }{
-		{"status", f.status}, {"number", f.number}, {"order_no", f.orderNo}, {"payment_ref", f.paymentRef},
+		{"status", f.Status}, {"number", f.Number}, {"order_no", f.OrderNo}, {"payment_ref", f.PaymentRef}, {"type", f.Type},
 	} {
 		if c.value != "" {
-			args = append(args, c.value)
-			sql += " AND " + c.column + " = $" + strconv.Itoa(len(args))
+			cond(c.column+" = $?", c.value)
 		}
 	}
-	args = append(args, f.limit+1)
-	sql += " ORDER BY seq LIMIT $" + strconv.Itoa(len(args))
+	if f.TestMode != nil {
+		cond("test_mode = $?", *f.TestMode)
+	}
+	if from != nil {
+		cond("issue_date >= $?", *from)
+	}
+	if to != nil {
+		cond("issue_date <= $?", *to)
+	}
+	if f.Years != nil {
+		cond("extract(year FROM issue_date)::int = ANY($?)", f.Years)
+	}
+	args = append(args, limit+1)
+	if byIssue {
+		sql += " ORDER BY issue_date, seq LIMIT $" + strconv.Itoa(len(args))
+	} else {
+		sql += " ORDER BY seq LIMIT $" + strconv.Itoa(len(args))
+	}
 	rows, err := store.Query(ctx, s.pool, sql, args...)
 	if err != nil {
-		return err
+		return InvoicePage{}, err
 	}
 	list, err := pgx.CollectRows(rows, scanInvoice)
 	if err != nil {
-		return err
+		return InvoicePage{}, err
 	}
-	page := InvoicePage{Data: make([]Invoice, 0, len(list)), RequestID: httpx.RequestID(ctx)}
-	if len(list) > f.limit {
+	page := InvoicePage{Data: make([]Invoice, 0, len(list))}
+	if len(list) > limit {
 		page.HasMore = true
-		list = list[:f.limit]
+		list = list[:limit]
 	}
 	for _, row := range list {
 		page.Data = append(page.Data, row.Invoice)
 	}
 	last := after
 	if len(list) > 0 {
-		last = list[len(list)-1].seq
+		l := list[len(list)-1]
+		last = l.seq
+		if byIssue {
+			day, _ := time.Parse(time.DateOnly, l.IssueDate)
+			last = packIssueSeq(day, l.seq)
+		}
 	}
 	c := encodeCursor(key, projectID, f.key(), last)
 	page.NextCursor = &c
-	httpx.WriteJSON(w, r, http.StatusOK, page)
-	return nil
+	return page, nil
+}
+
+// A listing in the order of issue keeps its position, the issue date and
+// seq, in the cursor's one number: the days since 1970 above bit 40, seq
+// below (seq stays far below 2^40).
+const issueSeqBits = 40
+
+func packIssueSeq(day time.Time, seq int64) int64 {
+	return int64(day.Unix()/86400)<<issueSeqBits | seq&(1<<issueSeqBits-1)
+}
+
+func unpackIssueSeq(v int64) (time.Time, int64) {
+	return time.Unix((v>>issueSeqBits)*86400, 0).UTC(), v & (1<<issueSeqBits - 1)
 }
 
 // getDocument answers GET /v1/invoices/{reference}/pdf and /xml. Documents
@@ -254,42 +364,66 @@ func (s *Service) listInvoices(w http.ResponseWriter, r *http.Request) error {
 // failed (its archiving is retried); one that broke rules (recorded so by
 // earlier versions, without a failure reason) is never archived.
 func (s *Service) getDocument(w http.ResponseWriter, r *http.Request) error {
-	inv, err := s.Invoice(r.Context(), httpx.ProjectID(r.Context()), chi.URLParam(r, "reference"))
+	projectID := httpx.ProjectID(r.Context())
+	inv, err := s.Invoice(r.Context(), projectID, chi.URLParam(r, "reference"))
 	if err != nil {
 		return err
 	}
+	kind := "xml"
+	if strings.HasSuffix(r.URL.Path, "/pdf") {
+		kind = "pdf"
+	}
+	doc, err := s.Document(r.Context(), projectID, inv.Invoice, kind)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", DocumentType(kind))
+	w.Header().Set("Content-Disposition", `attachment; filename="`+DocumentFileName(inv.Invoice, kind)+`"`)
+	_, err = w.Write(doc)
+	return err
+}
+
+// DocumentType is the media type of a document kind (pdf or xml).
+func DocumentType(kind string) string {
+	if kind == "pdf" {
+		return "application/pdf"
+	}
+	return "application/xml"
+}
+
+// DocumentFileName is the file name a download of inv's document of kind gets.
+func DocumentFileName(inv Invoice, kind string) string {
+	return strings.Map(safeFileRune, inv.Number) + "." + kind
+}
+
+// Document returns an invoice's archived document of kind pdf or xml, as
+// GET /v1/invoices/{reference}/pdf and /xml serve it: only from the archive;
+// before the invoice is archived it is 409 document_not_archived (retry
+// later), also while it is failed (its archiving is retried); one that
+// broke rules (recorded so by earlier versions, without a failure reason)
+// is never archived.
+func (s *Service) Document(ctx context.Context, projectID string, inv Invoice, kind string) ([]byte, error) {
 	switch {
 	case inv.Status == "failed" && inv.FailureReason == nil:
-		return apperr.New(apperr.Conflict, "document_not_archived", "invoice %s failed validation and is never archived; see its review task", inv.Number)
+		return nil, apperr.New(apperr.Conflict, "document_not_archived", "invoice %s failed validation and is never archived; see its review task", inv.Number)
 	case inv.Status == "failed":
 		msg := fmt.Sprintf("archiving invoice %s failed (%s); it is retried", inv.Number, *inv.FailureReason)
 		if inv.FailureTaskID != nil {
 			msg += " under review task " + *inv.FailureTaskID
 		}
-		return &apperr.Error{Kind: apperr.Conflict, Code: "document_not_archived", RetryAfter: time.Minute, Message: msg}
+		return nil, &apperr.Error{Kind: apperr.Conflict, Code: "document_not_archived", RetryAfter: time.Minute, Message: msg}
 	case inv.Status == "created":
-		return &apperr.Error{Kind: apperr.Conflict, Code: "document_not_archived", RetryAfter: 5 * time.Second,
+		return nil, &apperr.Error{Kind: apperr.Conflict, Code: "document_not_archived", RetryAfter: 5 * time.Second,
 			Message: fmt.Sprintf("invoice %s is not archived yet; fetch again later", inv.Number)}
 	}
 	if s.archive == nil {
-		return apperr.New(apperr.NotImplemented, "not_implemented", "this service does not serve archived documents")
+		return nil, apperr.New(apperr.NotImplemented, "not_implemented", "this service does not serve archived documents")
 	}
-	projectID := httpx.ProjectID(r.Context())
-	contentType, ext, kind := "application/xml", ".xml", "xml"
-	if strings.HasSuffix(r.URL.Path, "/pdf") {
-		contentType, ext, kind = "application/pdf", ".pdf", "pdf"
-	} else if inv.Format == string(billing.FormatSmallAmount) {
-		return apperr.New(apperr.Conflict, "xml_not_applicable",
+	if kind != "pdf" && inv.Format == string(billing.FormatSmallAmount) {
+		return nil, apperr.New(apperr.Conflict, "xml_not_applicable",
 			"invoice %s is a small-amount invoice (§ 33 UStDV): a PDF only, there is no XML; fetch .../pdf", inv.Number)
 	}
-	doc, err := s.archivedDocument(r.Context(), projectID, inv.ID, kind)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Disposition", `attachment; filename="`+strings.Map(safeFileRune, inv.Number)+ext+`"`)
-	_, err = w.Write(doc)
-	return err
+	return s.archivedDocument(ctx, projectID, inv.ID, kind)
 }
 
 // archivedDocument returns an invoice's archived document (kind xml or pdf):

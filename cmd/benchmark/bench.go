@@ -280,8 +280,9 @@ func (b *bench) startCeiling(ctx context.Context, addr string) (func(), error) {
 	return stop, nil
 }
 
-// benchMetricsAddr is where the service under test serves its metrics.
-const benchMetricsAddr = "127.0.0.1:18083"
+// benchMetricsAddr is where the service under test serves its metrics
+// (-metrics-addr).
+var benchMetricsAddr = "127.0.0.1:18083"
 
 // metric returns the histogram buckets of a Prometheus metric from /metrics.
 func (b *bench) histogram(name string) (map[float64]float64, error) {

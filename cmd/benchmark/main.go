@@ -68,24 +68,26 @@ func main() {
 		return
 	}
 	var (
-		only     = flag.String("only", "engine,reads,list,writes,soak,invoices,roles,hol,mail", "stages to run: engine, reads, list, writes, soak, invoices, roles, hol, mail")
-		duration = flag.Duration("duration", 10*time.Second, "length of each load run")
-		conns    = flag.Int("conns", 64, "connections of the read load")
-		wconns   = flag.Int("write-conns", 32, "connections of the write load (and pgbench clients)")
-		orders   = flag.Int("orders", 100_000, "projected orders for the read load")
-		invoices = flag.Int("invoices", 10_000_000, "invoices in the read model for the listing benchmark")
-		bin      = flag.String("o2i", "bin/o2i", "the service binary")
-		addr     = flag.String("addr", "127.0.0.1:18080", "address for the service under test")
-		readme   = flag.String("readme", "", "README to update with the figures")
-		ops      = flag.String("operations", "", "operations guide whose capacity section is computed from the roles stage's figures")
-		profile  = flag.String("profile", "", "directory for CPU and allocation profiles of the service under test during the measured POST and GET loads (writes.*.pprof, reads-N.*.pprof)")
-		sc       soakConfig
-		inv      invoiceConfig
-		rc       roleConfig
-		mails    mailConfig
+		only      = flag.String("only", "engine,reads,list,writes,soak,invoices,roles,hol,mail,console", "stages to run: engine, reads, list, writes, soak, invoices, roles, hol, mail, console")
+		duration  = flag.Duration("duration", 10*time.Second, "length of each load run")
+		conns     = flag.Int("conns", 64, "connections of the read load")
+		wconns    = flag.Int("write-conns", 32, "connections of the write load (and pgbench clients)")
+		orders    = flag.Int("orders", 100_000, "projected orders for the read load")
+		invoices  = flag.Int("invoices", 10_000_000, "invoices in the read model for the listing benchmark")
+		conOrders = flag.Int("console-orders", 1_000_000, "orders (each with a document) of the console stage's project")
+		bin       = flag.String("o2i", "bin/o2i", "the service binary")
+		addr      = flag.String("addr", "127.0.0.1:18080", "address for the service under test")
+		readme    = flag.String("readme", "", "README to update with the figures")
+		ops       = flag.String("operations", "", "operations guide whose capacity section is computed from the roles stage's figures")
+		profile   = flag.String("profile", "", "directory for CPU and allocation profiles of the service under test during the measured POST and GET loads (writes.*.pprof, reads-N.*.pprof)")
+		sc        soakConfig
+		inv       invoiceConfig
+		rc        roleConfig
+		mails     mailConfig
 	)
 	flag.IntVar(&sc.rate, "soak-rate", 3000, "orders per second offered during the soak (the order target; soak stage)")
 	flag.DurationVar(&sc.d, "soak-for", 10*time.Minute, "length of the soak; RSS is sampled at its start, middle and end (soak stage)")
+	flag.StringVar(&benchMetricsAddr, "metrics-addr", benchMetricsAddr, "address of the service under test's metrics")
 	flag.IntVar(&rc.invoices, "role-invoices", 1000, "orders the invoicer drains on one core (roles stage)")
 	flag.IntVar(&rc.mails, "role-mails", 300, "e-mails the mailer sends (roles stage)")
 	flag.IntVar(&inv.backlog, "invoice-orders", 3000, "orders of the invoicer's backlog (invoices stage)")
@@ -136,6 +138,7 @@ func main() {
 	run("writes", func() ([]result, error) { return b.writes(ctx, *wconns, *duration) })
 	run("soak", func() ([]result, error) { return b.soak(ctx, sc) })
 	run("invoices", func() ([]result, error) { return b.invoices(ctx, inv) })
+	run("console", func() ([]result, error) { return b.console(ctx, *conOrders, *duration) })
 	var figures *roleFigures
 	run("roles", func() ([]result, error) {
 		rc.duration, rc.conns = *duration, *wconns
@@ -177,12 +180,12 @@ func ceilingServer(addr string) {
 }
 
 // stageOrder is the order of the stages in the table.
-var stageOrder = []string{"engine", "reads", "list", "writes", "soak", "invoices", "roles", "hol", "mail"}
+var stageOrder = []string{"engine", "reads", "list", "writes", "soak", "invoices", "roles", "hol", "mail", "console"}
 
 // stageOf names the stage of a row already in the table by its first column.
 func stageOf(what string) string {
 	for _, p := range [][2]string{{"invoice engine:", "engine"}, {"PDF/A-3 of", "engine"}, {"GET /v1/orders/", "reads"}, {"GET /v1/invoices", "list"},
-		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"soak:", "soak"}, {"invoice pipeline", "invoices"}, {"one core,", "roles"}, {"invoicer, no head-of-line", "hol"}, {"mailer:", "mail"}} {
+		{"POST /v1/orders", "writes"}, {"projection lag", "writes"}, {"soak:", "soak"}, {"invoice pipeline", "invoices"}, {"one core,", "roles"}, {"invoicer, no head-of-line", "hol"}, {"mailer:", "mail"}, {"console page:", "console"}} {
 		if strings.HasPrefix(what, p[0]) {
 			return p[1]
 		}

@@ -285,7 +285,7 @@ func checkExport(t *testing.T, body []byte, live, test []string) {
 	for _, n := range live {
 		want = append(want, "documents/"+n+".xml", "documents/"+n+".pdf", "manifests/"+n+".json")
 	}
-	want = append(want, "index.csv", "index.xml")
+	want = append(want, "index.csv", "index.xml", "console-changes.jsonl")
 	var got []string
 	for name := range files {
 		got = append(got, name)

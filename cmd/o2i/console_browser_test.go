@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
@@ -329,5 +334,69 @@ func ownerChangesBankAccount(t *testing.T, ctx context.Context, pid string) {
 	v, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("sellerIban")))
 	if err != nil || v != "DE89370400440532013000" {
 		t.Errorf("the IBAN after saving: %q (%v)", v, err)
+	}
+}
+
+// TestDocumentsInBrowser: the owner opens a document, sees its PDF in the
+// page and downloads it (the bytes the API serves); an auditor of the
+// year sees the invoices and the archive, and no keys or settings.
+func TestDocumentsInBrowser(t *testing.T) {
+	m := newMixedYear(t)
+	number := m.live[0]
+	base := "/console/p/" + m.pid + "/"
+	ctx := newBrowser(t)
+	owner := "owner-" + uuid.NewString()[:8] + "@example.com"
+	acceptInBrowser(t, ctx, inviteByCommand(t, m.pid, owner, "owner", "--no-mail"), owner)
+
+	if st := open(t, ctx, base+"invoices?mode=live"); st != 200 {
+		t.Fatalf("invoices: %d", st)
+	}
+	if st := submit(t, ctx, `#invoices a[href*="/invoices/"]`); st != 200 {
+		t.Fatalf("open the first document: %d", st)
+	}
+	html := bodyHTML(t, ctx)
+	if !strings.Contains(html, `<iframe id="pdf"`) || !strings.Contains(html, "EN 16931") {
+		t.Fatalf("the document page shows no PDF frame or validation:\n%s", html)
+	}
+	dir := t.TempDir()
+	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior,
+		browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir}); err != nil {
+		t.Fatalf("allow downloads: %v", err)
+	}
+	step(t, ctx, "download the PDF", chromedp.Click(chromedp.ID("download-pdf")))
+	var got []byte
+	testenv.Eventually(t, 30*time.Second, "the PDF in the download folder", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, number+".pdf"))
+		got = b
+		return err == nil && len(b) > 0
+	})
+	api := client(t).Do("GET", "/v1/invoices/"+number+"/pdf", m.key, nil)
+	if !bytes.Equal(got, api.Body) {
+		t.Errorf("the downloaded PDF (%d bytes) differs from the API's (%d bytes)", len(got), len(api.Body))
+	}
+
+	auditor := newBrowser(t)
+	addr := "auditor-" + uuid.NewString()[:8] + "@example.com"
+	acceptInBrowser(t, auditor, inviteByCommand(t, m.pid, addr, "auditor", "--no-mail", "--audit-years", strconv.Itoa(m.year),
+		"--ends-on", time.Now().AddDate(0, 1, 0).Format("2006-01-02")), addr)
+	if st := open(t, auditor, base); st != 200 {
+		t.Fatalf("auditor's overview: %d", st)
+	}
+	nav := bodyHTML(t, auditor)
+	for _, want := range []string{base + "invoices\"", base + "archive\""} {
+		if !strings.Contains(nav, want) {
+			t.Errorf("the auditor's navigation lacks %s", want)
+		}
+	}
+	for _, not := range []string{"/keys\"", "/settings\"", "/members\"", "/activity\"", "/orders\""} {
+		if strings.Contains(nav, not) {
+			t.Errorf("the auditor's navigation links to %s", not)
+		}
+	}
+	if st := open(t, auditor, base+"archive"); st != 200 || !strings.Contains(bodyHTML(t, auditor), number) {
+		t.Errorf("the auditor's archive: %d, without %s", st, number)
+	}
+	if st := open(t, auditor, base+"keys"); st != 403 {
+		t.Errorf("the auditor's keys page: %d, want 403", st)
 	}
 }
