@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -65,27 +64,6 @@ func transferOrder(orderNo string) []byte {
 "billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
 "items":[{"name":"Beratung je Stunde","quantity":1,"unitNetCents":1000,"taxRate":19,"sku":"BER-STD"}],
 "service_period":{"start_date":"2026-11-01","end_date":"2026-11-30"}}`, orderNo, orderNo))
-}
-
-// postBody sends one order body and returns when it is accepted.
-func (b *bench) postBody(ctx context.Context, c *http.Client, key, orderNo string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", b.baseURL+"/v1/orders", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", orderNo)
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("POST /v1/orders %s: %d %s", orderNo, resp.StatusCode, raw)
-	}
-	return nil
 }
 
 // hol runs the stage: B alone, then B behind A's hanging provider.

@@ -331,9 +331,10 @@ func creditOrder(orderNo string) []byte {
 "creditRedemptions":[{"type":"referral_credit","amountCents":1190,"externalRef":"ref-%s"}],"grossTotalCents":1190}`, orderNo, orderNo))
 }
 
-// postOrder sends one credit order and returns when it is accepted.
-func (b *bench) postOrder(ctx context.Context, c *http.Client, key, orderNo string) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", b.baseURL+"/v1/orders", bytes.NewReader(creditOrder(orderNo)))
+// postBody sends one order (its number is also its Idempotency-Key) and
+// returns when it is accepted; every stage that writes orders uses it.
+func (b *bench) postBody(ctx context.Context, c *http.Client, key, orderNo string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, "POST", b.baseURL+"/v1/orders", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -344,10 +345,10 @@ func (b *bench) postOrder(ctx context.Context, c *http.Client, key, orderNo stri
 	if err != nil {
 		return err
 	}
-	body, _ := io.ReadAll(resp.Body)
+	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("POST /v1/orders %s: %d %s", orderNo, resp.StatusCode, body)
+		return fmt.Errorf("POST /v1/orders %s: %d %s", orderNo, resp.StatusCode, raw)
 	}
 	return nil
 }
@@ -369,7 +370,7 @@ func (b *bench) postOrders(ctx context.Context, c *http.Client, keys []string, p
 				if i >= int64(n) || ctx.Err() != nil {
 					return
 				}
-				if err := b.postOrder(ctx, c, keys[w%len(keys)], fmt.Sprintf("%s%d", prefix, i)); err != nil {
+				if err := b.postBody(ctx, c, keys[w%len(keys)], fmt.Sprintf("%s%d", prefix, i), creditOrder(fmt.Sprintf("%s%d", prefix, i))); err != nil {
 					once.Do(func() { firstErr = err; cancel() })
 					return
 				}
@@ -406,7 +407,7 @@ func (b *bench) steadyOrders(ctx context.Context, c *http.Client, keys []string,
 		go func() {
 			defer wg.Done()
 			no := fmt.Sprintf("%s%d", prefix, i)
-			err := b.postOrder(ctx, c, keys[i%len(keys)], no)
+			err := b.postBody(ctx, c, keys[i%len(keys)], no, creditOrder(no))
 			at := time.Now()
 			mu.Lock()
 			defer mu.Unlock()

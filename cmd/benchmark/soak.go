@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log"
 	"net/http"
 	"os"
@@ -80,7 +78,7 @@ func (b *bench) soak(ctx context.Context, cfg soakConfig) ([]result, error) {
 			for i := range tokens {
 				no := prefix + strconv.FormatInt(i, 10)
 				sent.Add(1)
-				if err := b.postWriteOrder(ctx, client, keys[i%int64(len(keys))], no, i); err != nil {
+				if err := b.postBody(ctx, client, keys[i%int64(len(keys))], no, orderJSON(no, i)); err != nil {
 					if ctx.Err() == nil && failed.Add(1) == 1 {
 						firstErr.Store(err)
 					}
@@ -145,28 +143,6 @@ func (b *bench) soak(ctx context.Context, cfg soakConfig) ([]result, error) {
 		Ceiling:  "-",
 		Target:   "flat (no growth)",
 	}}, nil
-}
-
-// postWriteOrder sends the write load's realistic order n and returns when
-// it is accepted.
-func (b *bench) postWriteOrder(ctx context.Context, c *http.Client, key, orderNo string, n int64) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", b.baseURL+"/v1/orders", bytes.NewReader(orderJSON(orderNo, n)))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", orderNo)
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("POST /v1/orders %s: %d %s", orderNo, resp.StatusCode, body)
-	}
-	return nil
 }
 
 // rssByProcess is the resident memory of each part of this stack (the
