@@ -452,21 +452,18 @@ func (c *Console) setRole(w http.ResponseWriter, r *http.Request, v *view) error
 	if err == nil {
 		err = c.acc.SetRole(r.Context(), c.actor(v), v.Member.ProjectID, r.PathValue("user"), role, years, ends, c.cfg.Now())
 	}
-	if err != nil {
-		if errors.Is(err, account.ErrNotFound) {
-			return errNotFound
-		}
-		if err := v.fieldError(err); err != nil {
-			return err
-		}
-		return c.renderMembers(w, r, v, http.StatusUnprocessableEntity, &membersData{Role: string(account.Accountant)})
-	}
-	http.Redirect(w, r, v.Base()+"members", http.StatusSeeOther)
-	return nil
+	return c.afterMemberChange(w, r, v, err)
 }
 
 func (c *Console) removeMember(w http.ResponseWriter, r *http.Request, v *view) error {
 	err := c.acc.RemoveMember(r.Context(), c.actor(v), v.Member.ProjectID, r.PathValue("user"), c.cfg.Now())
+	return c.afterMemberChange(w, r, v, err)
+}
+
+// afterMemberChange answers a change of a membership: the members page
+// again on success, 404 for a member of no such project, the page with the
+// refusal next to its field otherwise.
+func (c *Console) afterMemberChange(w http.ResponseWriter, r *http.Request, v *view, err error) error {
 	if err != nil {
 		if errors.Is(err, account.ErrNotFound) {
 			return errNotFound
