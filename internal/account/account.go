@@ -232,13 +232,7 @@ func (s *Store) Accept(ctx context.Context, token, email, password, confirm stri
 		err = tx.QueryRow(ctx, `SELECT id::text, email, password_hash FROM console_users WHERE lower(email) = $1 FOR UPDATE`, e).Scan(&u.ID, &u.Email, &hash)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows) || (err == nil && hash == nil):
-			if err := CheckPassword("password", password); err != nil {
-				return err
-			}
-			if password != confirm {
-				return fieldErr("password_confirm", "the two passwords differ")
-			}
-			h, err := HashPassword(password)
+			h, err := newPasswordHash(password, confirm)
 			if err != nil {
 				return err
 			}
@@ -695,13 +689,7 @@ func (s *Store) Reset(ctx context.Context, tok, password, confirm string, now ti
 		if err != nil {
 			return err
 		}
-		if err := CheckPassword("password", password); err != nil {
-			return err
-		}
-		if password != confirm {
-			return fieldErr("password_confirm", "the two passwords differ")
-		}
-		h, err := HashPassword(password)
+		h, err := newPasswordHash(password, confirm)
 		if err != nil {
 			return err
 		}
@@ -764,4 +752,16 @@ func (s *Store) Withdraw(ctx context.Context, actor User, projectID, id string, 
 		return Record(ctx, tx, Entry{At: now, ProjectID: projectID, ActorID: actor.ID, ActorEmail: actor.Email, Action: "member.withdraw", Target: email,
 			Before: map[string]any{"email": email, "role": role, "pending": true}, After: map[string]any{"pending": false}})
 	})
+}
+
+// newPasswordHash checks a new password and its confirmation (the form's
+// fields password and password_confirm) and hashes it.
+func newPasswordHash(password, confirm string) (string, error) {
+	if err := CheckPassword("password", password); err != nil {
+		return "", err
+	}
+	if password != confirm {
+		return "", fieldErr("password_confirm", "the two passwords differ")
+	}
+	return HashPassword(password)
 }
