@@ -753,15 +753,3 @@ func (s *Store) Withdraw(ctx context.Context, actor User, projectID, id string, 
 			Before: map[string]any{"email": email, "role": role, "pending": true}, After: map[string]any{"pending": false}})
 	})
 }
-
-// newPasswordHash checks a new password and its confirmation (the form's
-// fields password and password_confirm) and hashes it.
-func newPasswordHash(password, confirm string) (string, error) {
-	if err := CheckPassword("password", password); err != nil {
-		return "", err
-	}
-	if password != confirm {
-		return "", fieldErr("password_confirm", "the two passwords differ")
-	}
-	return HashPassword(password)
-}

@@ -83,3 +83,15 @@ func VerifyPassword(hash, pw string) bool {
 	got := argon2.IDKey([]byte(pw), salt, t, mem, p, uint32(len(want)))
 	return subtle.ConstantTimeCompare(got, want) == 1
 }
+
+// newPasswordHash checks a new password and its confirmation (the form's
+// fields password and password_confirm) and hashes it.
+func newPasswordHash(password, confirm string) (string, error) {
+	if err := CheckPassword("password", password); err != nil {
+		return "", err
+	}
+	if password != confirm {
+		return "", fieldErr("password_confirm", "the two passwords differ")
+	}
+	return HashPassword(password)
+}
