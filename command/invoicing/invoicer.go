@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -101,7 +102,12 @@ type Invoicer struct {
 	Mail *Mailer
 	// Transfers creates the payment orders of provider_transfer orders.
 	Transfers *banktransfer.Client
-	held      heldCursor // where the reconciler's walk over held orders goes on
+	// ReleaseEvery is how often the invoicer looks for held orders whose
+	// cause was reported fixed (releases.go).
+	ReleaseEvery time.Duration
+	// Unreadable counts the held orders the releases and the sweep skipped
+	// because their stored content could not be read.
+	Unreadable atomic.Int64
 
 	mu       sync.Mutex
 	gateways map[string]cachedGateways
@@ -117,7 +123,8 @@ type cachedGateways struct {
 func NewInvoicer(s *Service, a *archive.Archive, brokers []string) *Invoicer {
 	return &Invoicer{svc: s, archive: a, brokers: brokers, topic: event.TopicOrders, group: InvoicerGroup, now: time.Now,
 		Workers: DefaultInvoicerWorkers, Attempts: 5, Backoff: 200 * time.Millisecond, AttemptTimeout: time.Minute, ReconcileEvery: 15 * time.Second,
-		gateways: map[string]cachedGateways{}}
+		ReleaseEvery: 500 * time.Millisecond,
+		gateways:     map[string]cachedGateways{}}
 }
 
 // invoiceFirstGateways returns a project's invoice-first gateways, read at
@@ -144,6 +151,7 @@ func (iv *Invoicer) invoiceFirstGateways(ctx context.Context, projectID string) 
 // committed and comes again), with the reconciler and the mailer beside it.
 func (iv *Invoicer) Run(ctx context.Context) error {
 	go iv.reconcile(ctx)
+	go iv.releaseFixed(ctx)
 	if iv.Mail != nil {
 		go func() { _ = iv.Mail.Run(ctx) }()
 	}

@@ -2,37 +2,26 @@ package invoicing
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/o2i-service/o2i/command/orders"
 )
 
 // The invoicer's reconciler: no order depends on a later event arriving.
 // Every ReconcileEvery it
 //   - retries the dead letters whose retry is due (dead_letters.go), with
 //     the failed documents of their orders (failed_invoices.go);
-//   - re-evaluates orders held as a task (contact phone, revenue
-//     recognition, not invoiceable, a document that would break the rules):
-//     a hold whose cause has cleared (the phone, the product setting or the
-//     seller data was set) is invoiced and its task resolved;
+//   - sweeps the held orders (ReleaseHolds), the safety net of the
+//     releases that follow a cause reported fixed (releases.go);
 //   - archives documents issued but not archived a minute later, and failed
 //     documents whose order has no open dead letter (left from an earlier
 //     failure) at once.
 
-// heldPage is how many held orders one round re-evaluates; the walk goes on
-// where it stopped in the next round, so every held order gets its turn.
-const heldPage = 200
-
-// heldCursor is a position in the open tasks, by (created_at, id).
-type heldCursor struct {
-	at time.Time
-	id string
-}
+// sweepPage is how many held orders one round of the sweep evaluates: the
+// least recently checked ones, not checked for ReconcileEvery.
+const sweepPage = 200
 
 // reconcile runs the reconciler every ReconcileEvery until ctx ends.
 func (iv *Invoicer) reconcile(ctx context.Context) {
@@ -87,21 +76,23 @@ func (iv *Invoicer) retryDeadLetter(ctx context.Context, d deadLetter) error {
 	return errors.Join(err, iv.archiveFailedOf(ctx, d.projectID, d.orderID))
 }
 
-// ReleaseHolds re-evaluates the next page of held orders: each is invoiced
-// when its cause has cleared (issuing resolves its hold tasks), and stays
-// held otherwise.
+// ReleaseHolds is the safety net of the releases (releases.go): it
+// evaluates up to sweepPage held orders that were not checked for
+// ReconcileEvery, least recently checked first, each claimed FOR UPDATE
+// SKIP LOCKED so that replicas share the sweep. It never restarts from the
+// beginning: an order checked (also one that could not be read, which is
+// skipped, logged and counted) goes to the end of the line. A hold whose
+// cause has cleared without being reported (the provider key got its
+// rights) is invoiced; tasks left holding no order are resolved.
 func (iv *Invoicer) ReleaseHolds(ctx context.Context) error {
-	jobs, next, err := iv.svc.heldOrders(ctx, iv.held, heldPage)
+	held, err := iv.svc.claimHeld(ctx, claimStale, sweepPage, iv.ReconcileEvery)
 	if err != nil {
 		return err
 	}
-	iv.held = next
-	for _, j := range jobs {
-		if err := iv.invoice(ctx, j); err != nil {
-			slog.Warn("invoicer: re-evaluating a held order", "orderNo", j.order.OrderNo, "err", err)
-		}
+	for _, h := range held {
+		iv.evaluateHeld(ctx, h)
 	}
-	return nil
+	return iv.svc.resolveReleased(ctx, false)
 }
 
 // ArchiveStuck archives documents issued more than a minute ago and not
@@ -130,50 +121,4 @@ func (iv *Invoicer) ArchiveStuck(ctx context.Context) error {
 		errs = append(errs, iv.svc.ArchiveInvoice(ctx, iv.archive, d.projectID, d.id))
 	}
 	return errors.Join(errs...)
-}
-
-// heldOrders returns the orders of up to limit open hold tasks after c, as
-// jobs built from their current state, and the position to go on from
-// (the start again when the walk reached the end).
-func (s *Service) heldOrders(ctx context.Context, c heldCursor, limit int) ([]orderJob, heldCursor, error) {
-	rows, err := s.pool.Query(ctx, `SELECT t.created_at, t.id::text, o.project_id::text, o.id::text, o.status, o.fulfillment_status,
-			o.correction_pending, o.content
-		FROM tasks t JOIN orders o ON o.project_id = t.project_id AND o.order_no = t.subject
-		WHERE t.status = 'open' AND t.kind = ANY($1) AND (t.created_at, t.id) > ($2, $3::uuid)
-		ORDER BY t.created_at, t.id LIMIT $4`, orders.HoldKinds, c.at, nullUUID(c.id), limit)
-	if err != nil {
-		return nil, c, err
-	}
-	defer rows.Close()
-	var jobs []orderJob
-	var next heldCursor
-	for rows.Next() {
-		var j orderJob
-		var raw []byte
-		if err := rows.Scan(&next.at, &next.id, &j.projectID, &j.order.ID, &j.order.Status, &j.order.FulfillmentStatus,
-			&j.order.CorrectionPending, &raw); err != nil {
-			return nil, c, err
-		}
-		if err := json.Unmarshal(raw, &j.order.OrderContent); err != nil {
-			slog.Warn("invoicer: held order with unreadable content", "orderId", j.order.ID, "err", err)
-			continue
-		}
-		j.eventID = "reconcile"
-		jobs = append(jobs, j)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, c, err
-	}
-	if len(jobs) < limit {
-		next = heldCursor{}
-	}
-	return jobs, next, nil
-}
-
-// nullUUID is the smallest uuid when id is empty.
-func nullUUID(id string) string {
-	if id == "" {
-		return "00000000-0000-0000-0000-000000000000"
-	}
-	return id
 }

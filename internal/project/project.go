@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -224,8 +225,16 @@ func Apply(ctx context.Context, pool *pgxpool.Pool, id string, u Update) (Projec
 		if u.RateLimitBurst != nil {
 			p.RateLimitBurst = *u.RateLimitBurst
 		}
+		before := p.Settings // a copy the change cannot reach into
+		before.InvoiceFirstGateways = slices.Clone(before.InvoiceFirstGateways)
+		before.AccountOverrides = maps.Clone(before.AccountOverrides)
 		if u.Settings != nil {
 			u.Settings(&p.Settings)
+		}
+		// A cause the change fixed is reported in the same transaction:
+		// the invoicer then releases the orders it holds.
+		if err := reportFixedTx(ctx, tx, id, FixedCauses(before, p.Settings)); err != nil {
+			return err
 		}
 		raw, err := json.Marshal(p.Settings)
 		if err != nil {
