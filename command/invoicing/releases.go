@@ -61,11 +61,14 @@ func (s *Service) claimHeld(ctx context.Context, kind claimKind, limit int, stal
 		WHERE h.released_at IS NULL AND h.checked_at < now() - make_interval(secs => $3) AND (h.claimed_until IS NULL OR h.claimed_until < now())
 		ORDER BY h.checked_at LIMIT $1 FOR UPDATE OF h SKIP LOCKED`
 	}
+	args := []any{limit, claimLease.Seconds()}
+	if kind == claimStale {
+		args = append(args, stale.Seconds())
+	}
 	rows, err := s.pool.Query(ctx, `WITH c AS (`+pick+`)
 		UPDATE held_orders h SET claimed_until = now() + make_interval(secs => $2)
 		FROM c WHERE h.task_id = c.task_id AND h.order_id = c.order_id
-		RETURNING h.task_id::text, h.project_id::text, h.order_id::text, h.order_no, now()`,
-		limit, claimLease.Seconds(), stale.Seconds())
+		RETURNING h.task_id::text, h.project_id::text, h.order_id::text, h.order_no, now()`, args...)
 	if err != nil {
 		return nil, err
 	}
