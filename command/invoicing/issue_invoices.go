@@ -516,7 +516,7 @@ func causeDetails(kind string, missing []string) string {
 			"the held orders are invoiced then"
 	}
 	return "the project's seller data lacks " + strings.Join(missing, ", ") +
-		": o2i project set (or the console) with them; the held orders are invoiced then"
+		": o2i project set with them; the held orders are invoiced then"
 }
 
 func issuedOf(ctx context.Context, tx pgx.Tx, orderID string) ([]Issued, error) {
