@@ -116,9 +116,10 @@ bench: migrate referee-deps ## Benchmarks and load runs on the local stack; writ
 	$(GO) build -o bin/benchmark ./cmd/benchmark
 	$(LOAD_ENV) && bin/benchmark -readme README.md $(BENCHFLAGS)
 
-chaos: migrate ## Fault run: 10,000 orders through service kills, a PostgreSQL crash, broker kill, Redis flush, MinIO outage; reconciles, writes README figures (CHAOSFLAGS=-orders 20000 ...)
+chaos: migrate ## Fault run: 10,000 orders through service kills, a PostgreSQL crash, broker kill, Redis flush, MinIO outage; reconciles, writes README figures (CHAOSFLAGS=-orders 20000 ...); then 10,000 orders of a project without seller data: 1 to 3 tasks, released at the drain rate (CHAOSHELDFLAGS)
 	$(GO) build -o bin/chaos ./cmd/chaos
 	$(LOAD_ENV) && bin/chaos -readme README.md $(CHAOSFLAGS)
+	$(LOAD_ENV) && bin/chaos -scenario held $(CHAOSHELDFLAGS)
 
 lint: tools staticcheck ## OpenAPI lint, go vet, staticcheck and gofmt check (all run; fails if any fails)
 	@failed=""; \
