@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/o2i-service/o2i/archive"
-	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/readmodel"
 	"github.com/o2i-service/o2i/internal/store"
@@ -135,6 +134,11 @@ func (s *Service) ResetTestData(ctx context.Context, a *archive.Archive, rdb red
 		}{
 			{nil, `DELETE FROM archive_objects WHERE invoice_id = ANY($1::uuid[])`, []any{docs}},
 			{nil, `DELETE FROM archive_manifests WHERE project_id = $1 AND invoice_id = ANY($2::uuid[])`, []any{projectID, docs}},
+			// A task of a cause of the project or a product that held test
+			// orders only goes with them.
+			{&sharedTasks, `DELETE FROM tasks t WHERE t.project_id = $1 AND t.subject <> ALL($3)
+				AND EXISTS (SELECT 1 FROM held_orders h WHERE h.task_id = t.id AND h.order_id = ANY($2::uuid[]))
+				AND NOT EXISTS (SELECT 1 FROM held_orders h WHERE h.task_id = t.id AND h.order_id <> ALL($2::uuid[]))`, []any{projectID, ids, orderNos}},
 			{&res.Tasks, `DELETE FROM tasks t WHERE t.project_id = $1 AND ((t.subject = ANY($2) AND t.kind NOT IN ('payment_without_order', 'credit_balance_mismatch'))
 				OR t.details->>'invoiceId' = ANY($3))`, []any{projectID, orderNos, docs}},
 			{&res.Invoices, `DELETE FROM invoices WHERE project_id = $1 AND id = ANY($2::uuid[])`, []any{projectID, docs}},
@@ -146,10 +150,6 @@ func (s *Service) ResetTestData(ctx context.Context, a *archive.Archive, rdb red
 			{nil, `DELETE FROM idempotency_keys k WHERE k.project_id = $1
 				AND EXISTS (SELECT 1 FROM unnest($2::text[]) id WHERE position(convert_to(id, 'UTF8') IN k.response_body) > 0)`, []any{projectID, ids}},
 			{&res.Orders, `DELETE FROM orders WHERE id = ANY($1::uuid[])`, []any{ids}},
-			// A task of a cause of the project or a product that held only
-			// test orders holds none now (their rows went with the orders).
-			{&sharedTasks, `DELETE FROM tasks t WHERE t.project_id = $1 AND t.status = 'open' AND t.kind = ANY($2) AND t.subject <> ALL($3)
-				AND NOT EXISTS (SELECT 1 FROM held_orders h WHERE h.task_id = t.id)`, []any{projectID, orders.HoldKinds, orderNos}},
 			{nil, `DELETE FROM order_view WHERE project_id = $1 AND order_no = ANY($2)`, []any{projectID, orderNos}},
 			{nil, `DELETE FROM projection_redis_dirty WHERE project_id = $1 AND order_no = ANY($2)`, []any{projectID, orderNos}},
 		}

@@ -84,15 +84,17 @@ func TestSweepSkipsAnUnreadableHeldOrderAndGoesOn(t *testing.T) {
 			t.Errorf("order %s: %s, released %v; want invoiced and released", nos[i], o, released)
 		}
 	}
+	// (The count is the instance's over every project of the stack: other
+	// projects may have unreadable held orders too.)
 	o, released, checked := status(ids[1])
-	if o != "created" || released || checked.Year() < 2026 || iv.Unreadable.Load() != 1 {
-		t.Errorf("unreadable order: %s, released %v, checked %s, counted %d; want created, held, checked now, counted once", o, released, checked, iv.Unreadable.Load())
+	if o != "created" || released || checked.Year() < 2026 || iv.Unreadable.Load() < 1 {
+		t.Errorf("unreadable order: %s, released %v, checked %s, counted %d; want created, held, checked now, counted", o, released, checked, iv.Unreadable.Load())
 	}
 	if err := iv.ReleaseHolds(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := iv.Unreadable.Load(); n != 1 {
-		t.Errorf("the next round took the unreadable order again (%d)", n)
+	if _, _, again := status(ids[1]); !again.Equal(checked) {
+		t.Errorf("the next round took the unreadable order again (checked %s, then %s)", checked, again)
 	}
 	var held int
 	var taskStatus string
