@@ -72,8 +72,10 @@ func runHeld(ctx context.Context, c config) (*heldReport, error) {
 
 	svc := &service{bin: c.o2i, addr: c.addr, logPath: c.serviceLog}
 	svcCtx, stopSvc := context.WithCancel(ctx)
-	defer stopSvc()
-	go svc.supervise(svcCtx)
+	supervised := make(chan struct{})
+	go func() { svc.supervise(svcCtx); close(supervised) }()
+	// The service stops before the run returns (main may exit at once).
+	defer func() { stopSvc(); <-supervised }()
 
 	// 1. The pipeline's drain rate, on a project with complete seller data.
 	drainProject, drainKey, err := setupProject(ctx, c)
@@ -123,10 +125,11 @@ func runHeld(ctx context.Context, c config) (*heldReport, error) {
 
 	// 3. The seller data is set: the release.
 	log.Printf("release: o2i project set --seller-name --seller-vat-id")
-	start = time.Now()
 	if err := runCmd(ctx, c.o2i, "project", "set", "--project", heldProject, "--seller-name", "Muster Handel GmbH", "--seller-vat-id", "DE123456789"); err != nil {
 		return nil, err
 	}
+	start = time.Now() // the fix is committed: the release runs from here
+
 	end, ok = waitArchived(heldProject, len(res.acked))
 	if !ok {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("release: not every held order archived within %s", c.converge))

@@ -65,8 +65,10 @@ func run(ctx context.Context, c config) (*report, error) {
 
 	svc := &service{bin: c.o2i, addr: c.addr, logPath: c.serviceLog}
 	svcCtx, stopSvc := context.WithCancel(ctx)
-	defer stopSvc()
-	go svc.supervise(svcCtx)
+	supervised := make(chan struct{})
+	go func() { svc.supervise(svcCtx); close(supervised) }()
+	// The service stops before the run returns (main may exit at once).
+	defer func() { stopSvc(); <-supervised }()
 	if err := api.waitHealthy(ctx, 2*time.Minute); err != nil {
 		return nil, fmt.Errorf("service under test: %w", err)
 	}
