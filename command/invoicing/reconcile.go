@@ -19,8 +19,8 @@ import (
 //     documents whose order has no open dead letter (left from an earlier
 //     failure) at once.
 
-// sweepPage is how many held orders one round of the sweep evaluates: the
-// least recently checked ones, not checked for ReconcileEvery.
+// sweepPage is how many tasks one round of the sweep probes, one held order
+// of each, not checked for ReconcileEvery.
 const sweepPage = 200
 
 // reconcile runs the reconciler every ReconcileEvery until ctx ends.
@@ -77,20 +77,22 @@ func (iv *Invoicer) retryDeadLetter(ctx context.Context, d deadLetter) error {
 }
 
 // ReleaseHolds is the safety net of the releases (releases.go): it
-// evaluates up to sweepPage held orders that were not checked for
-// ReconcileEvery, least recently checked first, each claimed FOR UPDATE
-// SKIP LOCKED so that replicas share the sweep. It never restarts from the
-// beginning: an order checked (also one that could not be read, which is
-// skipped, logged and counted) goes to the end of the line. A hold whose
-// cause has cleared without being reported (the provider key got its
-// rights) is invoiced; tasks left holding no order are resolved.
+// probes up to sweepPage tasks with one held order each that was not
+// checked for ReconcileEvery (the least recently checked of the task),
+// tasks least recently probed first, each claimed FOR UPDATE SKIP LOCKED so
+// that replicas share the sweep. It never restarts from the beginning: an
+// order checked (also one that could not be read, which is skipped, logged
+// and counted) goes to the end of the line. A probe whose cause has cleared
+// without being reported (the provider key got its rights) is invoiced and
+// reports its task's cause fixed, so the task's other orders follow at
+// pipeline speed; tasks left holding no order are resolved.
 func (iv *Invoicer) ReleaseHolds(ctx context.Context) error {
 	held, err := iv.svc.claimHeld(ctx, claimStale, sweepPage, iv.ReconcileEvery)
 	if err != nil {
 		return err
 	}
 	for _, h := range held {
-		iv.evaluateHeld(ctx, h)
+		iv.evaluateHeld(ctx, h, true)
 	}
 	return iv.svc.resolveReleased(ctx, false)
 }

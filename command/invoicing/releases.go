@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/o2i-service/o2i/command/orders"
+	"github.com/o2i-service/o2i/internal/store"
 )
 
 // Releases at pipeline speed. A task that holds orders for a cause of the
@@ -57,9 +58,15 @@ func (s *Service) claimHeld(ctx context.Context, kind claimKind, limit int, stal
 		WHERE h.released_at IS NULL AND h.checked_at < f.fixed_at AND (h.claimed_until IS NULL OR h.claimed_until < now())
 		LIMIT $1 FOR UPDATE OF h SKIP LOCKED`
 	if kind == claimStale {
-		pick = `SELECT h.task_id, h.order_id FROM held_orders h
-		WHERE h.released_at IS NULL AND h.checked_at < now() - make_interval(secs => $3) AND (h.claimed_until IS NULL OR h.claimed_until < now())
-		ORDER BY h.checked_at LIMIT $1 FOR UPDATE OF h SKIP LOCKED`
+		// One order per task, the least recently checked: a task of a cause
+		// of the project holding 60,000 orders is probed with one of them
+		// per round, not walked, and every other task gets its turn.
+		pick = `WITH probe AS (
+			SELECT DISTINCT ON (task_id) task_id, order_id, checked_at FROM held_orders
+			WHERE released_at IS NULL AND checked_at < now() - make_interval(secs => $3) AND (claimed_until IS NULL OR claimed_until < now())
+			ORDER BY task_id, checked_at, order_id)
+		SELECT h.task_id, h.order_id FROM held_orders h JOIN probe p ON p.task_id = h.task_id AND p.order_id = h.order_id
+		ORDER BY p.checked_at LIMIT $1 FOR UPDATE OF h SKIP LOCKED`
 	}
 	args := []any{limit, claimLease.Seconds()}
 	if kind == claimStale {
@@ -107,7 +114,7 @@ func (iv *Invoicer) ReleaseFixed(ctx context.Context) (int, error) {
 					}
 				}
 				for _, h := range page {
-					iv.evaluateHeld(gctx, h)
+					iv.evaluateHeld(gctx, h, false)
 					done.Add(1)
 				}
 				page = nil
@@ -148,7 +155,8 @@ func (iv *Invoicer) releaseFixed(ctx context.Context) {
 // longer waiting (invoiced or cancelled) is released. An order that cannot
 // be read is skipped, logged and counted, and checked all the same; one
 // whose evaluation failed keeps its lease and is claimed again after it.
-func (iv *Invoicer) evaluateHeld(ctx context.Context, h heldOrder) {
+// A probe of the sweep that is invoiced reports its task's cause fixed.
+func (iv *Invoicer) evaluateHeld(ctx context.Context, h heldOrder, probe bool) {
 	j, err := iv.svc.heldJob(ctx, h)
 	if err != nil {
 		var syntax *json.SyntaxError
@@ -165,9 +173,26 @@ func (iv *Invoicer) evaluateHeld(ctx context.Context, h heldOrder) {
 		}
 		return
 	}
-	if err := iv.svc.checkedHeld(ctx, h); err != nil && ctx.Err() == nil {
-		slog.Warn("invoicer: recording a held order as checked", "orderNo", h.orderNo, "err", err)
+	invoiced, err := iv.svc.checkedHeld(ctx, h)
+	if err != nil {
+		if ctx.Err() == nil {
+			slog.Warn("invoicer: recording a held order as checked", "orderNo", h.orderNo, "err", err)
+		}
+		return
 	}
+	if invoiced && probe {
+		// The sweep's probe went through: the cause has cleared without
+		// being reported (rights granted at the provider). The task's other
+		// orders follow through the releases.
+		if err := iv.svc.reportFixed(ctx, h.projectID, h.taskID, "a held order was invoiced by the sweep"); err != nil && ctx.Err() == nil {
+			slog.Warn("invoicer: reporting a cause fixed", "taskId", h.taskID, "err", err)
+		}
+	}
+}
+
+// reportFixed records the task's cause as fixed now.
+func (s *Service) reportFixed(ctx context.Context, projectID, taskID, reason string) error {
+	return store.WithTx(ctx, s.pool, func(tx pgx.Tx) error { return orders.ReportFixedTx(ctx, tx, projectID, taskID, reason) })
 }
 
 // heldJob is the job of a held order, built from its current state.
@@ -184,12 +209,17 @@ func (s *Service) heldJob(ctx context.Context, h heldOrder) (orderJob, error) {
 
 // checkedHeld records the held order as checked at its claim and ends its
 // lease; it is released when its order no longer waits (invoiced or
-// cancelled by a path that did not release it).
-func (s *Service) checkedHeld(ctx context.Context, h heldOrder) error {
-	_, err := s.pool.Exec(ctx, `UPDATE held_orders h SET checked_at = greatest(h.checked_at, $3), claimed_until = NULL,
+// cancelled by a path that did not release it). It reports whether the
+// order is invoiced.
+func (s *Service) checkedHeld(ctx context.Context, h heldOrder) (invoiced bool, err error) {
+	err = s.pool.QueryRow(ctx, `UPDATE held_orders h SET checked_at = greatest(h.checked_at, $3), claimed_until = NULL,
 			released_at = CASE WHEN h.released_at IS NULL AND o.status <> 'created' THEN now() ELSE h.released_at END
-		FROM orders o WHERE o.id = h.order_id AND h.task_id = $1 AND h.order_id = $2`, h.taskID, h.orderID, h.claimedAt)
-	return err
+		FROM orders o WHERE o.id = h.order_id AND h.task_id = $1 AND h.order_id = $2
+		RETURNING o.status = 'invoiced'`, h.taskID, h.orderID, h.claimedAt).Scan(&invoiced)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil // gone with its order
+	}
+	return invoiced, err
 }
 
 // resolveReleased resolves the open hold tasks that held orders and hold
