@@ -29,9 +29,10 @@ func dueService(orderNo string) string {
 // reported (as before releases were reported): the sweep probes the task
 // with its least recently checked order each round. The first probe cannot
 // be read: skipped, logged, counted, and it goes to the end of the line
-// (the sweep never starts over). The next probe is invoiced and reports the
-// cause fixed, so the releases invoice the task's other order; the task
-// then holds the unreadable order alone.
+// (the sweep never starts over, the next round does not take it again).
+// The next probe is invoiced and reports the cause fixed, so the releases
+// invoice the task's other order; the task then holds the unreadable order
+// alone.
 func TestSweepSkipsAnUnreadableHeldOrderAndGoesOn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -87,15 +88,15 @@ func TestSweepSkipsAnUnreadableHeldOrderAndGoesOn(t *testing.T) {
 	if o != "created" || released || checked.Year() < 2026 || iv.Unreadable.Load() < 1 {
 		t.Errorf("unreadable order: %s, released %v, checked %s, counted %d; want created, held, checked now, counted", o, released, checked, iv.Unreadable.Load())
 	}
-	for _, i := range []int{0, 2} {
-		if o, _, _ := status(ids[i]); o != "created" {
-			t.Errorf("order %s evaluated in the round that probed another order of its task: %s", nos[i], o)
-		}
-	}
 	// Round 2 probes the next one: invoiced, the cause reported fixed; the
-	// releases invoice the third.
+	// releases invoice the third. (An invoicer running beside the test
+	// may invoice them first, from their events: the outcome is the same.)
+	// The unreadable order, just checked, is not taken again.
 	if err := iv.ReleaseHolds(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if _, _, again := status(ids[1]); !again.Equal(checked) {
+		t.Errorf("the next round took the unreadable order again (checked %s, then %s)", checked, again)
 	}
 	if _, err := iv.ReleaseFixed(ctx); err != nil {
 		t.Fatal(err)
