@@ -119,9 +119,10 @@ bench: migrate referee-deps ## Benchmarks and load runs on the local stack; writ
 screenshots: migrate browser-deps ## PNGs of the console's main pages (a seeded project, 1280x800) into docs/screenshots/
 	$(LOAD_ENV) && $(GO) test -tags screenshots -count=1 -run '^TestScreenshots$$' ./cmd/o2i/
 
-chaos: migrate ## Fault run: 10,000 orders to two processes of every role, one of each killed (SIGKILL), a PostgreSQL crash, broker kill, Redis flush, MinIO outage; reconciles (archive objects and e-mail included), writes README figures (CHAOSFLAGS=-orders 20000 ...)
+chaos: migrate ## Fault run: 10,000 orders to two processes of every role, one of each killed (SIGKILL), a PostgreSQL crash, broker kill, Redis flush, MinIO outage; reconciles (archive objects and e-mail included), writes README figures (CHAOSFLAGS=-orders 20000 ...); then 10,000 orders of a project without seller data: 1 to 3 tasks, released at the drain rate (CHAOSHELDFLAGS)
 	$(GO) build -o bin/chaos ./cmd/chaos
 	$(LOAD_ENV) && bin/chaos -readme README.md $(CHAOSFLAGS)
+	$(LOAD_ENV) && bin/chaos -scenario held $(CHAOSHELDFLAGS)
 
 lint: tools staticcheck ## OpenAPI lint, go vet, staticcheck and gofmt check (all run; fails if any fails)
 	@failed=""; \

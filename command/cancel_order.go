@@ -82,5 +82,8 @@ func cancelTx(ctx context.Context, tx pgx.Tx, projectID string, o *orders.Locked
 	if err := orders.ResolveTasks(ctx, tx, projectID, orders.HoldKinds, o.OrderNo, reason); err != nil {
 		return false, err
 	}
+	if err := orders.ReleaseHeldTx(ctx, tx, o.ID); err != nil { // a shared task holds it no more
+		return false, err
+	}
 	return true, o.EnqueueState(ctx, tx, projectID, event.OrderUpdated)
 }

@@ -74,6 +74,27 @@ func (s *Service) Routes() []httpx.Route {
 			Handler:     s.putProduct,
 		},
 		{
+			Method: http.MethodPost, Path: "/v1/tasks/{id}/recheck", Scope: httpx.ScopeOrdersWrite, Tag: "tasks",
+			OperationID: "recheckTask", Summary: "Evaluate the orders a hold holds again now (its cause fixed)",
+			Description: recheckDescription,
+			Input:       TaskActionInput{},
+			Responses: []httpx.Response{
+				{Status: 202, Body: httpx.Envelope[TaskResult]{}, Description: "the cause is reported fixed: the held orders are evaluated within seconds"},
+				{Status: 200, Body: httpx.Envelope[TaskResult]{}, Description: "the task is resolved already: nothing to do"},
+			},
+			Errors:  []int{404, 409},
+			Handler: s.postRecheckTask,
+		},
+		{
+			Method: http.MethodPost, Path: "/v1/tasks/{id}/dismiss", Scope: httpx.ScopeOrdersWrite, Tag: "tasks",
+			OperationID: "dismissTask", Summary: "Resolve an informational review task as dismissed",
+			Description: dismissDescription,
+			Input:       TaskActionInput{},
+			Responses:   []httpx.Response{{Status: 200, Body: httpx.Envelope[TaskResult]{}, Description: "the task, resolved (also when it was already)"}},
+			Errors:      []int{404, 409},
+			Handler:     s.postDismissTask,
+		},
+		{
 			Method: http.MethodPost, Path: "/v1/webhooks/stripe/{projectId}", Tag: "payments",
 			OperationID: "receiveStripeWebhook", Summary: "The payment provider reports a payment (Stripe webhook, signed)",
 			Description: webhookDescription,
@@ -291,6 +312,28 @@ func (s *Service) putProduct(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res, err := ConfigureProduct(r.Context(), s.pool, httpx.ProjectID(r.Context()), chi.URLParam(r, "productId"), settings)
+	if err != nil {
+		return err
+	}
+	httpx.WriteData(w, r, http.StatusOK, res)
+	return nil
+}
+
+func (s *Service) postRecheckTask(w http.ResponseWriter, r *http.Request) error {
+	res, enqueued, err := s.RecheckTask(r.Context(), httpx.ProjectID(r.Context()), chi.URLParam(r, "id"))
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if enqueued {
+		status = http.StatusAccepted
+	}
+	httpx.WriteData(w, r, status, res)
+	return nil
+}
+
+func (s *Service) postDismissTask(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.DismissTask(r.Context(), httpx.ProjectID(r.Context()), chi.URLParam(r, "id"))
 	if err != nil {
 		return err
 	}

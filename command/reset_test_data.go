@@ -125,6 +125,8 @@ func (s *Service) ResetTestData(ctx context.Context, a *archive.Archive, rdb red
 			}
 			return err
 		}
+		var sharedTasks int64
+		defer func() { res.Tasks += sharedTasks }()
 		steps := []struct {
 			n    *int64
 			sql  string
@@ -133,6 +135,11 @@ func (s *Service) ResetTestData(ctx context.Context, a *archive.Archive, rdb red
 			{nil, `DELETE FROM archive_objects WHERE invoice_id = ANY($1::uuid[])`, []any{docs}},
 			{nil, `DELETE FROM archive_manifests WHERE project_id = $1 AND invoice_id = ANY($2::uuid[])`, []any{projectID, docs}},
 			{nil, `DELETE FROM archive_repairs WHERE invoice_id = ANY($1::uuid[])`, []any{docs}},
+			// A task of a cause of the project or a product that held test
+			// orders only goes with them.
+			{&sharedTasks, `DELETE FROM tasks t WHERE t.project_id = $1 AND t.subject <> ALL($3)
+				AND EXISTS (SELECT 1 FROM held_orders h WHERE h.task_id = t.id AND h.order_id = ANY($2::uuid[]))
+				AND NOT EXISTS (SELECT 1 FROM held_orders h WHERE h.task_id = t.id AND h.order_id <> ALL($2::uuid[]))`, []any{projectID, ids, orderNos}},
 			{&res.Tasks, `DELETE FROM tasks t WHERE t.project_id = $1 AND ((t.subject = ANY($2) AND t.kind NOT IN ('payment_without_order', 'credit_balance_mismatch'))
 				OR t.details->>'invoiceId' = ANY($3))`, []any{projectID, orderNos, docs}},
 			{&res.Invoices, `DELETE FROM invoices WHERE project_id = $1 AND id = ANY($2::uuid[])`, []any{projectID, docs}},

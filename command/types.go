@@ -187,3 +187,17 @@ type RevenueRecognition struct {
 	Mode         string `json:"mode" required:"true" enum:"immediate,saas" description:"immediate: at the date of supply; saas: deferred over periodMonths"`
 	PeriodMonths *int   `json:"periodMonths,omitempty"`
 }
+
+// TaskActionInput is the path of POST /v1/tasks/{id}/recheck and /dismiss.
+type TaskActionInput struct {
+	ID string `path:"id" required:"true" description:"the task's id (a UUID); anything else, or another project's task, is 404 task_not_found"`
+}
+
+// TaskResult is a review task after a recheck or a dismissal.
+type TaskResult struct {
+	ID         string  `json:"id" required:"true" format:"uuid"`
+	Type       string  `json:"type" required:"true"`
+	Status     string  `json:"status" required:"true" enum:"open,resolved"`
+	Resolution *string `json:"resolution" required:"true" description:"dismissed for a dismissed task; null while open"`
+	HeldOrders int     `json:"heldOrders" required:"true" minimum:"0" description:"how many orders the task holds back now"`
+}

@@ -153,11 +153,19 @@ func (s *Service) Routes() []httpx.Route {
 			Method: http.MethodGet, Path: "/v1/tasks", Scope: httpx.ScopeInvoicesRead, Tag: "tasks",
 			OperationID: "listTasks", Summary: "List review tasks, cursor-paginated, filtered by status, type or orderNo",
 			Description: "Review tasks are what a person has to look at; the service opens them and resolves some itself. " +
-				"Known types (details keys in brackets; orderNo whenever the task concerns an order):\n\n" +
-				"- xrechnung_contact_phone_missing: an order with a Leitweg-ID waits, XRechnung needs a telephone number on the invoice contact (BR-DE-6) [orderNo, details]\n" +
-				"- product_without_revenue_recognition: accrual accounting, a service without service_period and without a revenue recognition default on its product; the order waits [orderNo, details]\n" +
+				"A hold holds orders back without an invoice number. A cause of the project (seller_data_incomplete, xrechnung_contact_phone_missing, " +
+				"provider_rights_missing) is ONE task per project and cause, a product without revenue recognition one per product, whatever the " +
+				"number of orders: heldOrders says how many it holds now and heldOrderSample names up to 10 of them; each held order's holds[] " +
+				"(GET /v1/orders/{orderNo}) names the task, and the orderNo filter finds it. One urgent notice is mailed per task. Fixing the cause " +
+				"(o2i project set, PUT /v1/products/{productId}, or POST /v1/tasks/{id}/recheck) releases the held orders, invoiced within seconds; " +
+				"the task is resolved when it holds none any more. A cause of the order itself stays one task per order.\n\n" +
+				"Known types (details keys in brackets; orderNo whenever the task concerns one order):\n\n" +
+				"- seller_data_incomplete: the project's seller data lacks what an invoice needs (name; VAT ID or tax number; for XRechnung also city, postal code, contact name and e-mail); its due orders wait, urgent [cause, missing, details]\n" +
+				"- xrechnung_contact_phone_missing: orders with a Leitweg-ID wait, XRechnung needs a telephone number on the invoice contact (BR-DE-6) [cause, missing, details]\n" +
+				"- provider_rights_missing: the payment provider refused the project's key (no rights to write customers or payment intents, or no key); its provider_transfer orders wait, urgent [cause, details]\n" +
+				"- product_without_revenue_recognition: accrual accounting, services without service_period whose product has no revenue recognition; one task per product, its orders wait [cause, productId, catalogProductId, details]\n" +
 				"- order_not_invoiceable: the invoice engine rejects the order, for example a tax rate not allowed at the place of supply; the order waits [orderNo, details]\n" +
-				"- invoice_validation_failed: a document would break EN 16931 / XRechnung rules; the order waits without a number until the cause is fixed [orderNo, document, rules, findings]\n" +
+				"- invoice_validation_failed: a document would break EN 16931 / XRechnung rules; the order waits without a number until the cause is fixed (a change of the project's settings, or a recheck, evaluates it again) [orderNo, document, rules, findings]\n" +
 				"- payment_amount_mismatch: the provider's payment is not the amount due; the invoice is issued anyway [orderNo, paidCents, dueCents]\n" +
 				"- vat_id_review: the buyer's VAT ID decides a supply abroad and needs confirming (for example it is not of the buyer's country); the invoice is issued as determined [orderNo, number, treatment, vatId, country, shippingCountry, details]\n" +
 				"- payment_without_order: a provider payment whose paymentRef matches no order; resolved when the order arrives [paymentRef, eventId, amountCents, currency]\n" +

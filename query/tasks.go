@@ -33,7 +33,7 @@ var taskType = regexp.MustCompile(`^[a-z][a-z0-9_]{0,99}$`)
 type TaskFilter struct {
 	Status  string // open or resolved
 	Type    string // the task kind
-	OrderNo string // details.orderNo
+	OrderNo string // details.orderNo, or an order a shared task holds or held (held_orders)
 }
 
 // Validate checks the filter values, naming the query parameter of a bad one.
@@ -70,7 +70,7 @@ func scanTask(row pgx.CollectableRow) (taskRow, error) {
 	var created time.Time
 	var resolved *time.Time
 	var details []byte
-	if err := row.Scan(&id, &r.Type, &r.Status, &r.OrderNo, &created, &resolved, &r.Resolution, &details); err != nil {
+	if err := row.Scan(&id, &r.Type, &r.Status, &r.OrderNo, &created, &resolved, &r.Resolution, &details, &r.HeldOrders, &r.HeldOrderSample); err != nil {
 		return r, err
 	}
 	r.ID = id.String()
@@ -81,10 +81,17 @@ func scanTask(row pgx.CollectableRow) (taskRow, error) {
 		r.ResolvedAt = &s
 	}
 	r.Details = TaskDetails(details)
+	if r.HeldOrderSample == nil {
+		r.HeldOrderSample = []string{}
+	}
 	return r, nil
 }
 
-const taskColumns = `id, kind, status, details->>'orderNo', created_at, resolved_at, resolution, details`
+// taskColumns are a task's columns with what it holds back now: the count
+// and a sample of its held orders (held_orders, longest held first).
+const taskColumns = `id, kind, status, details->>'orderNo', created_at, resolved_at, resolution, details,
+	(SELECT count(*) FROM held_orders h WHERE h.task_id = tasks.id AND h.released_at IS NULL),
+	ARRAY(SELECT h.order_no FROM held_orders h WHERE h.task_id = tasks.id AND h.released_at IS NULL ORDER BY h.held_at, h.order_id LIMIT 10)`
 
 // tasks returns up to limit tasks of the project matching f after position
 // after, oldest first, and whether more follow (it fetches limit+1).
@@ -94,12 +101,18 @@ func (s *Service) tasks(ctx context.Context, projectID string, f TaskFilter, aft
 	sql := `SELECT ` + taskColumns + ` FROM tasks WHERE project_id = $1 AND (created_at, id) > ($2, $3::uuid)`
 	args := []any{projectID, after.at, after.id.String()}
 	for _, c := range []struct{ column, value string }{
-		{"status", f.Status}, {"kind", f.Type}, {"details->>'orderNo'", f.OrderNo},
+		{"status", f.Status}, {"kind", f.Type},
 	} {
 		if c.value != "" {
 			args = append(args, c.value)
 			sql += " AND " + c.column + " = $" + strconv.Itoa(len(args))
 		}
+	}
+	if f.OrderNo != "" {
+		// The order's own tasks, and the shared tasks that hold or held it.
+		args = append(args, f.OrderNo)
+		n := "$" + strconv.Itoa(len(args))
+		sql += " AND (details->>'orderNo' = " + n + " OR id IN (SELECT h.task_id FROM held_orders h WHERE h.project_id = $1 AND h.order_no = " + n + "))"
 	}
 	args = append(args, limit+1)
 	sql += " ORDER BY created_at, id LIMIT $" + strconv.Itoa(len(args))

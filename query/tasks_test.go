@@ -268,7 +268,7 @@ func TestTaskByIDAndProjectIsolation(t *testing.T) {
 	at := created.Add(time.Hour).Format(time.RFC3339Nano)
 	want := query.Task{ID: resolved, Type: "invoicing_failed", Status: "resolved", OrderNo: ptr("I-1"),
 		CreatedAt: created.Format(time.RFC3339Nano), ResolvedAt: &at, Resolution: &note,
-		Details: query.TaskDetails(`{"error":"archive down","orderNo":"I-1","attempts":5}`)}
+		Details: query.TaskDetails(`{"error":"archive down","orderNo":"I-1","attempts":5}`), HeldOrderSample: []string{}}
 	if diff := cmp.Diff(want, body.Data); diff != "" {
 		t.Errorf("resolved task (-want +got):\n%s", diff)
 	}

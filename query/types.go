@@ -86,11 +86,14 @@ type Task struct {
 	ID         string      `json:"id" required:"true" format:"uuid"`
 	Type       string      `json:"type" required:"true" description:"what the task is about; see the operation's description for the known types"`
 	Status     string      `json:"status" required:"true" enum:"open,resolved"`
-	OrderNo    *string     `json:"orderNo" required:"true" description:"the order the task concerns; null when it concerns none (payment_without_order, credit_balance_mismatch)"`
+	OrderNo    *string     `json:"orderNo" required:"true" description:"the order the task concerns; null when it concerns none (payment_without_order, credit_balance_mismatch) or many (a cause of the project or a product: see heldOrders)"`
 	CreatedAt  string      `json:"createdAt" required:"true" format:"date-time"`
 	ResolvedAt *string     `json:"resolvedAt" required:"true" format:"date-time" description:"null while open"`
 	Resolution *string     `json:"resolution" required:"true" description:"how the task was resolved, for example \"retried: handled\"; null while open and when resolved without a note"`
 	Details    TaskDetails `json:"details" required:"true"`
+	// HeldOrders and HeldOrderSample: what a hold task holds back now.
+	HeldOrders      int      `json:"heldOrders" required:"true" minimum:"0" description:"how many orders the task holds back now (0 for a task that holds none, and once released); a cause of the project (seller_data_incomplete, xrechnung_contact_phone_missing, provider_rights_missing) or of a product (product_without_revenue_recognition) is one task holding all its orders"`
+	HeldOrderSample []string `json:"heldOrderSample" required:"true" description:"the orderNos of up to 10 orders the task holds back now, held longest first"`
 }
 
 // TaskDetails is a task's details object as recorded: its keys depend on the
@@ -130,7 +133,7 @@ type ListTasksInput struct {
 	Cursor  string `query:"cursor" allowEmptyValue:"true" description:"opaque; the nextCursor of the previous page"`
 	Status  string `query:"status" allowEmptyValue:"true" enum:"open,resolved"`
 	Type    string `query:"type" allowEmptyValue:"true" pattern:"^[a-z][a-z0-9_]{0,99}$" description:"the task type, for example xrechnung_contact_phone_missing; a type no task has matches nothing"`
-	OrderNo string `query:"orderNo" allowEmptyValue:"true" description:"the order number the task concerns"`
+	OrderNo string `query:"orderNo" allowEmptyValue:"true" description:"the order number the task concerns: its own tasks, and the shared task (a cause of the project or a product) that holds or held it"`
 }
 
 // TaskPage is a page of GET /v1/tasks.

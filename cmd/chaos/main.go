@@ -18,6 +18,11 @@
 //
 // It runs against the local stack (.dev/env loaded) with the service binary
 // it starts itself, and changes the stack with `devstack crash` / `up`.
+//
+// With -scenario held it runs the held-orders scenario instead (held.go):
+// the orders of a project without seller data are held by one to three
+// tasks, and setting the seller data releases them at the pipeline's drain
+// rate.
 package main
 
 import (
@@ -45,6 +50,7 @@ type config struct {
 	readme      string
 	processes   int
 	mailDir     string
+	scenario    string
 }
 
 func main() {
@@ -61,6 +67,7 @@ func main() {
 	flag.StringVar(&c.readme, "readme", "", "when set, writes the figures into this README between <!-- chaos:start --> and <!-- chaos:end -->")
 	flag.IntVar(&c.processes, "processes", 2, "processes per role: 2 runs api, relay, projector and invoicer as two processes each (multi-process mode); 1 runs one process with all roles")
 	flag.StringVar(&c.mailDir, "mail-dir", ".dev/mail", "where the local SMTP sink keeps the messages it received")
+	flag.StringVar(&c.scenario, "scenario", "faults", "faults: the fault run; held: orders of a project without seller data held by one to three tasks, then released (held.go)")
 	flag.Parse()
 	if c.processes < 1 || c.processes > 2 {
 		log.Fatalf("chaos: -processes must be 1 or 2")
@@ -69,6 +76,28 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if c.scenario == "held" {
+		rateSet := false
+		flag.Visit(func(f *flag.Flag) { rateSet = rateSet || f.Name == "rate" })
+		if !rateSet {
+			c.rate = 2000 // as fast as the clients go: the drain rate is the pipeline's, not the clients'
+		}
+		rep, err := runHeld(ctx, c)
+		if err != nil {
+			log.Fatalf("chaos: %v", err)
+		}
+		out, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Println(string(out))
+		if len(rep.Problems) > 0 {
+			log.Printf("chaos: %d problems", len(rep.Problems))
+			os.Exit(1)
+		}
+		log.Printf("chaos: passed")
+		return
+	}
+	if c.scenario != "faults" {
+		log.Fatalf("chaos: unknown scenario %q (faults or held)", c.scenario)
+	}
 	rep, err := run(ctx, c)
 	if err != nil {
 		log.Fatalf("chaos: %v", err)

@@ -204,6 +204,13 @@ func TestContract(t *testing.T) {
 	})
 	want(c.Do("GET", "/v1/tasks/"+taskID, key, nil), 200, "")
 	want(c.Do("GET", "/v1/tasks/"+uuid.NewString(), key, nil), 404, "task_not_found")
+	// An open task holding nothing: no recheck; dismissed (twice: the same
+	// answer); a resolved task's recheck has nothing to do.
+	want(c.Do("POST", "/v1/tasks/"+taskID+"/recheck", key, nil), 409, "task_not_a_hold")
+	want(c.Do("POST", "/v1/tasks/"+taskID+"/dismiss", key, nil), 200, "")
+	want(c.Do("POST", "/v1/tasks/"+taskID+"/dismiss", key, nil), 200, "")
+	want(c.Do("POST", "/v1/tasks/"+taskID+"/recheck", key, nil), 200, "")
+	want(c.Do("POST", "/v1/tasks/"+uuid.NewString()+"/dismiss", key, nil), 404, "task_not_found")
 	want(c.Do("GET", "/v1/tasks?limit=101", key, nil), 422, "validation_failed")
 
 	// The request log, by any integration key; an auditor's key is told

@@ -163,10 +163,10 @@ func TestUrgentTaskMailedToContact(t *testing.T) {
 	if r := c.Do("POST", "/v1/orders", key, creditOrder(orderNo, "1", 1000, 1190), "Idempotency-Key", orderNo); r.Status != http.StatusCreated {
 		t.Fatalf("order: %d %s", r.Status, r.Body)
 	}
-	taskState(t, pool, pid, "invoice_validation_failed", orderNo, "open")
+	taskState(t, pool, pid, "seller_data_incomplete", orderNo, "open")
 	var mails []testenv.Mail
 	testenv.Eventually(t, 30*time.Second, "the notice to the invoice contact", func() bool { mails = testenv.Mails(t, contact); return len(mails) > 0 })
-	if m := mails[0]; !strings.Contains(m.Subject, "invoice_validation_failed") || !strings.Contains(m.Subject, orderNo) || len(m.Attachments) != 0 {
+	if m := mails[0]; !strings.Contains(m.Subject, "seller_data_incomplete") || !strings.Contains(m.Subject, orderNo) || len(m.Attachments) != 0 {
 		t.Errorf("notice: subject %q, attachments %v", m.Subject, m.Types)
 	}
 }

@@ -62,8 +62,11 @@ func TestHeldOrderBecomesAReadableTask(t *testing.T) {
 		task = data[0].(map[string]any)
 		return true
 	})
-	if task["type"] != "xrechnung_contact_phone_missing" || task["orderNo"] != orderNo || task["status"] != "open" ||
-		task["resolvedAt"] != nil || task["resolution"] != nil || task["details"].(map[string]any)["orderNo"] != orderNo {
+	// The phone is the project's: its one task holds the order (orderNo
+	// null, the order in heldOrders and its sample).
+	if task["type"] != "xrechnung_contact_phone_missing" || task["orderNo"] != nil || task["status"] != "open" ||
+		task["resolvedAt"] != nil || task["resolution"] != nil || task["heldOrders"] != float64(1) ||
+		fmt.Sprint(task["heldOrderSample"]) != "["+orderNo+"]" || fmt.Sprint(task["details"].(map[string]any)["missing"]) != "[contactPhone]" {
 		t.Errorf("task %v", task)
 	}
 	id := task["id"].(string)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -115,7 +116,12 @@ type Invoicer struct {
 	Mail *Mailer
 	// Transfers creates the payment orders of provider_transfer orders.
 	Transfers *banktransfer.Client
-	held      heldCursor // where the reconciler's walk over held orders goes on
+	// ReleaseEvery is how often the invoicer looks for held orders whose
+	// cause was reported fixed (releases.go).
+	ReleaseEvery time.Duration
+	// Unreadable counts the held orders the releases and the sweep skipped
+	// because their stored content could not be read.
+	Unreadable atomic.Int64
 
 	repairScope string // the archive repair's project (tests), or all
 	repairLimit int    // documents one repair round claims (tests), or repairPage
@@ -135,7 +141,7 @@ func NewInvoicer(s *Service, a *archive.Archive, brokers []string) *Invoicer {
 	return &Invoicer{svc: s, archive: a, brokers: brokers, topic: event.TopicOrders, group: InvoicerGroup, now: time.Now,
 		Workers: DefaultInvoicerWorkers, MaxInFlight: DefaultInvoicerInFlight, AttemptTimeout: time.Minute,
 		RetriesBeforeTask: DefaultRetriesBeforeTask, TaskAfter: DefaultTaskAfter, RetryWorkers: DefaultRetryWorkers, RetryPoll: DefaultRetryPoll,
-		ReconcileEvery: 15 * time.Second, gateways: map[string]cachedGateways{}}
+		ReconcileEvery: 15 * time.Second, ReleaseEvery: 500 * time.Millisecond, gateways: map[string]cachedGateways{}}
 }
 
 // invoiceFirstGateways returns a project's invoice-first gateways, read at
@@ -164,6 +170,7 @@ func (iv *Invoicer) invoiceFirstGateways(ctx context.Context, projectID string) 
 func (iv *Invoicer) Run(ctx context.Context) error {
 	go iv.reconcile(ctx)
 	go iv.retryLoop(ctx)
+	go iv.releaseFixed(ctx)
 	if iv.Mail != nil {
 		go func() { _ = iv.Mail.Run(ctx) }()
 	}

@@ -56,6 +56,7 @@ const (
 type HeldError struct {
 	Kind    string
 	Details string
+	TaskID  string // the task that holds it: its own, or the shared one of a cause of its project or product
 }
 
 func (e *HeldError) Error() string { return "order held as task " + e.Kind + ": " + e.Details }
@@ -87,18 +88,16 @@ func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, 
 	var invalid *invalidDocument
 	if errors.As(err, &invalid) {
 		// Rolled back: no number taken. The order waits as a task.
-		h := &HeldError{orders.TaskValidationFailed, invalid.Error()}
+		h := &HeldError{Kind: orders.TaskValidationFailed, Details: invalid.Error()}
 		err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 			o, err := orders.Lock(ctx, tx, projectID, "id", orderID)
 			if err != nil {
 				return err
 			}
-			if err := orders.OpenTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{
+			h.TaskID, err = orders.HoldTx(ctx, tx, projectID, &o, h.Kind, orderNo, map[string]any{
 				"orderNo": orderNo, "document": invalid.kind, "rules": invalid.rules, "findings": invalid.findings,
-			}); err != nil {
-				return err
-			}
-			return orders.NoteHoldsTx(ctx, tx, projectID, &o)
+			})
+			return err
 		})
 		if err != nil {
 			return nil, err
@@ -151,21 +150,36 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		issued, err := issuedOf(ctx, tx, orderID)
 		return issued, nil, err
 	case "cancelled":
+		if err := orders.ReleaseHeldTx(ctx, tx, o.ID); err != nil {
+			return nil, nil, err
+		}
 		return out, nil, saveOrderTx(ctx, tx, projectID, o, content, o.Status, now, evs)
 	}
-	hold := func(h *HeldError) ([]Issued, *HeldError, error) {
-		if err := orders.OpenTask(ctx, tx, projectID, h.Kind, o.OrderNo, map[string]any{"orderNo": o.OrderNo, "details": h.Details}); err != nil {
-			return nil, nil, err
+	// hold holds the order by the task of h.Kind about subject: its own
+	// number (a cause of the order, details naming it) or a shared subject
+	// (a cause of the project or a product: one task for all its orders).
+	hold := func(h *HeldError, subject string, details map[string]any) ([]Issued, *HeldError, error) {
+		if details == nil {
+			details = map[string]any{"orderNo": o.OrderNo, "details": h.Details}
 		}
 		if len(evs) > 0 {
 			if err := saveOrderTx(ctx, tx, projectID, o, content, o.Status, now, evs); err != nil {
 				return nil, nil, err
 			}
 		}
-		return nil, h, orders.NoteHoldsTx(ctx, tx, projectID, o)
+		var err error
+		h.TaskID, err = orders.HoldTx(ctx, tx, projectID, o, h.Kind, subject, details)
+		return nil, h, err
 	}
 
-	defaults, recognised, err := productSettings(ctx, tx, content)
+	// The project's own settings first, before anything is computed: a
+	// cause of the project holds the order by the project's one task of it.
+	if kind, missing := p.Settings.CauseOf(content.BillingAddress.LeitwegID != ""); kind != "" {
+		h := &HeldError{Kind: kind, Details: causeDetails(kind, missing)}
+		return hold(h, project.SharedSubject, map[string]any{"cause": kind, "missing": missing, "details": h.Details})
+	}
+
+	defaults, unrecognised, err := productSettings(ctx, tx, content)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -184,14 +198,22 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	// Holds: the order waits as a task and takes no number.
 	switch lifecycle.HoldOf(lifecycle.Facts{XRechnung: order.BillingAddress.LeitwegID != "", ContactPhone: seller.ContactPhone != "",
 		Accrual: p.AccountingIn(d.IssueDate.Year()) == project.Accrual, RequiresShipping: order.RequiresShipping, ServicePeriod: order.ServicePeriod != nil,
-		RevenueRecognised: recognised}) {
+		RevenueRecognised: len(unrecognised) == 0}) {
 	case orders.HoldContactPhone:
-		return hold(&HeldError{orders.HoldContactPhone, "XRechnung needs a telephone number on the invoice contact (BR-DE-6): o2i project set --contact-phone"})
+		h := &HeldError{Kind: orders.HoldContactPhone, Details: causeDetails(orders.HoldContactPhone, []string{"contactPhone"})}
+		return hold(h, project.SharedSubject, map[string]any{"cause": h.Kind, "missing": []string{"contactPhone"}, "details": h.Details})
 	case orders.HoldRevenueRecognition:
-		return hold(&HeldError{orders.HoldRevenueRecognition, "no service_period and no revenue recognition on the product: send the period, or PUT /v1/products/{productId}"})
+		h := &HeldError{Kind: orders.HoldRevenueRecognition,
+			Details: "no service_period and no revenue recognition on the product: send the period, or PUT /v1/products/{productId}"}
+		if product := unrecognised[0]; product.catalogID != "" {
+			// One task per product: setting its recognition releases them all.
+			return hold(h, catalog.HoldSubject(product.catalogID), map[string]any{"cause": h.Kind, "productId": product.productID,
+				"catalogProductId": product.catalogID, "details": h.Details})
+		}
+		return hold(h, o.OrderNo, nil)
 	}
 	if err := billing.Validate(order, seller); err != nil {
-		return hold(&HeldError{orders.HoldNotInvoiceable, err.Error()})
+		return hold(&HeldError{Kind: orders.HoldNotInvoiceable, Details: err.Error()}, o.OrderNo, nil)
 	}
 
 	pattern, err := billing.PatternFor(seller)
@@ -286,7 +308,11 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 			}
 		}
 	}
-	// Whatever held the order has cleared.
+	// Whatever held the order has cleared: its own hold tasks are resolved,
+	// a shared one once it holds no order any more.
+	if err := orders.ReleaseHeldTx(ctx, tx, o.ID); err != nil {
+		return nil, nil, err
+	}
 	if err := orders.ResolveTasks(ctx, tx, projectID, orders.HoldKinds, o.OrderNo, "released: invoiced as "+strings.Join(numbers, ", ")); err != nil {
 		return nil, nil, err
 	}
@@ -423,49 +449,74 @@ func findingTexts(fs []einvoice.Finding) []string {
 	return out
 }
 
+// unrecognisedProduct is a product of an order line without a revenue
+// recognition: its catalogue id (empty for a line bound to none) and the
+// caller's article id.
+type unrecognisedProduct struct{ catalogID, productID string }
+
 // productSettings returns the catalogue's defaults of the order's products
-// (VAT rate, service period) and whether every line's product has a
-// revenue recognition set.
-func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[string]orders.ProductDefaults, bool, error) {
+// (VAT rate, service period) and the lines' products that have no revenue
+// recognition set (none: every line's product has one).
+func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[string]orders.ProductDefaults, []unrecognisedProduct, error) {
 	ids := make([]string, 0, len(c.Items))
+	var unrecognised []unrecognisedProduct
 	for _, it := range c.Items {
 		if it.CatalogProductID != "" {
 			ids = append(ids, it.CatalogProductID)
+		} else {
+			unrecognised = append(unrecognised, unrecognisedProduct{productID: it.ProductID})
 		}
 	}
-	rows, err := tx.Query(ctx, `SELECT id::text, default_tax_rate::text, revenue_recognition, default_period_months
-		FROM products WHERE id = ANY($1::uuid[])`, ids)
+	rows, err := tx.Query(ctx, `SELECT id::text, coalesce(external_id, ''), default_tax_rate::text, revenue_recognition, default_period_months
+		FROM products WHERE id = ANY($1::uuid[]) ORDER BY id`, ids)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	defaults := map[string]orders.ProductDefaults{}
-	recognised := len(ids) == len(c.Items)
-	seen := 0
 	for rows.Next() {
-		var id string
+		var id, external string
 		var rate, rec *string
 		var months *int
-		if err := rows.Scan(&id, &rate, &rec, &months); err != nil {
-			return nil, false, err
+		if err := rows.Scan(&id, &external, &rate, &rec, &months); err != nil {
+			return nil, nil, err
 		}
-		seen++
 		var d orders.ProductDefaults
 		if rate != nil {
 			r, err := money.ParseDecimal(*rate)
 			if err != nil {
-				return nil, false, err
+				return nil, nil, err
 			}
 			d.TaxRate = &r
 		}
 		if rec == nil {
-			recognised = false
+			unrecognised = append(unrecognised, unrecognisedProduct{catalogID: id, productID: external})
 		} else if *rec == catalog.RecognizeSaaS && months != nil {
 			d.PeriodMonths = *months
 		}
 		defaults[id] = d
 	}
-	return defaults, recognised && seen == len(ids), rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	for _, id := range ids {
+		if _, ok := defaults[id]; !ok { // a line bound to a product that is gone
+			unrecognised = append(unrecognised, unrecognisedProduct{})
+			break
+		}
+	}
+	return defaults, unrecognised, nil
+}
+
+// causeDetails says what a cause of the project misses and how it is
+// fixed.
+func causeDetails(kind string, missing []string) string {
+	if kind == orders.HoldContactPhone {
+		return "XRechnung needs a telephone number on the invoice contact (BR-DE-6): o2i project set --contact-phone; " +
+			"the held orders are invoiced then"
+	}
+	return "the project's seller data lacks " + strings.Join(missing, ", ") +
+		": o2i project set with them; the held orders are invoiced then"
 }
 
 func issuedOf(ctx context.Context, tx pgx.Tx, orderID string) ([]Issued, error) {

@@ -237,9 +237,11 @@ func TestHeldOrdersTakeNoNumber(t *testing.T) {
 	if !errors.As(err, &held) || held.Kind != orders.HoldContactPhone {
 		t.Fatalf("err %v, want held %s", err, orders.HoldContactPhone)
 	}
+	// The phone is the project's: the project's one task of it holds the order.
 	var tasks int
-	if err := v.pool.QueryRow(context.Background(), `SELECT count(*) FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = 'H-1'`,
-		v.project, orders.HoldContactPhone).Scan(&tasks); err != nil || tasks != 1 {
+	if err := v.pool.QueryRow(context.Background(), `SELECT count(*) FROM tasks t JOIN held_orders h ON h.task_id = t.id
+		WHERE t.project_id = $1 AND t.kind = $2 AND t.subject = 'project' AND h.order_no = 'H-1' AND h.released_at IS NULL AND t.id::text = $3`,
+		v.project, orders.HoldContactPhone, held.TaskID).Scan(&tasks); err != nil || tasks != 1 {
 		t.Errorf("tasks %d (%v), want 1", tasks, err)
 	}
 	// Once the phone is set, the same order is issued as XRechnung with the first number.
@@ -274,11 +276,13 @@ func TestHeldOrdersTakeNoNumber(t *testing.T) {
 func TestFailingValidationHoldsWithoutANumber(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	// A seller without VAT ID and tax number cannot issue a valid invoice
-	// (BR-CO-26, BR-S-02): nothing is recorded, no number is taken, and the
-	// order is held with a task listing the rules; once the seller data is
-	// there, the same order is issued with the range's first number.
-	v := newInvoicing(t, true, func(s *project.Settings) { *s = testenv.DemoSeller(); s.SellerVATID = ""; s.SellerTaxNumber = "" })
+	// A seller with a tax number but neither VAT ID nor register entry
+	// cannot issue a valid invoice (BR-CO-26), which the project's settings
+	// do not show before the order is computed: nothing is recorded, no
+	// number is taken, and the order is held with its own task listing the
+	// rules; once the seller data is there, the same order is issued with
+	// the range's first number.
+	v := newInvoicing(t, true, func(s *project.Settings) { *s = testenv.DemoSeller(); s.SellerVATID = "" })
 	id := v.place(simpleOrder("F-1", ""))
 	_, err := v.svc.IssueInvoices(ctx, v.project, id, invoicing.IssueDates{IssueDate: issueDay})
 	var held *invoicing.HeldError

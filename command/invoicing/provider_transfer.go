@@ -110,17 +110,18 @@ func (s *Service) PrepareTransfer(ctx context.Context, bt *banktransfer.Client, 
 	})
 	var rights *banktransfer.RightsError
 	if errors.As(err, &rights) {
-		h := &HeldError{orders.TaskProviderRightsMissing, rights.Error() + ": give the API key write rights for customers and payment intents; the invoice follows automatically"}
+		h := &HeldError{Kind: orders.TaskProviderRightsMissing, Details: rights.Error() + ": give the API key write rights for customers and payment intents; the invoice follows automatically"}
 		slog.WarnContext(ctx, "invoicer: payment provider refused the payment order", "orderNo", orderNo, "err", err)
+		// The key is the project's: one task holds all its orders that wait
+		// for it (one notice), released when the key changes or on a recheck.
 		return errors.Join(h, store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 			o, err := orders.Lock(ctx, tx, projectID, "id", orderID)
 			if err != nil {
 				return err
 			}
-			if err := orders.OpenTask(ctx, tx, projectID, h.Kind, orderNo, map[string]any{"orderNo": orderNo, "details": h.Details}); err != nil {
-				return err
-			}
-			return orders.NoteHoldsTx(ctx, tx, projectID, &o)
+			h.TaskID, err = orders.HoldTx(ctx, tx, projectID, &o, h.Kind, project.SharedSubject,
+				map[string]any{"cause": h.Kind, "details": h.Details})
+			return err
 		}))
 	}
 	if err != nil {

@@ -83,7 +83,7 @@ func (r Row) State(projectID string, c event.OrderContent) event.Order {
 		CorrectionPending: r.CorrectionPending, RefundPendingCents: r.RefundPending, PaidAt: utc(r.PaidAt), OrderContent: c,
 	}
 	if len(r.Holds) > 2 { // not "[]"
-		_ = json.Unmarshal(r.Holds, &o.Holds) // written by NoteHoldsTx from the open hold tasks
+		_ = json.Unmarshal(r.Holds, &o.Holds) // written by NoteHoldsTx from the tasks that hold it
 	}
 	if r.TrackingNumber != nil {
 		o.TrackingNumber = *r.TrackingNumber
@@ -99,14 +99,17 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
-// NoteHoldsTx records the order's open hold tasks on the locked order and
-// publishes its state when they changed.
+// NoteHoldsTx records the open tasks that hold the locked order (its rows
+// of held_orders not released) on it and publishes its state when they
+// changed. A shared task (a cause of the project or of a product) is
+// named like a task of the order alone.
 func NoteHoldsTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked) error {
 	err := tx.QueryRow(ctx, `UPDATE orders o SET holds = h.holds, version = o.version + 1, updated_at = now()
-		FROM (SELECT coalesce(jsonb_agg(jsonb_build_object('type', kind, 'taskId', id) ORDER BY created_at), '[]'::jsonb) AS holds
-			FROM tasks WHERE project_id = $2 AND subject = $3 AND status = 'open' AND kind = ANY($4)) h
+		FROM (SELECT coalesce(jsonb_agg(jsonb_build_object('type', t.kind, 'taskId', t.id) ORDER BY t.created_at, t.id), '[]'::jsonb) AS holds
+			FROM held_orders ho JOIN tasks t ON t.id = ho.task_id
+			WHERE ho.order_id = $1 AND ho.released_at IS NULL AND t.project_id = $2 AND t.status = 'open') h
 		WHERE o.id = $1 AND o.holds <> h.holds
-		RETURNING o.version, o.updated_at, o.holds`, o.ID, projectID, o.OrderNo, HoldKinds).Scan(&o.Version, &o.UpdatedAt, &o.Holds)
+		RETURNING o.version, o.updated_at, o.holds`, o.ID, projectID).Scan(&o.Version, &o.UpdatedAt, &o.Holds)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // unchanged
 	}

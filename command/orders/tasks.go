@@ -3,11 +3,15 @@ package orders
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/o2i-service/o2i/internal/lifecycle"
+	"github.com/o2i-service/o2i/internal/project"
 )
 
 // Hold kinds: the order waits as a review task, no invoice number is taken.
@@ -30,31 +34,105 @@ const TaskPaymentWithoutOrder = "payment_without_order"
 // order the provider refused for missing rights of the API key.
 const TaskProviderRightsMissing = "provider_rights_missing"
 
+// TaskSellerDataIncomplete holds every due order of a project whose seller
+// data lacks what an invoice needs: one task per project.
+const TaskSellerDataIncomplete = project.CauseSellerData
+
 // HoldKinds are the tasks that hold an order back without an invoice number.
-var HoldKinds = []string{HoldContactPhone, HoldRevenueRecognition, HoldNotInvoiceable, TaskValidationFailed, TaskProviderRightsMissing}
+var HoldKinds = []string{HoldContactPhone, HoldRevenueRecognition, HoldNotInvoiceable, TaskValidationFailed, TaskProviderRightsMissing,
+	TaskSellerDataIncomplete}
 
 // urgentTasks are mailed to the project's invoice contact when opened.
-var urgentTasks = map[string]bool{TaskValidationFailed: true, TaskProviderRightsMissing: true}
+var urgentTasks = map[string]bool{TaskValidationFailed: true, TaskProviderRightsMissing: true, TaskSellerDataIncomplete: true}
+
+// IsHold reports whether a task of kind holds orders back.
+func IsHold(kind string) bool { return slices.Contains(HoldKinds, kind) }
 
 // OpenTask records a review task unless the same one is open already; an
 // urgent one is mailed to the project's invoice contact.
 func OpenTask(ctx context.Context, tx pgx.Tx, projectID, kind, subject string, details map[string]any) error {
+	_, err := openTaskTx(ctx, tx, projectID, kind, subject, subject, details)
+	return err
+}
+
+// openTaskTx opens the task of kind about subject unless it is open
+// already, and returns the open task's id. A task it opens that is urgent
+// is mailed to the invoice contact once (naming orderNo, the order that
+// opened it), however many orders it comes to hold.
+func openTaskTx(ctx context.Context, tx pgx.Tx, projectID, kind, subject, orderNo string, details map[string]any) (string, error) {
 	raw, err := json.Marshal(details)
 	if err != nil {
-		return err
+		return "", err
 	}
-	id := uuid.NewString()
-	// At most one open task per cause: the partial unique index decides
-	// between concurrent writers (check-then-insert let both insert).
-	tag, err := tx.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (project_id, kind, subject) WHERE status = 'open' DO NOTHING`,
-		id, projectID, kind, subject, raw)
-	if err != nil || tag.RowsAffected() == 0 || !urgentTasks[kind] {
-		return err
+	for range 3 {
+		id := uuid.NewString()
+		// At most one open task per cause: the partial unique index decides
+		// between concurrent writers (check-then-insert let both insert).
+		tag, err := tx.Exec(ctx, `INSERT INTO tasks (id, project_id, kind, subject, details) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (project_id, kind, subject) WHERE status = 'open' DO NOTHING`,
+			id, projectID, kind, subject, raw)
+		if err != nil {
+			return "", err
+		}
+		if tag.RowsAffected() == 1 {
+			if !urgentTasks[kind] {
+				return id, nil
+			}
+			// An urgent task is mailed to the invoice contact (mail_queue.go;
+			// the mailer in command/invoicing sends it).
+			return id, enqueueTaskMailTx(ctx, tx, projectID, id, orderNo)
+		}
+		// Open already: its id (resolved in between: try again).
+		err = tx.QueryRow(ctx, `SELECT id::text FROM tasks WHERE project_id = $1 AND kind = $2 AND subject = $3 AND status = 'open'`,
+			projectID, kind, subject).Scan(&id)
+		if err == nil {
+			return id, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return "", err
+		}
 	}
-	// An urgent task is mailed to the invoice contact (mail_queue.go; the
-	// mailer in command/invoicing sends it).
-	return enqueueTaskMailTx(ctx, tx, projectID, id, subject)
+	return "", fmt.Errorf("task %s of %s: resolved while being opened, three times", kind, subject)
+}
+
+// HoldTx holds the locked order o by the open task of kind about subject
+// (opened with details when none is open): the order's own number for a
+// cause of the order, project.SharedSubject for a cause of the project,
+// catalog.HoldSubject for a product's. It records the order under the task
+// (held_orders), releases it from a task that held it for another cause,
+// and publishes its holds. It returns the task's id.
+func HoldTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked, kind, subject string, details map[string]any) (string, error) {
+	id, err := openTaskTx(ctx, tx, projectID, kind, subject, o.OrderNo, details)
+	if err != nil {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE held_orders SET released_at = now(), claimed_until = NULL
+		WHERE order_id = $1 AND released_at IS NULL AND task_id <> $2`, o.ID, id); err != nil {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO held_orders (task_id, order_id, project_id, order_no) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (task_id, order_id) DO UPDATE SET checked_at = now(), claimed_until = NULL, released_at = NULL,
+			held_at = CASE WHEN held_orders.released_at IS NULL THEN held_orders.held_at ELSE now() END`,
+		id, o.ID, projectID, o.OrderNo); err != nil {
+		return "", err
+	}
+	return id, NoteHoldsTx(ctx, tx, projectID, o)
+}
+
+// ReleaseHeldTx releases the order from every task that holds it (it is
+// invoiced or cancelled). A task of a cause of the order is resolved by
+// its caller; a shared one once it holds no order any more (ResolveReleased).
+func ReleaseHeldTx(ctx context.Context, tx pgx.Tx, orderID string) error {
+	_, err := tx.Exec(ctx, `UPDATE held_orders SET released_at = now(), claimed_until = NULL WHERE order_id = $1 AND released_at IS NULL`, orderID)
+	return err
+}
+
+// ReportFixedTx records the cause of the task as reported fixed now (a
+// recheck): the invoicer evaluates every order it holds again.
+func ReportFixedTx(ctx context.Context, tx pgx.Tx, projectID, taskID, reason string) error {
+	_, err := tx.Exec(ctx, `INSERT INTO cause_fixes (task_id, project_id, reason) VALUES ($1, $2, $3)
+		ON CONFLICT (task_id) DO UPDATE SET fixed_at = now(), reason = excluded.reason`, taskID, projectID, reason)
+	return err
 }
 
 // ResolveTasks resolves the open tasks of kinds about subject.

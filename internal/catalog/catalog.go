@@ -332,11 +332,25 @@ func Configure(ctx context.Context, pool *pgxpool.Pool, projectID, id string, s 
 		r := s.DefaultTaxRate.String()
 		rate = &r
 	}
-	return scanProduct(pool.QueryRow(ctx, `UPDATE products SET
+	// A revenue recognition set fixes the cause of the task that holds the
+	// product's orders: reported fixed in the same statement (one
+	// transaction), the invoicer then releases them.
+	return scanProduct(pool.QueryRow(ctx, `WITH p AS (UPDATE products SET
   revenue_recognition = CASE WHEN $3 THEN $4 ELSE revenue_recognition END,
   default_period_months = CASE WHEN $5 THEN $6 ELSE default_period_months END,
   default_tax_rate = CASE WHEN $7 THEN $8::numeric ELSE default_tax_rate END,
   updated_at = now()
 WHERE project_id = $1 AND id = $2
-RETURNING `+productColumns, projectID, id, setRR, rr, setMonths, months, setRate, rate))
+RETURNING *), fixed AS (
+INSERT INTO cause_fixes (task_id, project_id, reason)
+SELECT t.id, t.project_id, 'product revenue recognition set' FROM tasks t, p
+ WHERE t.project_id = $1 AND t.status = 'open' AND t.kind = 'product_without_revenue_recognition' AND t.subject = $9
+   AND p.revenue_recognition IS NOT NULL
+ON CONFLICT (task_id) DO UPDATE SET fixed_at = now(), reason = excluded.reason)
+SELECT `+productColumns+` FROM p`, projectID, id, setRR, rr, setMonths, months, setRate, rate, HoldSubject(id)))
 }
+
+// HoldSubject is the subject of the task that holds the orders of product
+// id (catalogue id) for its missing revenue recognition: one open task per
+// project and product.
+func HoldSubject(id string) string { return "product:" + id }

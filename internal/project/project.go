@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -212,8 +213,9 @@ func Apply(ctx context.Context, pool *pgxpool.Pool, id string, u Update) (Projec
 		if err != nil {
 			return err
 		}
-		before := p
+		before := p // a copy the change cannot reach into
 		before.Settings.InvoiceFirstGateways = slices.Clone(p.Settings.InvoiceFirstGateways)
+		before.Settings.AccountOverrides = maps.Clone(p.Settings.AccountOverrides)
 		if u.Name != nil {
 			p.Name = *u.Name
 		}
@@ -231,8 +233,16 @@ func Apply(ctx context.Context, pool *pgxpool.Pool, id string, u Update) (Projec
 		if u.RateLimitBurst != nil {
 			p.RateLimitBurst = *u.RateLimitBurst
 		}
+		settingsBefore := p.Settings
+		settingsBefore.InvoiceFirstGateways = slices.Clone(settingsBefore.InvoiceFirstGateways)
+		settingsBefore.AccountOverrides = maps.Clone(settingsBefore.AccountOverrides)
 		if u.Settings != nil {
 			u.Settings(&p.Settings)
+		}
+		// A cause the change fixed is reported in the same transaction:
+		// the invoicer then releases the orders it holds.
+		if err := reportFixedTx(ctx, tx, id, FixedCauses(settingsBefore, p.Settings)); err != nil {
+			return err
 		}
 		raw, err := json.Marshal(p.Settings)
 		if err != nil {
