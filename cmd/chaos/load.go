@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"strconv"
 	"strings"
@@ -60,20 +62,26 @@ func sendOrders(ctx context.Context, api *apiClient, orders []string, c config, 
 
 // postUntilAcknowledged posts the order as the delivery contract demands:
 // network errors, 429 and 5xx are retried with the same Idempotency-Key,
-// after Retry-After or an exponential backoff (capped at 5 s). It returns
-// the retries and whether the order was acknowledged.
+// after Retry-After or an exponential backoff (capped at 5 s), and so are
+// the answers the error table says to try again later: 408 (the body came
+// too slowly) and 409 idempotency_in_progress (an earlier try of this order,
+// given up by the client at its timeout, still runs on the server). It
+// returns the retries and whether the order was acknowledged; an order given
+// up on is logged with its last answer.
 func (a *apiClient) postUntilAcknowledged(ctx context.Context, orderNo string) (int, bool) {
 	body := chaosOrder(orderNo)
 	deadline := time.Now().Add(clientPatience)
 	wait := 100 * time.Millisecond
 	for try := 0; ; try++ {
-		status, retryAfter, err := a.post(ctx, "/v1/orders", orderNo, body)
+		status, retryAfter, code, err := a.post(ctx, "/v1/orders", orderNo, body)
 		switch {
 		case err == nil && (status == 201 || status == 200):
 			return try, true
-		case err == nil && status != 429 && status < 500:
+		case err == nil && !retryable(status, code):
+			log.Printf("load: %s given up: %d %s", orderNo, status, code)
 			return try, false // a 4xx the order cannot recover from: a bug of this run
 		case ctx.Err() != nil || time.Now().After(deadline):
+			log.Printf("load: %s given up after %d tries: %d %s %v", orderNo, try+1, status, code, err)
 			return try, false
 		}
 		d := wait
@@ -85,25 +93,43 @@ func (a *apiClient) postUntilAcknowledged(ctx context.Context, orderNo string) (
 	}
 }
 
-func (a *apiClient) post(ctx context.Context, path, idemKey string, body []byte) (int, time.Duration, error) {
+// retryable reports whether an answer is one to try again later.
+func retryable(status int, code string) bool {
+	return status == 408 || status == 429 || status >= 500 || status == 409 && code == "idempotency_in_progress"
+}
+
+// post sends body and returns the status, Retry-After and, for an error
+// answer, its error code.
+func (a *apiClient) post(ctx context.Context, path, idemKey string, body []byte) (int, time.Duration, string, error) {
 	req, err := http.NewRequestWithContext(ctx, "POST", a.base+path, bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+a.key)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", idemKey)
 	resp, err := a.http.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var ra time.Duration
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
 		ra = time.Duration(s) * time.Second
 	}
-	return resp.StatusCode, ra, nil
+	var code string
+	if resp.StatusCode >= 400 {
+		var e struct {
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) == nil {
+			code = e.Error.Code
+		}
+	}
+	return resp.StatusCode, ra, code, nil
 }
 
 // get reads path, retrying network errors, 429 and 5xx for up to a

@@ -132,3 +132,27 @@ func TestClientsRetryAndSpread(t *testing.T) {
 		t.Errorf("single process: acked %d, keys %d", len(res.acked), len(cKeys))
 	}
 }
+
+// TestRetryable: the answers the error table says to try again later are
+// retried, the others end the order's tries.
+func TestRetryable(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		code   string
+		want   bool
+	}{
+		{408, "request_timeout", true},
+		{409, "idempotency_in_progress", true},
+		{409, "order_cancelled", false},
+		{422, "validation_failed", false},
+		{422, "idempotency_key_reused", false},
+		{401, "unauthorized", false},
+		{429, "rate_limited", true},
+		{500, "", true},
+		{503, "unavailable", true},
+	} {
+		if got := retryable(c.status, c.code); got != c.want {
+			t.Errorf("retryable(%d, %q) = %v, want %v", c.status, c.code, got, c.want)
+		}
+	}
+}
