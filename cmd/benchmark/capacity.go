@@ -151,7 +151,7 @@ func capacityMarkdown(f roleFigures, a assumptions, rows []capacityRow, measured
 		{"relay: events published", fmt.Sprintf("%.0f /s per core", f.RelayEventsPerCore)},
 		{"projector: events applied (PostgreSQL read models + Redis)", fmt.Sprintf("%.0f /s per core", f.ProjectionEventsPerCore)},
 		{"invoicer: invoices issued, rendered and archived", fmt.Sprintf("%.0f /s per core", f.InvoicesPerCore)},
-		{"invoicer: e-mails sent by its mailer (one at a time, to the local SMTP sink)", fmt.Sprintf("%.0f /s", f.MailsPerSecond)},
+		{"invoicer: e-mails sent by its mailer (its pool of workers, to the local SMTP sink)", fmt.Sprintf("%.0f /s", f.MailsPerSecond)},
 		{"the serialisation point: numbers one number range issues, the issuing work inside its lock (N)", fmt.Sprintf("%.0f /s", f.RangeNumbersPerSecond)},
 		{"events per invoiced order (relayed and projected)", fmt.Sprintf("%.1f", f.EventsPerOrder)},
 		{"PostgreSQL growth per order with its invoice (tables and indexes)", bytesHuman(f.DBBytesPerOrder)},

@@ -274,7 +274,7 @@ func (b *bench) roles(ctx context.Context, cfg roleConfig) ([]result, roleFigure
 		row(fmt.Sprintf("invoicer: %d credit-covered orders drained to archived invoices (relay, projector beside on the other core)", cfg.invoices), invoicer, ""),
 		{
 			What:     "one core, invoicer: e-mails of archived documents sent by its mailer to the local SMTP sink (" + pin + ")",
-			Measured: fmt.Sprintf("%.0f mails/s of wall time (one at a time)", mails.perSecond()),
+			Measured: fmt.Sprintf("%.0f mails/s of wall time (its pool of O2I_MAIL_CONCURRENCY workers, default 8)", mails.perSecond()),
 			Ceiling:  fmt.Sprintf("%d mails, %.1f CPU ms each", mails.items, float64(mails.cpu.Microseconds())/1000/float64(max(mails.items, 1))),
 			Target:   "-",
 		},
