@@ -11,6 +11,7 @@ import (
 	"github.com/o2i-service/o2i/command/invoicing"
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/mail"
+	"github.com/o2i-service/o2i/internal/reqlog"
 )
 
 // Config is the service configuration. Every value comes from an O2I_*
@@ -35,6 +36,9 @@ type Config struct {
 	PublicBodyTimeout time.Duration
 	PublicBodies      int
 	PublicPerAddr     int
+	// RequestLogAnonRate is how many requests without a project the request
+	// log records a second per process (O2I_REQUEST_LOG_ANON_RATE).
+	RequestLogAnonRate int
 	// TrustedProxies are the load balancers whose X-Forwarded-For names the
 	// client (O2I_TRUSTED_PROXIES).
 	TrustedProxies  []netip.Prefix
@@ -94,6 +98,7 @@ var envVars = []envVar{
 	{"O2I_PUBLIC_BODY_TIMEOUT", httpx.DefaultPublicBodyTimeout.String(), "how long the body of a public request (the payment webhook) may take to arrive after its headers; past it 408 request_timeout", false},
 	{"O2I_PUBLIC_BODIES", strconv.Itoa(httpx.DefaultMaxPublicBodies), "public request bodies read at once per API process, all client addresses together; more: 503 with Retry-After", false},
 	{"O2I_PUBLIC_PER_ADDR", strconv.Itoa(httpx.DefaultMaxPublicPerAddr), "public requests with a body (the payment webhook) one client address may have in flight at once, body and handling; more: 429 with Retry-After. An IPv6 address counts by its /64; behind a load balancer every client has the balancer's address", false},
+	{"O2I_REQUEST_LOG_ANON_RATE", strconv.Itoa(reqlog.DefaultAnonymousRate), "requests without a project (no key, a key that did not authenticate, the public routes) the request log records a second per API process, bursts of as many; the others are only counted (o2i_request_log_sampled_out_total). 0: none is recorded. Requests of a project are always recorded", false},
 	{"O2I_TRUSTED_PROXIES", "", "comma-separated addresses or CIDR prefixes of the load balancers in front of the API; from them, the right-most X-Forwarded-For address that is not a trusted proxy is the client that per-address limits count (failed authentications, public bodies); unset: the TCP peer is the client", false},
 	{"O2I_LOG_LEVEL", "info", "debug, info, warn or error", false},
 	{"O2I_DEBUG_ADDR", "", "when set, serves Go's pprof profiles on this address (keep it private)", false},
@@ -168,6 +173,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		if *n.dst, err = strconv.Atoi(v(n.name)); err != nil || *n.dst <= 0 {
 			return c, fmt.Errorf("%s must be a positive integer, got %q", n.name, v(n.name))
 		}
+	}
+	if c.RequestLogAnonRate, err = strconv.Atoi(v("O2I_REQUEST_LOG_ANON_RATE")); err != nil || c.RequestLogAnonRate < 0 {
+		return c, fmt.Errorf("O2I_REQUEST_LOG_ANON_RATE must be an integer of at least 0, got %q", v("O2I_REQUEST_LOG_ANON_RATE"))
 	}
 	c.LogLevel = v("O2I_LOG_LEVEL")
 	c.DebugAddr = v("O2I_DEBUG_ADDR")

@@ -183,6 +183,7 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 
 	auth := apikey.NewAuthenticator(d.pool)
 	rlog := reqlog.New(d.pool, 65536)
+	rlog.AnonymousRate = cfg.RequestLogAnonRate
 	_ = rlog.RegisterMetrics(reg) // only fails on a second registration
 	var bg sync.WaitGroup
 	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))

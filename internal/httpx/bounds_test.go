@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/go-chi/chi/v5"
 
@@ -258,5 +259,19 @@ func TestRequestLogFieldsAreBounded(t *testing.T) {
 	}
 	if got := logField("/v1/short"); got != "/v1/short" {
 		t.Errorf("a short path: %q", got)
+	}
+
+	// A long method is cut too; a short path is a copy, not a part of the
+	// request line (a long query string with it) the entry would keep alive.
+	req = httptest.NewRequest(strings.Repeat("X", 3000), "/v1/things/a?q="+strings.Repeat("q", 60000), nil)
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if len(rec.got) != 2 {
+		t.Fatalf("%d entries", len(rec.got))
+	}
+	if e := rec.got[1]; len(e.Method) > maxLoggedBytes || !strings.HasSuffix(e.Method, "…") || e.Path != "/v1/things/a" {
+		t.Errorf("method of %d bytes, path %q", len(e.Method), e.Path)
+	}
+	if unsafe.StringData(rec.got[1].Path) == unsafe.StringData(req.URL.Path) {
+		t.Error("the entry's path shares the request's memory")
 	}
 }

@@ -81,10 +81,10 @@ func validText(s string) bool {
 // loggable makes s safe for the request log (PostgreSQL text, written in
 // batches: one bad value would lose the whole batch). Invalid UTF-8 and NUL
 // become U+FFFD.
-// maxLoggedBytes bounds each text field of a request log entry (path,
-// Idempotency-Key): a client may send paths and headers of up to 64 KiB,
-// and the log keeps every request for 30 days, so an entry's size is
-// bounded, not only the number of entries.
+// maxLoggedBytes bounds each text field of a request log entry a client
+// chooses (method, path, Idempotency-Key): a client may send a request
+// line and headers of up to 64 KiB, and the log keeps requests for 30 days,
+// so an entry's size is bounded, not only the number of entries.
 const maxLoggedBytes = 512
 
 // logField is loggable cut to maxLoggedBytes at a character boundary, with
@@ -92,7 +92,9 @@ const maxLoggedBytes = 512
 func logField(s string) string {
 	s = loggable(s)
 	if len(s) <= maxLoggedBytes {
-		return s
+		// A copy: the request's path and method are parts of its whole
+		// request line, which an entry must not keep alive.
+		return strings.Clone(s)
 	}
 	cut := maxLoggedBytes - len("…")
 	for cut > 0 && !utf8.RuneStart(s[cut]) {

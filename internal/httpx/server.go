@@ -180,7 +180,7 @@ func (s *Server) Handler() http.Handler {
 					p, _ := PrincipalFrom(rec.ctx(ctx))
 					s.Recorder.Record(Entry{
 						RequestID: id, ProjectID: p.ProjectID, KeyPrefix: p.KeyPrefix,
-						Method: req.Method, Path: logField(req.URL.Path), Route: route, Status: status,
+						Method: logField(req.Method), Path: logField(req.URL.Path), Route: route, Status: status,
 						Duration: d, IdempotencyKey: logField(req.Header.Get("Idempotency-Key")), At: start,
 					})
 				}

@@ -6,7 +6,10 @@
 // moment (backpressure), then the entry spills into an overflow list the
 // writer drains first; a failed write is retried with backoff. Only beyond
 // the overflow's bound, or when PostgreSQL refuses an entry's content, is an
-// entry dropped, counted and logged.
+// entry dropped, counted and logged. Entries without a project (anonymous
+// requests: no key, a key that did not authenticate, the public routes) are
+// sampled: at most AnonymousRate a second are recorded, the rest counted, so
+// an anonymous flood cannot fill the buffer and its overflow.
 // It imports internal/httpx (Entry), internal/store (bounded connection
 // waits), pgx and the Prometheus client.
 package reqlog
@@ -48,42 +51,93 @@ type Log struct {
 	// beyond it are dropped, counted and logged).
 	Backpressure time.Duration
 	SpillLimit   int
+	// AnonymousRate is how many entries without a project are recorded a
+	// second (bursts of as many); the others are not recorded, only
+	// counted. 0: none is recorded. Set it before the first Record.
+	AnonymousRate int
 
 	mu    sync.Mutex
 	spill []httpx.Entry
 
-	waited, spilled, dropped, failed atomic.Int64
-	metrics                          *metrics
+	anonMu sync.Mutex
+	anon   bucket
+
+	waited, spilled, dropped, failed, sampledOut atomic.Int64
+	metrics                                      *metrics
 }
 
 type metrics struct {
-	waited, spilled, dropped, failed prometheus.Counter
-	pending                          prometheus.GaugeFunc
+	waited, spilled, dropped, failed, sampledOut prometheus.Counter
+	pending                                      prometheus.GaugeFunc
 }
 
+// DefaultAnonymousRate is AnonymousRate unless set otherwise.
+const DefaultAnonymousRate = 10
+
 // New returns a log with room for buffer pending entries, waiting at most
-// 50 ms for room and spilling at most 16 times buffer entries.
+// 50 ms for room, spilling at most 16 times buffer entries and recording
+// DefaultAnonymousRate entries without a project a second.
 func New(pool *pgxpool.Pool, buffer int) *Log {
 	return &Log{pool: pool, ch: make(chan httpx.Entry, buffer), done: make(chan struct{}),
-		Backpressure: 50 * time.Millisecond, SpillLimit: 16 * buffer}
+		Backpressure: 50 * time.Millisecond, SpillLimit: 16 * buffer, AnonymousRate: DefaultAnonymousRate}
+}
+
+// bucket is a token bucket of rate tokens a second holding at most rate
+// (the burst): take decides, given the time, whether one more anonymous
+// entry is recorded.
+type bucket struct {
+	tokens float64
+	last   time.Time
+	primed bool
+}
+
+func (b *bucket) take(rate int, now time.Time) bool {
+	if rate <= 0 {
+		return false
+	}
+	if !b.primed {
+		b.tokens, b.last, b.primed = float64(rate), now, true
+	}
+	if now.After(b.last) {
+		b.tokens = min(float64(rate), b.tokens+now.Sub(b.last).Seconds()*float64(rate))
+		b.last = now
+	}
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// sampled reports whether e is recorded: always when it has a project,
+// else as the anonymous bucket allows at now.
+func (l *Log) sampled(e httpx.Entry, now time.Time) bool {
+	if e.ProjectID != "" {
+		return true
+	}
+	l.anonMu.Lock()
+	defer l.anonMu.Unlock()
+	return l.anon.take(l.AnonymousRate, now)
 }
 
 // RegisterMetrics registers the log's counters with reg:
 // o2i_request_log_backpressure_total (entries that waited for room),
 // o2i_request_log_spilled_total (entries that went to the overflow list),
 // o2i_request_log_dropped_total (entries lost beyond the overflow's bound),
-// o2i_request_log_write_errors_total (failed batch writes, retried) and the
+// o2i_request_log_write_errors_total (failed batch writes, retried),
+// o2i_request_log_sampled_out_total (anonymous entries not recorded) and the
 // gauge o2i_request_log_pending (entries buffered or spilled).
 func (l *Log) RegisterMetrics(reg prometheus.Registerer) error {
 	m := &metrics{
-		waited:  prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_request_log_backpressure_total", Help: "Request log entries that waited for room in the full buffer."}),
-		spilled: prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_request_log_spilled_total", Help: "Request log entries that went to the overflow list."}),
-		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_request_log_dropped_total", Help: "Request log entries lost because the overflow list was full."}),
-		failed:  prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_request_log_write_errors_total", Help: "Failed request log batch writes (retried)."}),
+		sampledOut: prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_request_log_sampled_out_total", Help: "Request log entries without a project not recorded (beyond the anonymous sample's rate)."}),
+		waited:     prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_request_log_backpressure_total", Help: "Request log entries that waited for room in the full buffer."}),
+		spilled:    prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_request_log_spilled_total", Help: "Request log entries that went to the overflow list."}),
+		dropped:    prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_request_log_dropped_total", Help: "Request log entries lost because the overflow list was full."}),
+		failed:     prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_request_log_write_errors_total", Help: "Failed request log batch writes (retried)."}),
 	}
 	m.pending = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "o2i_request_log_pending", Help: "Request log entries buffered or spilled, not yet written."},
 		func() float64 { return float64(l.Pending()) })
-	for _, c := range []prometheus.Collector{m.waited, m.spilled, m.dropped, m.failed, m.pending} {
+	for _, c := range []prometheus.Collector{m.waited, m.spilled, m.dropped, m.failed, m.sampledOut, m.pending} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -102,7 +156,12 @@ func (l *Log) count(c *atomic.Int64, pick func(*metrics) prometheus.Counter) {
 // Record implements httpx.Recorder. When the buffer is full it waits up to
 // Backpressure for room, then spills the entry into the overflow list; only
 // when that holds SpillLimit entries is the entry dropped (counted, logged).
+// An entry without a project beyond AnonymousRate is not recorded (counted).
 func (l *Log) Record(e httpx.Entry) {
+	if !l.sampled(e, time.Now()) {
+		l.count(&l.sampledOut, func(m *metrics) prometheus.Counter { return m.sampledOut })
+		return
+	}
 	select {
 	case l.ch <- e:
 		return
@@ -132,6 +191,9 @@ func (l *Log) Record(e httpx.Entry) {
 
 // Dropped is the number of entries lost because the overflow list was full.
 func (l *Log) Dropped() int64 { return l.dropped.Load() }
+
+// SampledOut is the number of entries without a project not recorded.
+func (l *Log) SampledOut() int64 { return l.sampledOut.Load() }
 
 // Spilled is the number of entries that went to the overflow list.
 func (l *Log) Spilled() int64 { return l.spilled.Load() }
