@@ -168,10 +168,15 @@ func Waiting(ctx context.Context, f func() error) error {
 	default:
 		return f()
 	}
-	defer func() { <-s.waiting }()
 	<-s.tokens
-	defer func() { s.tokens <- struct{}{} }()
-	return f()
+	err := f()
+	// The place is given back before the worker is taken again: a handler
+	// done waiting and queued for a worker waits on no dependency, and
+	// holding the place would let such handlers fill them, so that the
+	// next wait (another project's hanging provider) held its worker.
+	<-s.waiting
+	s.tokens <- struct{}{}
+	return err
 }
 
 // tracker knows, per partition, the messages fetched and not handled yet,
