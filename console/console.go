@@ -82,6 +82,12 @@ type Config struct {
 	// with the archive and Redis) and returns its counts; nil: the reset
 	// is not offered.
 	ResetTestData func(ctx context.Context, projectID string) (any, error)
+	// RecheckTask and DismissTask are the use cases of POST
+	// /v1/tasks/{id}/recheck and /dismiss (command's RecheckTask and
+	// DismissTask): the task's answer, and for a recheck whether the held
+	// orders are evaluated again; nil: not offered.
+	RecheckTask func(ctx context.Context, projectID, id string) (result any, enqueued bool, err error)
+	DismissTask func(ctx context.Context, projectID, id string) (result any, err error)
 }
 
 // Console serves the console's pages.
@@ -324,6 +330,13 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, v *view, err erro
 			}
 		case apperr.RateLimited:
 			status, msg = http.StatusTooManyRequests, v.T("error.rate_limited")
+		case apperr.Conflict:
+			status, msg = http.StatusConflict, ae.Message
+			if t := v.T("error." + ae.Code); t != "error."+ae.Code {
+				msg = t + " (" + ae.Message + ")"
+			}
+		case apperr.Unavailable:
+			status, msg = http.StatusServiceUnavailable, ae.Message
 		case apperr.Validation, apperr.Invalid:
 			status, msg = http.StatusUnprocessableEntity, ae.Message
 		}

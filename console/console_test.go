@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/o2i-service/o2i/command"
 	"github.com/o2i-service/o2i/console"
 	"github.com/o2i-service/o2i/internal/account"
 	"github.com/o2i-service/o2i/internal/apikey"
@@ -80,7 +81,14 @@ func newEnvWith(t *testing.T, publicURL string, start time.Time, change func(*co
 	if publicURL == "" {
 		publicURL = e.srv.URL
 	}
-	cfg := console.Config{PublicURL: publicURL, Sender: sender, Now: e.clock.Now}
+	cmds := command.New(pool)
+	cfg := console.Config{PublicURL: publicURL, Sender: sender, Now: e.clock.Now,
+		RecheckTask: func(ctx context.Context, projectID, id string) (any, bool, error) {
+			return cmds.RecheckTask(ctx, projectID, id)
+		},
+		DismissTask: func(ctx context.Context, projectID, id string) (any, error) {
+			return cmds.DismissTask(ctx, projectID, id)
+		}}
 	if change != nil {
 		change(&cfg)
 	}
@@ -552,6 +560,7 @@ func TestRoleMatrix(t *testing.T) {
 		path = strings.ReplaceAll(path, "{order}", "ORDER-"+uuid.NewString()[:8])
 		path = strings.ReplaceAll(path, "{invoice}", uuid.NewString())
 		path = strings.ReplaceAll(path, "{request}", uuid.NewString())
+		path = strings.ReplaceAll(path, "{task}", uuid.NewString())
 		return strings.ReplaceAll(path, "{user}", uuid.NewString())
 	}
 	routes := console.Routes()
@@ -902,7 +911,7 @@ func TestTasksPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := b.get(path)
-	for _, want := range []string{"<code>seller_data_missing</code>", "<td>50</td>", "<td>50</td>", "ORD-000", "ORD-099"} {
+	for _, want := range []string{"<code>seller_data_missing</code>", `id="held-seller_data_missing">50<`, `id="held-xrechnung_contact_phone_missing">50<`, "ORD-000", "ORD-099"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("first page lacks %s", want)
 		}

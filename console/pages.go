@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/account"
 	"github.com/o2i-service/o2i/internal/apikey"
 	"github.com/o2i-service/o2i/internal/apperr"
@@ -47,6 +48,8 @@ func init() {
 		{"POST /console/p/{project}/members/{user}/remove", account.ManageMembers, (*Console).removeMember},
 		{"POST /console/p/{project}/invitations/{invitation}/withdraw", account.ManageMembers, (*Console).withdraw},
 		{"GET /console/p/{project}/tasks", account.ViewTasks, (*Console).tasks},
+		{"POST /console/p/{project}/tasks/{task}/recheck", account.ActOnTasks, (*Console).recheckTask},
+		{"POST /console/p/{project}/tasks/{task}/dismiss", account.ActOnTasks, (*Console).dismissTask},
 		{"GET /console/p/{project}/audit", account.ViewAuditLog, (*Console).auditLog},
 		{"GET /console/p/{project}/settings", account.ViewSettings, (*Console).settings},
 		{"POST /console/p/{project}/settings/seller", account.EditSeller, saveSettings("seller")},
@@ -492,12 +495,52 @@ func (c *Console) withdraw(w http.ResponseWriter, r *http.Request, v *view) erro
 type taskGroup struct {
 	Type  string
 	Tasks []query.Task
+	Held  int    // the orders affected: those its tasks hold back now, and the orders of its tasks of one order
+	Fix   string // the Settings field that fixes the cause ("" when none)
 }
 
 type tasksData struct {
 	Status string
 	Groups []taskGroup
 	Next   string // the cursor of the next page; "" when none
+	Done   string // recheck or dismiss: the action just taken
+	CanAct bool
+}
+
+// IsHold reports whether a task of type kind holds orders back (recheck)
+// rather than informs (dismiss): command/orders' own answer.
+func (tasksData) IsHold(kind string) bool { return orders.IsHold(kind) }
+
+// Do is the plain words of what to do about a task type.
+func (tasksData) Do(v *view, kind string) string {
+	if t := v.T("tasks.do." + kind); t != "tasks.do."+kind {
+		return t
+	}
+	return v.T("tasks.do.other")
+}
+
+// taskFixes is the Settings field (its id on the Settings page) that fixes
+// a cause of the project; the first field its details name as missing
+// comes first.
+var taskFixes = map[string]string{
+	project.CauseSellerData:   "sellerName",
+	project.CauseContactPhone: "contactPhone",
+	"provider_rights_missing": "stripeApiKey",
+}
+
+// fixField is the Settings field that fixes task t ("" when none).
+func fixField(t query.Task) string {
+	f, ok := taskFixes[t.Type]
+	if !ok {
+		return ""
+	}
+	var d struct {
+		Missing []string `json:"missing"`
+	}
+	if json.Unmarshal(t.Details, &d) == nil && len(d.Missing) > 0 && !strings.ContainsAny(d.Missing[0], " /{") {
+		return d.Missing[0]
+	}
+	return f
 }
 
 // taskPage is how many tasks one page lists.
@@ -515,7 +558,10 @@ func (c *Console) tasks(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	d := tasksData{Status: f.Status}
+	d := tasksData{Status: f.Status, CanAct: v.Can(string(account.ActOnTasks))}
+	if done := q.Get("done"); done == "recheck" || done == "dismiss" {
+		d.Done = done
+	}
 	if more {
 		d.Next = next
 	}
@@ -525,13 +571,58 @@ func (c *Console) tasks(w http.ResponseWriter, r *http.Request, v *view) error {
 		if !ok {
 			i = len(d.Groups)
 			idx[t.Type] = i
-			d.Groups = append(d.Groups, taskGroup{Type: t.Type})
+			d.Groups = append(d.Groups, taskGroup{Type: t.Type, Fix: fixField(t)})
 		}
 		d.Groups[i].Tasks = append(d.Groups[i].Tasks, t)
+		switch {
+		case t.HeldOrders > 0:
+			d.Groups[i].Held += t.HeldOrders
+		case t.OrderNo != nil:
+			d.Groups[i].Held++ // a task of one order that holds it not (or no more)
+		}
 	}
 	v.Title = v.T("tasks.title")
 	v.Data = d
 	c.render(w, http.StatusOK, "tasks", v)
+	return nil
+}
+
+// recheckTask evaluates the orders a hold holds again: the use case of
+// POST /v1/tasks/{id}/recheck, with its answers (404 another project's or
+// an unknown task, 409 a cause not fixed or a task that holds nothing).
+func (c *Console) recheckTask(w http.ResponseWriter, r *http.Request, v *view) error {
+	if c.cfg.RecheckTask == nil {
+		return apperr.New(apperr.Unavailable, "unavailable", "the recheck of tasks is not available in this process")
+	}
+	res, enqueued, err := c.cfg.RecheckTask(r.Context(), v.Member.ProjectID, r.PathValue("task"))
+	if err != nil {
+		return err
+	}
+	if enqueued {
+		if err := c.acc.Record(r.Context(), account.Entry{At: c.cfg.Now(), ProjectID: v.Member.ProjectID, ActorID: v.Session.User.ID,
+			ActorEmail: v.Session.User.Email, Action: "task.recheck", Target: r.PathValue("task"), After: res}); err != nil {
+			return err
+		}
+	}
+	http.Redirect(w, r, v.Base()+"tasks?done=recheck", http.StatusSeeOther)
+	return nil
+}
+
+// dismissTask resolves an informational task as dismissed: the use case of
+// POST /v1/tasks/{id}/dismiss, with its answers (409 for a hold).
+func (c *Console) dismissTask(w http.ResponseWriter, r *http.Request, v *view) error {
+	if c.cfg.DismissTask == nil {
+		return apperr.New(apperr.Unavailable, "unavailable", "the dismissal of tasks is not available in this process")
+	}
+	res, err := c.cfg.DismissTask(r.Context(), v.Member.ProjectID, r.PathValue("task"))
+	if err != nil {
+		return err
+	}
+	if err := c.acc.Record(r.Context(), account.Entry{At: c.cfg.Now(), ProjectID: v.Member.ProjectID, ActorID: v.Session.User.ID,
+		ActorEmail: v.Session.User.Email, Action: "task.dismiss", Target: r.PathValue("task"), After: res}); err != nil {
+		return err
+	}
+	http.Redirect(w, r, v.Base()+"tasks?done=dismiss", http.StatusSeeOther)
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
+	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
 
@@ -398,5 +399,95 @@ func TestDocumentsInBrowser(t *testing.T) {
 	}
 	if st := open(t, auditor, base+"keys"); st != 403 {
 		t.Errorf("the auditor's keys page: %d, want 403", st)
+	}
+}
+
+// TestHeldOrderReleasedInBrowser: a project without seller data takes an
+// order → the Tasks page shows the seller_data_incomplete task holding it →
+// its link opens the seller field in Settings → saving the seller data
+// releases the order → its invoice is shown and the PDF downloads (the
+// API's bytes).
+func TestHeldOrderReleasedInBrowser(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.Pool(t)
+	pid := testenv.Project(t, pool, true)
+	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) {
+		s.SellerName, s.SellerVATID, s.SellerTaxNumber = "", "", ""
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	key := testenv.Key(t, pool, pid)
+	orderNo := "HELD-" + uuid.NewString()[:8]
+	if r := client(t).Do("POST", "/v1/orders", key, creditOrder(orderNo, "1", 1000, 1190), "Idempotency-Key", orderNo); r.Status != http.StatusCreated {
+		t.Fatalf("order: %d %s", r.Status, r.Body)
+	}
+	testenv.Eventually(t, 60*time.Second, "the order held", func() bool {
+		var held int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM held_orders WHERE project_id = $1 AND released_at IS NULL`, pid).Scan(&held)
+		return err == nil && held == 1
+	})
+
+	base := "/console/p/" + pid + "/"
+	b := newBrowser(t)
+	addr := "accountant-" + uuid.NewString()[:8] + "@example.com"
+	acceptInBrowser(t, b, inviteByCommand(t, pid, addr, "accountant", "--no-mail"), addr)
+	if st := open(t, b, base+"tasks"); st != 200 {
+		t.Fatalf("tasks: %d", st)
+	}
+	if n := text(t, b, "#held-seller_data_incomplete"); n != "1" {
+		t.Fatalf("the seller data task holds %q orders, want 1", n)
+	}
+	if !strings.Contains(bodyHTML(t, b), orderNo) {
+		t.Errorf("the task does not name the held order %s", orderNo)
+	}
+	if st := submit(t, b, "#fix-seller_data_incomplete"); st != 200 {
+		t.Fatalf("follow the fix link: %d", st)
+	}
+	if loc := location(t, b); !strings.Contains(loc, base+"settings#seller") {
+		t.Errorf("the fix link opened %s", loc)
+	}
+	step(t, b, "type the seller data",
+		chromedp.Clear(chromedp.ID("sellerName")), chromedp.SendKeys(chromedp.ID("sellerName"), "Browser Handel GmbH"),
+		chromedp.Clear(chromedp.ID("sellerVatId")), chromedp.SendKeys(chromedp.ID("sellerVatId"), "DE123456789"))
+	if st := submit(t, b, "#save-seller"); st != 200 {
+		t.Fatalf("save seller data: %d", st)
+	}
+	var number string
+	testenv.Eventually(t, 60*time.Second, "the order invoiced and archived", func() bool {
+		err := pool.QueryRow(ctx, `SELECT number FROM invoices WHERE project_id = $1 AND status = 'archived'`, pid).Scan(&number)
+		return err == nil
+	})
+	if st := open(t, b, base+"orders/"+orderNo); st != 200 || !strings.Contains(bodyHTML(t, b), number) {
+		t.Errorf("the order's page: %d, without invoice %s", st, number)
+	}
+	if st := open(t, b, base+"invoices"); st != 200 {
+		t.Fatalf("invoices: %d", st)
+	}
+	if st := submit(t, b, `#invoices a[href*="/invoices/"]`); st != 200 || !strings.Contains(bodyHTML(t, b), number) {
+		t.Fatalf("open the invoice: %d", st)
+	}
+	dir := t.TempDir()
+	if _, err := chromedp.CallBrowser(b, browser.SetDownloadBehavior,
+		browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir}); err != nil {
+		t.Fatalf("allow downloads: %v", err)
+	}
+	step(t, b, "download the PDF", chromedp.Click(chromedp.ID("download-pdf")))
+	var got []byte
+	testenv.Eventually(t, 30*time.Second, "the PDF in the download folder", func() bool {
+		d, err := os.ReadFile(filepath.Join(dir, number+".pdf"))
+		got = d
+		return err == nil && len(d) > 0
+	})
+	api := client(t).Do("GET", "/v1/invoices/"+number+"/pdf", key, nil)
+	if !bytes.Equal(got, api.Body) {
+		t.Errorf("the downloaded PDF (%d bytes) differs from the API's (%d bytes)", len(got), len(api.Body))
+	}
+	testenv.Eventually(t, 30*time.Second, "the task resolved", func() bool {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE project_id = $1 AND status = 'open'`, pid).Scan(&n)
+		return err == nil && n == 0
+	})
+	if st := open(t, b, base+"tasks?status=resolved"); st != 200 || !strings.Contains(bodyHTML(t, b), "seller_data_incomplete") {
+		t.Errorf("the resolved tasks: %d, without the seller data task", st)
 	}
 }

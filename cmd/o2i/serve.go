@@ -209,6 +209,12 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 	con, err := console.New(d.pool, w.queries, console.Config{PublicURL: cfg.PublicURL, Sender: mailSender(cfg), TrustedProxies: cfg.TrustedProxies,
 		ResetTestData: func(ctx context.Context, projectID string) (any, error) {
 			return w.commands.ResetTestData(ctx, w.archive, d.redis, projectID)
+		},
+		RecheckTask: func(ctx context.Context, projectID, id string) (any, bool, error) {
+			return w.commands.RecheckTask(ctx, projectID, id)
+		},
+		DismissTask: func(ctx context.Context, projectID, id string) (any, error) {
+			return w.commands.DismissTask(ctx, projectID, id)
 		}})
 	if err != nil {
 		stopWork()
