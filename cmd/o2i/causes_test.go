@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/command/invoicing"
@@ -30,12 +31,7 @@ func TestProjectCauseIsOneTaskAndReleasesInParallel(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testenv.Pool(t)
-	pid := testenv.Project(t, pool, true)
-	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) {
-		s.SellerName, s.SellerVATID, s.SellerTaxNumber = "", "", ""
-	}}); err != nil {
-		t.Fatal(err)
-	}
+	pid := projectWithoutSellerData(t, pool)
 	key := testenv.Key(t, pool, pid)
 	c := client(t)
 	sfx := uuid.NewString()[:8]
@@ -173,4 +169,18 @@ func TestProjectCauseIsOneTaskAndReleasesInParallel(t *testing.T) {
 	waitStatus(t, c, key, orderNo(7), func(d map[string]any) bool {
 		return d["status"] == "invoiced" && len(d["holds"].([]any)) == 0
 	})
+}
+
+// projectWithoutSellerData is a new project (test mode) whose seller has no
+// name, VAT ID or tax number: its due orders are held by one
+// seller_data_incomplete task.
+func projectWithoutSellerData(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	pid := testenv.Project(t, pool, true)
+	if _, err := project.Apply(context.Background(), pool, pid, project.Update{Settings: func(s *project.Settings) {
+		s.SellerName, s.SellerVATID, s.SellerTaxNumber = "", "", ""
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }

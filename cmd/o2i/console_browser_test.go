@@ -18,7 +18,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
-	"github.com/o2i-service/o2i/internal/project"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
 
@@ -410,12 +409,7 @@ func TestDocumentsInBrowser(t *testing.T) {
 func TestHeldOrderReleasedInBrowser(t *testing.T) {
 	ctx := context.Background()
 	pool := testenv.Pool(t)
-	pid := testenv.Project(t, pool, true)
-	if _, err := project.Apply(ctx, pool, pid, project.Update{Settings: func(s *project.Settings) {
-		s.SellerName, s.SellerVATID, s.SellerTaxNumber = "", "", ""
-	}}); err != nil {
-		t.Fatal(err)
-	}
+	pid := projectWithoutSellerData(t, pool)
 	key := testenv.Key(t, pool, pid)
 	orderNo := "HELD-" + uuid.NewString()[:8]
 	if r := client(t).Do("POST", "/v1/orders", key, creditOrder(orderNo, "1", 1000, 1190), "Idempotency-Key", orderNo); r.Status != http.StatusCreated {
