@@ -16,6 +16,7 @@ import (
 
 	"github.com/o2i-service/o2i/internal/apitest"
 	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/testenv"
 	"github.com/o2i-service/o2i/query"
 )
 
@@ -332,11 +333,5 @@ func TestOpenTasksMetric(t *testing.T) {
 		}
 		return -1
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for open() != 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("o2i_tasks_open{type=%q} = %v, want 3", kind, open())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, fmt.Sprintf("o2i_tasks_open{type=%q} = 3", kind), func() bool { return open() == 3 })
 }

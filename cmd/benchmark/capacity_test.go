@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/o2i-service/o2i/internal/testenv"
 )
 
 // figures are round per-role figures, so that every expected number of the
@@ -218,13 +220,7 @@ func TestRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := c.Process.Pid
-	deadline := time.Now().Add(10 * time.Second)
-	for running(pid) {
-		if time.Now().After(deadline) {
-			t.Fatal("an ended process still counts as running")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "an ended process no longer counts as running", func() bool { return !running(pid) })
 	_ = c.Wait()
 	if running(pid) {
 		t.Error("a reaped process counts as running")

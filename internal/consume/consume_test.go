@@ -133,6 +133,7 @@ func TestRunEachSlowKeyBlocksOnlyItself(t *testing.T) {
 	outOfOrder := []string{}     // keys whose messages came out of order
 	handled := map[string]bool{} // values handled
 	slowPartition := -1
+	next := map[int]int64{} // per partition: the offset after the last message handled
 	release := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -158,6 +159,7 @@ func TestRunEachSlowKeyBlocksOnlyItself(t *testing.T) {
 			}
 			last[string(m.Key)] = v
 			handled[string(m.Value)] = true
+			next[m.Partition] = max(next[m.Partition], m.Offset+1)
 			return nil
 		})
 	}()
@@ -186,7 +188,33 @@ func TestRunEachSlowKeyBlocksOnlyItself(t *testing.T) {
 		t.Errorf("%d handled (want %d: key 3 waits behind its head), out of order: %v", len(handled), others, outOfOrder)
 	}
 	mu.Unlock()
-	time.Sleep(300 * time.Millisecond) // the reader's background commit (every 100 ms)
+	// The reader commits in the background: wait until every partition but
+	// the hanging one is committed past its last message handled.
+	client := &kafka.Client{Addr: kafka.TCP(testenv.KafkaBrokers()...), Timeout: 5 * time.Second}
+	testenv.Eventually(t, 30*time.Second, "the other partitions committed", func() bool {
+		mu.Lock()
+		want := map[int]int64{}
+		for p, o := range next {
+			if p != slowPartition {
+				want[p] = o
+			}
+		}
+		mu.Unlock()
+		parts := make([]int, 0, len(want))
+		for p := range want {
+			parts = append(parts, p)
+		}
+		r, err := client.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: g.GroupID, Topics: map[string][]int{topic: parts}})
+		if err != nil {
+			return false
+		}
+		for _, c := range r.Topics[topic] {
+			if c.Error != nil || c.CommittedOffset < want[c.Partition] {
+				return false
+			}
+		}
+		return len(r.Topics[topic]) == len(want)
+	})
 	cancel()
 	<-done
 
