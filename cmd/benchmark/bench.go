@@ -282,7 +282,7 @@ func (b *bench) startCeiling(ctx context.Context, addr string) (func(), error) {
 
 // benchMetricsAddr is where the service under test serves its metrics
 // (-metrics-addr).
-var benchMetricsAddr = "127.0.0.1:18083"
+var benchMetricsAddr = localAddr(18083)
 
 // metric returns the histogram buckets of a Prometheus metric from /metrics.
 func (b *bench) histogram(name string) (map[float64]float64, error) {
@@ -368,4 +368,12 @@ func quantile(before, after map[float64]float64, q float64) (float64, int) {
 func newKey(ctx context.Context, b *bench, projectID string) (string, error) {
 	k, err := apikey.Create(ctx, b.pool, projectID, []string{"orders:write", "invoices:read"}, 0, "bench", apikey.Prefix)
 	return k.Key, err
+}
+
+// localAddr is a loopback address of the bench's own listeners: port moved
+// by the local stack's O2I_DEV_PORT_OFFSET, as the stack's ports are, so
+// that benches of two stacks on one machine do not take each other's ports.
+func localAddr(port int) string {
+	off, _ := strconv.Atoi(os.Getenv("O2I_DEV_PORT_OFFSET"))
+	return "127.0.0.1:" + strconv.Itoa(port+off)
 }

@@ -40,7 +40,7 @@ type invoiceConfig struct {
 }
 
 // invoicerDebugAddr serves the invoicer process's pprof when a profile is asked for.
-const invoicerDebugAddr = "127.0.0.1:18082"
+var invoicerDebugAddr = localAddr(18082)
 
 // invoices measures the path the service exists for, an order becoming an
 // archived invoice:

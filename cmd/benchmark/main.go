@@ -76,7 +76,7 @@ func main() {
 		invoices  = flag.Int("invoices", 10_000_000, "invoices in the read model for the listing benchmark")
 		conOrders = flag.Int("console-orders", 1_000_000, "orders (each with a document) of the console stage's project")
 		bin       = flag.String("o2i", "bin/o2i", "the service binary")
-		addr      = flag.String("addr", "127.0.0.1:18080", "address for the service under test")
+		addr      = flag.String("addr", localAddr(18080), "address for the service under test")
 		readme    = flag.String("readme", "", "README to update with the figures")
 		ops       = flag.String("operations", "", "operations guide whose capacity section is computed from the roles stage's figures")
 		profile   = flag.String("profile", "", "directory for CPU and allocation profiles of the service under test during the measured POST and GET loads (writes.*.pprof, reads-N.*.pprof)")

@@ -14,7 +14,7 @@ import (
 
 // benchDebugAddr is where the service under test serves Go's pprof
 // profiles when -profile is given.
-const benchDebugAddr = "127.0.0.1:18084"
+var benchDebugAddr = localAddr(18086)
 
 // profiler takes a CPU and an allocation profile of the service under test
 // while a measured load runs (-profile DIR): DIR/NAME.cpu.pprof and

@@ -87,12 +87,12 @@ func (b *bench) reads(ctx context.Context, n, conns int, d time.Duration) ([]res
 // machine's load moves between runs, and the share is taken of their mean.
 func (b *bench) readLoad(ctx context.Context, keys []string, n, conns int, d time.Duration) (result, error) {
 	ceilingRun := func() (wrkResult, error) {
-		stop, err := b.startCeiling(ctx, "127.0.0.1:18081")
+		stop, err := b.startCeiling(ctx, localAddr(18081))
 		if err != nil {
 			return wrkResult{}, err
 		}
 		defer stop()
-		return b.wrk(ctx, "http://127.0.0.1:18081", fmt.Sprintf(`
+		return b.wrk(ctx, "http://"+localAddr(18081), fmt.Sprintf(`
 local keys = %s
 request = function()
   return wrk.format("GET", "/ceiling", {["Authorization"] = "Bearer " .. keys[math.random(#keys)]})

@@ -39,9 +39,9 @@ type roleConfig struct {
 }
 
 // Where the measured role and the roles beside it serve their metrics.
-const (
-	roleMetricsAddr    = "127.0.0.1:18084"
-	supportMetricsAddr = "127.0.0.1:18085"
+var (
+	roleMetricsAddr    = localAddr(18084)
+	supportMetricsAddr = localAddr(18085)
 )
 
 // roleRun is what one role did in one phase: items, the CPU time of its
