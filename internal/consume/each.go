@@ -40,7 +40,7 @@ func (g Group) consumeEach(parent context.Context, handle MessageHandler) (handl
 	if inFlight <= 0 {
 		inFlight = max(100, 4*workers)
 	}
-	p := &pool{slots: &slots{tokens: make(chan struct{}, workers), waiting: make(chan struct{}, 4*workers)}, queues: map[string][]kafka.Message{}}
+	p := &pool{slots: newSlots(workers), queues: map[string][]kafka.Message{}}
 	fetched := make(chan struct{}, inFlight)
 	tr := newTracker()
 	var mu sync.Mutex
@@ -98,13 +98,17 @@ type pool struct {
 	queues map[string][]kafka.Message // the keys with a running chain, and what waits in it
 }
 
-// slots are the workers (tokens) and the places of handlers waiting on a
-// dependency without their worker (waiting: 4 × Workers, so that the waits
-// given up never make the work unbounded: past them a handler waits
-// holding its worker, as without Waiting).
+// slots are the workers and the places of handlers waiting on a dependency
+// without their worker (waiting: 4 × Workers, so that the waits given up
+// never make the work unbounded: past them a handler waits holding its
+// worker, as without Waiting).
 type slots struct {
-	tokens  chan struct{}
+	workers *workers
 	waiting chan struct{}
+}
+
+func newSlots(n int) *slots {
+	return &slots{workers: &workers{h: handoff[chan struct{}]{free: n}}, waiting: make(chan struct{}, 4*n)}
 }
 
 // dispatch hands m to its key's chain, starting one when the key has none.
@@ -139,15 +143,13 @@ func (p *pool) dispatch(ctx context.Context, wg *sync.WaitGroup, m kafka.Message
 	}()
 }
 
-// run handles m holding a worker token (given back while the handler waits
+// run handles m holding a worker (given back while the handler waits
 // inside Waiting).
 func (p *pool) run(ctx context.Context, m kafka.Message, handle MessageHandler) error {
-	select {
-	case p.slots.tokens <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := p.slots.workers.take(ctx); err != nil {
+		return err
 	}
-	defer func() { <-p.slots.tokens }()
+	defer p.slots.workers.give()
 	return handle(context.WithValue(ctx, slotsKey{}, p.slots), m)
 }
 
@@ -156,8 +158,9 @@ type slotsKey struct{}
 // Waiting runs f, a wait on a dependency outside the handler's own work
 // (a remote API, an object store), without holding the handler's worker:
 // while it waits, another message is handled (as long as fewer than
-// 4 × Workers handlers wait so; beyond, f runs holding the worker). Outside
-// a RunEach handler it just runs f.
+// 4 × Workers handlers wait so; beyond, f runs holding the worker). Back
+// from f, the handler gets the next free worker before any message not
+// started yet. Outside a RunEach handler it just runs f.
 func Waiting(ctx context.Context, f func() error) error {
 	s, ok := ctx.Value(slotsKey{}).(*slots)
 	if !ok {
@@ -168,15 +171,123 @@ func Waiting(ctx context.Context, f func() error) error {
 	default:
 		return f()
 	}
-	<-s.tokens
+	s.workers.give()
 	err := f()
 	// The place is given back before the worker is taken again: a handler
 	// done waiting and queued for a worker waits on no dependency, and
 	// holding the place would let such handlers fill them, so that the
 	// next wait (another project's hanging provider) held its worker.
 	<-s.waiting
-	s.tokens <- struct{}{}
+	s.workers.takeBack()
 	return err
+}
+
+// workers hands out the workers to goroutines, as handoff decides.
+type workers struct {
+	mu sync.Mutex
+	h  handoff[chan struct{}]
+}
+
+// take waits for a worker for a message not started yet, or until ctx
+// ends.
+func (w *workers) take(ctx context.Context) error {
+	ch := make(chan struct{})
+	w.mu.Lock()
+	now := w.h.take(ch, false)
+	w.mu.Unlock()
+	if now {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+	}
+	w.mu.Lock()
+	queued := w.h.cancel(ch)
+	w.mu.Unlock()
+	if !queued { // handed over meanwhile: passed on
+		w.give()
+	}
+	return ctx.Err()
+}
+
+// takeBack waits for a worker for a handler back from a wait. It does not
+// end with the context: the handler is bounded in time, and the workers
+// free up as the running handlers end.
+func (w *workers) takeBack() {
+	ch := make(chan struct{})
+	w.mu.Lock()
+	now := w.h.take(ch, true)
+	w.mu.Unlock()
+	if !now {
+		<-ch
+	}
+}
+
+// give frees a worker, handing it to the next in line.
+func (w *workers) give() {
+	w.mu.Lock()
+	ch, ok := w.h.give()
+	w.mu.Unlock()
+	if ok {
+		close(ch)
+	}
+}
+
+// handoff decides who gets a worker: a free one at once; a freed one goes
+// to the longest queued handler back from a wait, else to the longest
+// queued message not started yet. Handlers back from a wait are half done
+// (rows, leases, connections held): first come first served, they queued
+// behind every message fetched meanwhile, and a backlog of 1,000 invoices
+// was all issued before the first one was archived. Not safe for
+// concurrent use (workers locks it).
+type handoff[T comparable] struct {
+	free  int
+	back  []T // handlers back from a wait
+	fresh []T // messages not started yet
+}
+
+// take gives t a worker now (true) or queues it (false).
+func (h *handoff[T]) take(t T, back bool) bool {
+	if h.free > 0 {
+		h.free--
+		return true
+	}
+	if back {
+		h.back = append(h.back, t)
+	} else {
+		h.fresh = append(h.fresh, t)
+	}
+	return false
+}
+
+// give frees a worker: it returns whom it goes to, or false when none is
+// queued (it is free then).
+func (h *handoff[T]) give() (T, bool) {
+	var t T
+	switch {
+	case len(h.back) > 0:
+		t, h.back = h.back[0], h.back[1:]
+	case len(h.fresh) > 0:
+		t, h.fresh = h.fresh[0], h.fresh[1:]
+	default:
+		h.free++
+		return t, false
+	}
+	return t, true
+}
+
+// cancel removes a queued message not started yet; false when t is not
+// queued (it was given a worker).
+func (h *handoff[T]) cancel(t T) bool {
+	for i, q := range h.fresh {
+		if q == t {
+			h.fresh = append(h.fresh[:i], h.fresh[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // tracker knows, per partition, the messages fetched and not handled yet,
