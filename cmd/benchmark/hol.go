@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -138,6 +139,10 @@ func (b *bench) holDrain(ctx context.Context, backlog, faulty int) (float64, err
 		return 0, err
 	}
 	b.worker = b.command([]string{"serve", "--roles", "invoicer"}, "O2I_METRICS_ADDR=", "O2I_STRIPE_API_BASE=http://"+hole.ln.Addr().String())
+	var started time.Time
+	if err := b.pool.QueryRow(ctx, `SELECT now()`).Scan(&started); err != nil {
+		return 0, err
+	}
 	if err := b.worker.Start(); err != nil {
 		b.worker = nil
 		return 0, fmt.Errorf("start the invoicer: %w", err)
@@ -154,5 +159,30 @@ func (b *bench) holDrain(ctx context.Context, backlog, faulty int) (float64, err
 	rate := float64(backlog-1) / last.Sub(first).Seconds()
 	log.Printf("hol: project B, %d orders of A on a black-holed provider: %.0f archived invoices/s (first to last, %s)",
 		faulty, rate, last.Sub(first).Round(time.Millisecond))
+	if progress, err := b.holProgress(ctx, bID, started); err == nil {
+		log.Printf("hol: project B per half second since the invoicer started (issued/archived): %s", progress)
+	}
 	return rate, nil
+}
+
+// holProgress is B's invoices issued and archived per half second since
+// the invoicer was started: where a drain stalled, and when.
+func (b *bench) holProgress(ctx context.Context, projectID string, started time.Time) (string, error) {
+	rows, err := b.pool.Query(ctx, `SELECT s, count(*) FILTER (WHERE k = 'i'), count(*) FILTER (WHERE k = 'a') FROM (
+			SELECT 'i' AS k, floor(extract(epoch FROM created_at - $2) * 2)::int AS s FROM invoices WHERE project_id = $1
+			UNION ALL SELECT 'a', floor(extract(epoch FROM archived_at - $2) * 2)::int FROM invoices WHERE project_id = $1 AND archived_at IS NOT NULL) x
+		GROUP BY s ORDER BY s`, projectID, started)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var sb strings.Builder
+	for rows.Next() {
+		var slot, issued, archived int
+		if err := rows.Scan(&slot, &issued, &archived); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&sb, " %.1fs %d/%d", float64(slot)/2, issued, archived)
+	}
+	return sb.String(), rows.Err()
 }
