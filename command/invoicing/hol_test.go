@@ -166,9 +166,10 @@ func (v *invoicingEnv) count(sql string, args ...any) int {
 // paid with store credit, on the same partitions. Every one of B's invoices
 // is archived within a bound that the inline retries of A's events (five
 // tries of a call hanging 5 s each, with a batch-wide barrier) could never
-// meet: B's events never wait behind A's. A's orders are in the retry table,
-// without review tasks; once the provider answers again they are invoiced
-// and their retries resolved.
+// meet: B's events never wait behind A's, and B's invoices are archived as
+// they go, not after all of B's were issued. A's orders are in the retry
+// table, without review tasks; once the provider answers again they are
+// invoiced and their retries resolved.
 func TestBlackHoledProviderOfOneProjectDelaysNoOtherProject(t *testing.T) {
 	// Not parallel: the bound is about head-of-line blocking, not about the
 	// other tests of the package sharing the cores.
@@ -211,6 +212,17 @@ func TestBlackHoledProviderOfOneProjectDelaysNoOtherProject(t *testing.T) {
 		return archivedB() == nB
 	})
 	t.Logf("B's %d invoices archived in %s while A's provider hangs", nB, time.Since(start).Round(time.Millisecond))
+	// Finished as they go: an invoice back from its object writes gets the
+	// next worker before an event not started yet (with no more than 16
+	// workers and 64 waits in progress, most of B's invoices are archived
+	// before its last one is issued; first come first served, all of B's
+	// were issued before the first one was archived).
+	n := b.count(`SELECT count(*) FROM invoices WHERE project_id = $1
+		AND archived_at < (SELECT max(created_at) FROM invoices WHERE project_id = $1)`, b.project)
+	t.Logf("%d of B's invoices archived when its last one was issued", n)
+	if n < nB/2 {
+		t.Errorf("%d of B's %d invoices archived when its last one was issued, want at least half: finished work waited behind new events", n, nB)
+	}
 
 	// A's orders: in the retry table, no task, no document.
 	testenv.Eventually(t, 30*time.Second, "A's orders in the retry table", func() bool {
