@@ -198,6 +198,29 @@ func (f *ttf) width(c rune) int {
 	return int(math.Round(1000 / float64(f.unitsPerEm) * float64(f.advance[f.glyph[c]])))
 }
 
+// fixedRunes are the characters of a font's fixed subset, which every
+// document whose text it holds embeds as the same compressed bytes: Latin-1
+// and Latin Extended-A (names such as Groß, Hélène, Łukasz, Kőszegi, Żaneta,
+// Cœur), the Romanian letters with comma below, and the typographic marks
+// the layout and the XML's texts use (dashes, quotes, bullet, ellipsis,
+// euro sign). Those of them the font has a glyph for; a document showing
+// any other character gets a subset of its own (pdfWriter.font).
+func fixedRunes(f *ttf) []rune {
+	ranges := [][2]rune{
+		{0x20, 0x7E}, {0xA0, 0x17F}, {0x218, 0x21B}, {0x2010, 0x2015}, {0x2018, 0x201E}, {0x2020, 0x2022}, {0x2026, 0x2026},
+		{0x2030, 0x2030}, {0x2039, 0x203A}, {0x20AC, 0x20AC}, {0x2122, 0x2122}, {0x2212, 0x2212},
+	}
+	var runes []rune
+	for _, rg := range ranges {
+		for r := rg[0]; r <= rg[1]; r++ {
+			if f.glyph[r] != 0 {
+				runes = append(runes, r)
+			}
+		}
+	}
+	return runes
+}
+
 // Composite glyph flags (TrueType glyf table).
 const (
 	argsAreWords    = 0x0001

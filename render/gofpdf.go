@@ -35,10 +35,11 @@ import (
 // libFont is one of the two fonts: gofpdf's parsed definition and the
 // font program for the subsets.
 type libFont struct {
-	key  string        // gofpdf's font key: family in lower case, then style
-	def  reflect.Value // gofpdf's font definition (an unexported struct)
-	desc gofpdf.FontDescType
-	prog *ttf
+	key   string        // gofpdf's font key: family in lower case, then style
+	def   reflect.Value // gofpdf's font definition (an unexported struct)
+	desc  gofpdf.FontDescType
+	prog  *ttf
+	fixed *embeddedFont // the subset of fixedRunes, compressed once
 }
 
 // errLibrary wraps every mismatch with the libraries' internals.
@@ -88,6 +89,7 @@ var libFonts = sync.OnceValues(func() ([]*libFont, error) {
 		if f.prog, err = parseTTF(s.data); err != nil {
 			return nil, fmt.Errorf("font %s: %w", key, err)
 		}
+		f.fixed = newEmbeddedFont(f.prog, fixedRunes(f.prog), compressBest)
 		cw := f.def.FieldByName("Cw").Interface().([]int)
 		for c := 1; c < len(cw) && c < len(f.prog.glyph); c++ {
 			w := cw[c]
