@@ -81,8 +81,8 @@ func toPDFA3(plain []byte, fonts []*fontUse, xmlData []byte, v *view) ([]byte, e
 		return nil, err
 	}
 	meta := newDocMeta(v)
-	w := &pdfWriter{next: src.size}
-	w.buf.Grow(len(plain) + len(xmlData)/4 + 48<<10)
+	w := newPDFWriter(src.size)
+	defer writers.Put(w)
 	w.buf.WriteString("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
 
 	placeholder := map[int]*fontUse{}
@@ -137,7 +137,8 @@ func toPDFA3(plain []byte, fonts []*fontUse, xmlData []byte, v *view) ([]byte, e
 
 	id := strings.ToUpper(hex.EncodeToString(sum[:]))
 	w.finish(fmt.Sprintf("/Root %d 0 R /Info %d 0 R /ID [<%s> <%s>]", src.root, src.info, id, id))
-	return w.buf.Bytes(), nil
+	// A copy: the writer's buffer goes back to the pool.
+	return bytes.Clone(w.buf.Bytes()), nil
 }
 
 // plainPDF is gofpdf's output, split into its objects.
@@ -290,6 +291,18 @@ func (w *pdfWriter) streamAt(num int, dict string, data []byte) {
 	w.buf.WriteString(">>\nstream\n")
 	w.buf.Write(data)
 	w.buf.WriteString("\nendstream\nendobj\n")
+}
+
+// writers are reused: a PDF's buffer grows to about 100 KB.
+var writers = sync.Pool{New: func() any { return &pdfWriter{} }}
+
+// newPDFWriter returns an empty writer whose first new object is next.
+func newPDFWriter(next int) *pdfWriter {
+	w := writers.Get().(*pdfWriter)
+	w.buf.Reset()
+	w.offsets = w.offsets[:0]
+	w.next = next
+	return w
 }
 
 // zlibWriters are reused: a new one allocates about 1 MB.
