@@ -40,7 +40,7 @@ type libFont struct {
 	def   reflect.Value // gofpdf's font definition (an unexported struct)
 	desc  gofpdf.FontDescType
 	prog  *ttf
-	fixed *embeddedFont // the subset of fixedRunes, compressed once
+	fixed [fixedSubsets]func() *embeddedFont // by tiers, built once when first used (font.go)
 }
 
 // errLibrary wraps every mismatch with the libraries' internals.
@@ -90,7 +90,11 @@ var libFonts = sync.OnceValues(func() ([]*libFont, error) {
 		if f.prog, err = parseTTF(s.data); err != nil {
 			return nil, fmt.Errorf("font %s: %w", key, err)
 		}
-		f.fixed = newEmbeddedFont(f.prog, fixedRunes(f.prog), compressBest)
+		for tiers := range f.fixed {
+			f.fixed[tiers] = sync.OnceValue(func() *embeddedFont {
+				return newEmbeddedFont(f.prog, fixedRunes(f.prog, tiers), compressBest)
+			})
+		}
 		cw := f.def.FieldByName("Cw").Interface().([]int)
 		for c := 1; c < len(cw) && c < len(f.prog.glyph); c++ {
 			w := cw[c]

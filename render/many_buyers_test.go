@@ -29,7 +29,7 @@ const (
 )
 
 // buyerNames are names with the letters of Latin-1 and Latin Extended-A the
-// fixed font subset holds (ß, é, ł, Ł, Ż, ő, œ, Ž, ...), and a few beyond:
+// fixed font subsets hold (ß, é, ł, Ł, Ż, ő, œ, Ž, ...), and a few beyond:
 // Latin Extended-B, and Greek and Cyrillic, which give their documents a
 // subset of their own, rendered at the same time as the others. Each
 // invoice's name also carries its own number, so a name on the wrong

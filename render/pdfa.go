@@ -353,36 +353,34 @@ func (w *pdfWriter) finish(trailer string) {
 
 // font writes the font of a placeholder as a Type0 font (object num) with
 // its descendant font, descriptor, subset, CIDToGIDMap and ToUnicode CMap:
-// the font's fixed subset if it holds every character shown (compressed
-// once per process, the same bytes in every document), else a subset of
-// the characters shown.
+// the font's fixed subset that holds every character shown (font.go), else
+// a subset of the characters shown.
 func (w *pdfWriter) font(num int, u *fontUse) {
 	f := u.font
-	e := f.fixed
-	if !e.holds(u.runes) {
-		runes := make([]rune, 0, len(u.runes))
-		for r := range u.runes {
-			// Only BMP characters are CIDs of their own (gofpdf writes UTF-16).
-			if r > 0 && r < 0xFFFF {
-				runes = append(runes, rune(r))
-			}
-		}
-		slices.Sort(runes)
-		e = newEmbeddedFont(f.prog, runes, func(b []byte) []byte { return bytes.Clone(w.deflate(b)) })
+	if tiers, ok := fixedTiers(f.prog, u.runes); ok {
+		w.writeFont(num, f, f.fixed[tiers]())
+		return
 	}
-	w.writeFont(num, f, e)
+	runes := make([]rune, 0, len(u.runes))
+	for r := range u.runes {
+		// Only BMP characters are CIDs of their own (gofpdf writes UTF-16).
+		if r > 0 && r < 0xFFFF {
+			runes = append(runes, rune(r))
+		}
+	}
+	slices.Sort(runes)
+	w.writeFont(num, f, newEmbeddedFont(f.prog, runes, func(b []byte) []byte { return bytes.Clone(w.deflate(b)) }))
 }
 
 // embeddedFont is what a document embeds of a font: the streams
 // compressed, the rest as PDF syntax.
 type embeddedFont struct {
-	name      string   // the BaseFont, with its subset tag
-	program   []byte   // FontFile2, compressed
-	length1   int      // the program's length uncompressed
-	cidToGID  []byte   // compressed; nil for /Identity
-	toUnicode []byte   // compressed
-	widths    string   // the /W array's content
-	runes     []uint64 // the characters held, a bit per BMP code point
+	name      string // the BaseFont, with its subset tag
+	program   []byte // FontFile2, compressed
+	length1   int    // the program's length uncompressed
+	cidToGID  []byte // compressed; nil for /Identity
+	toUnicode []byte // compressed
+	widths    string // the /W array's content
 }
 
 // newEmbeddedFont subsets f to runes (ascending BMP code points) and
@@ -395,28 +393,11 @@ func newEmbeddedFont(f *ttf, runes []rune, compress func([]byte) []byte) *embedd
 		length1:   len(sub.program),
 		toUnicode: compress(toUnicodeCMap(runes)),
 		widths:    widths(f, runes),
-		runes:     make([]uint64, 1<<16/64),
 	}
 	if sub.cidToGID != nil {
 		e.cidToGID = compress(sub.cidToGID)
 	}
-	for _, r := range runes {
-		e.runes[r/64] |= 1 << (r % 64)
-	}
 	return e
-}
-
-// holds reports whether e has every character of used (code points).
-func (e *embeddedFont) holds(used map[int]int) bool {
-	if e == nil {
-		return false
-	}
-	for r := range used {
-		if r <= 0 || r >= 0xFFFF || e.runes[r/64]&(1<<(r%64)) == 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // writeFont writes e as the Type0 font num and its descendant objects.
