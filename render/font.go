@@ -198,6 +198,76 @@ func (f *ttf) width(c rune) int {
 	return int(math.Round(1000 / float64(f.unitsPerEm) * float64(f.advance[f.glyph[c]])))
 }
 
+// The fixed subsets: a document whose characters a font's fixed subset
+// holds embeds it as the same bytes, compressed once per process. Each font
+// has four, by the tiers of characters they hold:
+//
+//   - always the base: ASCII, the Latin-1 characters of German texts and
+//     the typographic marks of the layout and the XML's texts (dashes,
+//     quotes, bullet, ellipsis, euro sign);
+//   - with the rest of Latin-1 (é, ñ, ø, Þ: tier 1), with Latin Extended-A
+//     and the Romanian letters with comma below (ł, Ł, Ż, ő, œ: tier 2), or
+//     with both.
+//
+// Each is a superset of every document that uses it, so no glyph is lost,
+// and a German invoice embeds no glyphs it could never show. A document
+// showing any other character (Greek, Cyrillic, CJK) gets a subset of its
+// own (pdfWriter.font).
+const (
+	tierLatin1     = 1 << iota // the rest of Latin-1
+	tierLatinExtA              // Latin Extended-A, Ș ș Ț ț
+	fixedSubsets   = 4         // base; base+1; base+2; base+1+2
+	baseExtraChars = "\u00a0§°±²³µ·×÷«»©®¼½¾ÄÖÜäöüß‐‑‒–—―‘’‚“”„†‡•…‰‹›€™−"
+)
+
+var baseExtra = func() map[rune]bool {
+	m := map[rune]bool{}
+	for _, r := range baseExtraChars {
+		m[r] = true
+	}
+	return m
+}()
+
+// fixedTier returns the tier of r (0 for the base) and whether a fixed
+// subset holds r at all.
+func fixedTier(r rune) (int, bool) {
+	switch {
+	case r >= 0x20 && r <= 0x7E || baseExtra[r]:
+		return 0, true
+	case r >= 0xA0 && r <= 0xFF:
+		return tierLatin1, true
+	case r >= 0x100 && r <= 0x17F || r >= 0x218 && r <= 0x21B:
+		return tierLatinExtA, true
+	}
+	return 0, false
+}
+
+// fixedRunes are the characters of f's fixed subset of tiers, those f has
+// a glyph for, ascending.
+func fixedRunes(f *ttf, tiers int) []rune {
+	var runes []rune
+	for r := rune(0x20); r < 0x2200; r++ {
+		if t, ok := fixedTier(r); ok && t&^tiers == 0 && f.glyph[r] != 0 {
+			runes = append(runes, r)
+		}
+	}
+	return runes
+}
+
+// fixedTiers returns the tiers of the fixed subset that holds every
+// character of used, or false if none does.
+func fixedTiers(f *ttf, used map[int]int) (int, bool) {
+	tiers := 0
+	for r := range used {
+		t, ok := fixedTier(rune(r))
+		if !ok || r <= 0 || r >= len(f.glyph) || f.glyph[r] == 0 {
+			return 0, false
+		}
+		tiers |= t
+	}
+	return tiers, true
+}
+
 // Composite glyph flags (TrueType glyf table).
 const (
 	argsAreWords    = 0x0001

@@ -2,8 +2,12 @@ package render
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/binary"
+	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -71,4 +75,135 @@ func TestFontSubset(t *testing.T) {
 			t.Errorf("%s: %d glyphs for %d characters", f.key, n, len(runes))
 		}
 	}
+}
+
+// TestFixedFontSubset: the fixed subsets, embedded as the same bytes in
+// every document whose characters they hold, together have every letter of
+// Latin-1 and Latin Extended-A; a German text needs only the base, é the
+// Latin-1 tier, ł the Latin Extended-A tier. Each has every character of its
+// tiers with its original outline and width, a CIDToGIDMap and a ToUnicode
+// entry; every character the layout shows in the samples is in them; a
+// character outside them gives the document a subset of its own.
+func TestFixedFontSubset(t *testing.T) {
+	t.Parallel()
+	fonts, err := libFonts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := Samples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(s string) map[int]int {
+		m := map[int]int{}
+		for _, r := range s {
+			m[int(r)] = int(r)
+		}
+		return m
+	}
+	for _, f := range fonts {
+		for r := rune(0x20); r <= 0x17F; r++ {
+			if tiers, ok := fixedTiers(f.prog, set(string(r))); (r < 0x7F || r >= 0xA0) && (!ok || tiers&^(tierLatin1|tierLatinExtA) != 0) {
+				t.Errorf("%s: no fixed subset holds %q (U+%04X)", f.key, r, r)
+			}
+		}
+		for text, want := range map[string]int{
+			"Rechnung Nr. 1 vom 02.03.2026 – 1.234,56 € · „Groß“ § 33 • …": 0,
+			"Hélène Lefèvre":                tierLatin1,
+			"Łukasz Żółkiewski":             tierLatin1 | tierLatinExtA, // ó is Latin-1
+			"Kőszegi, Cœur, Ștefan, Wałęsa": tierLatinExtA,
+		} {
+			if tiers, ok := fixedTiers(f.prog, set(text)); !ok || tiers != want {
+				t.Errorf("%s: %q takes the fixed subset of tiers %d (%v), want %d", f.key, text, tiers, ok, want)
+			}
+		}
+		if _, ok := fixedTiers(f.prog, set("AΩ")); ok {
+			t.Errorf("%s: a fixed subset holds Ω", f.key)
+		}
+		names := map[string]bool{}
+		for tiers := range f.fixed {
+			e := f.fixed[tiers]()
+			if e != f.fixed[tiers]() {
+				t.Errorf("%s: fixed subset %d is built twice", f.key, tiers)
+			}
+			names[e.name] = true
+			prog := inflate(t, e.program)
+			if len(prog) != e.length1 {
+				t.Errorf("%s: program is %d bytes, /Length1 says %d", f.key, len(prog), e.length1)
+			}
+			got, err := parseTTF(prog)
+			if err != nil {
+				t.Fatalf("%s: fixed subset %d does not parse: %v", f.key, tiers, err)
+			}
+			cidToGID := inflate(t, e.cidToGID)
+			toUnicode := string(inflate(t, e.toUnicode))
+			runes := fixedRunes(f.prog, tiers)
+			for _, r := range runes {
+				og, ng := f.prog.glyph[r], got.glyph[r]
+				if og == 0 || ng == 0 {
+					t.Fatalf("%s: %q has glyph %d, %d in fixed subset %d", f.key, r, og, ng, tiers)
+				}
+				if m := binary.BigEndian.Uint16(cidToGID[2*r:]); m != ng {
+					t.Errorf("%s: CIDToGIDMap maps %q to %d, cmap to %d", f.key, r, m, ng)
+				}
+				if got.width(r) != f.prog.width(r) {
+					t.Errorf("%s: %q has width %d, want %d", f.key, r, got.width(r), f.prog.width(r))
+				}
+				if !strings.Contains(toUnicode, fmt.Sprintf("<%04X> <%04X>\n", r, r)) {
+					t.Errorf("%s: ToUnicode lacks %q", f.key, r)
+				}
+				od, nd := f.prog.glyphData(og), got.glyphData(ng)
+				simple := true
+				components(od, func(int) { simple = false })
+				if simple && !bytes.Equal(od, nd[:len(od)]) {
+					t.Errorf("%s: outline of %q differs in fixed subset %d", f.key, r, tiers)
+				}
+			}
+			if n := len(got.advance); n > 2*len(runes)+1 {
+				t.Errorf("%s: %d glyphs for %d characters", f.key, n, len(runes))
+			}
+		}
+		if len(names) != fixedSubsets {
+			t.Errorf("%s: the fixed subsets have %d distinct names, want %d", f.key, len(names), fixedSubsets)
+		}
+	}
+
+	// Every character the layout shows in the samples (labels, amounts,
+	// dashes, the euro sign) is in a fixed subset.
+	for _, s := range samples {
+		for _, d := range s.Documents {
+			v, err := readView(d.XML, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, used, err := layout(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range used {
+				if _, ok := fixedTiers(u.font.prog, u.runes); !ok {
+					var out []rune
+					for r := range u.runes {
+						if _, ok := fixedTiers(u.font.prog, map[int]int{r: r}); !ok {
+							out = append(out, rune(r))
+						}
+					}
+					t.Errorf("%s: %s shows %q, outside the fixed subsets", d.Invoice.Number, u.font.key, string(out))
+				}
+			}
+		}
+	}
+}
+
+func inflate(t *testing.T, b []byte) []byte {
+	t.Helper()
+	r, err := zlib.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

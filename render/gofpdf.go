@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/johnfercher/maroto/v2/pkg/core"
 	"github.com/phpdave11/gofpdf"
@@ -35,10 +36,11 @@ import (
 // libFont is one of the two fonts: gofpdf's parsed definition and the
 // font program for the subsets.
 type libFont struct {
-	key  string        // gofpdf's font key: family in lower case, then style
-	def  reflect.Value // gofpdf's font definition (an unexported struct)
-	desc gofpdf.FontDescType
-	prog *ttf
+	key   string        // gofpdf's font key: family in lower case, then style
+	def   reflect.Value // gofpdf's font definition (an unexported struct)
+	desc  gofpdf.FontDescType
+	prog  *ttf
+	fixed [fixedSubsets]func() *embeddedFont // by tiers, built once when first used (font.go)
 }
 
 // errLibrary wraps every mismatch with the libraries' internals.
@@ -87,6 +89,11 @@ var libFonts = sync.OnceValues(func() ([]*libFont, error) {
 		f.desc = f.def.FieldByName("Desc").Interface().(gofpdf.FontDescType)
 		if f.prog, err = parseTTF(s.data); err != nil {
 			return nil, fmt.Errorf("font %s: %w", key, err)
+		}
+		for tiers := range f.fixed {
+			f.fixed[tiers] = sync.OnceValue(func() *embeddedFont {
+				return newEmbeddedFont(f.prog, fixedRunes(f.prog, tiers), compressBest)
+			})
 		}
 		cw := f.def.FieldByName("Cw").Interface().([]int)
 		for c := 1; c < len(cw) && c < len(f.prog.glyph); c++ {
@@ -166,9 +173,10 @@ type docFonts struct {
 }
 
 // attachFonts gives the gofpdf instance of m (fresh from maroto.New, built
-// without custom fonts) the parsed fonts. date replaces the clock in
-// gofpdf's information dictionary, which toPDFA3 replaces anyway.
-func attachFonts(m core.Maroto, date time.Time) (*docFonts, error) {
+// without custom fonts) the parsed fonts, and maroto's font a fontSelector
+// if fontOnChange. date replaces the clock in gofpdf's information
+// dictionary, which toPDFA3 replaces anyway.
+func attachFonts(m core.Maroto, date time.Time, fontOnChange bool) (*docFonts, error) {
 	lib, err := libFonts()
 	if err != nil {
 		return nil, err
@@ -182,6 +190,11 @@ func attachFonts(m core.Maroto, date time.Time) (*docFonts, error) {
 		return nil, err
 	}
 	pdf.ClearError()
+	if fontOnChange {
+		if err := selectFontsOnChange(m, pdf); err != nil {
+			return nil, err
+		}
+	}
 	fonts, err := fontMap(pdf)
 	if err != nil {
 		return nil, err
@@ -251,4 +264,88 @@ func gofpdfOf(m core.Maroto) (*gofpdf.Fpdf, error) {
 		return nil, fmt.Errorf("%w: maroto's provider does not draw with a *gofpdf.Fpdf", errLibrary)
 	}
 	return (*gofpdf.Fpdf)(f.Elem().UnsafePointer()), nil
+}
+
+// maroto's font selects the font again for every measurement and every
+// text, and gofpdf writes each selection into the page ("BT /F1 9.00 Tf
+// ET", formatted with fmt): a fifth of a PDF's time, most of it selecting
+// the font already selected. fontSelector is the gofpdf instance as
+// maroto's font sees it, passing a selection on only when it changes
+// gofpdf's font (family, style or size). gofpdf keeps its font across
+// pages (it selects it again on each new page itself) and never inside a
+// saved graphics state, so the pages show exactly what they showed.
+type fontSelector struct {
+	*gofpdf.Fpdf
+	at *gofpdfFontState
+}
+
+// gofpdfFontState are the offsets of gofpdf's current font in its struct.
+type gofpdfFontState struct {
+	family, style, size, underline, strikeout, err uintptr
+}
+
+var fontState = sync.OnceValues(func() (*gofpdfFontState, error) {
+	t := reflect.TypeFor[gofpdf.Fpdf]()
+	var st gofpdfFontState
+	for _, f := range []struct {
+		name string
+		typ  reflect.Type
+		off  *uintptr
+	}{
+		{"fontFamily", reflect.TypeFor[string](), &st.family},
+		{"fontStyle", reflect.TypeFor[string](), &st.style},
+		{"fontSizePt", reflect.TypeFor[float64](), &st.size},
+		{"underline", reflect.TypeFor[bool](), &st.underline},
+		{"strikeout", reflect.TypeFor[bool](), &st.strikeout},
+		{"err", reflect.TypeFor[error](), &st.err},
+	} {
+		sf, ok := t.FieldByName(f.name)
+		if !ok || sf.Type != f.typ || len(sf.Index) != 1 {
+			return nil, fmt.Errorf("%w: gofpdf has no %s %s", errLibrary, f.name, f.typ)
+		}
+		*f.off = sf.Offset
+	}
+	return &st, nil
+})
+
+// SetFont selects the font unless it is gofpdf's current one. maroto
+// passes the family as configured (no spaces) and the style as "", "B",
+// "I" or "BI"; anything else goes to gofpdf as it is.
+func (s fontSelector) SetFont(family, style string, size float64) {
+	p := unsafe.Pointer(s.Fpdf)
+	if size > 0 && *(*error)(unsafe.Add(p, s.at.err)) == nil &&
+		!*(*bool)(unsafe.Add(p, s.at.underline)) && !*(*bool)(unsafe.Add(p, s.at.strikeout)) &&
+		*(*float64)(unsafe.Add(p, s.at.size)) == size &&
+		*(*string)(unsafe.Add(p, s.at.style)) == style && (style == "" || style == "B" || style == "I" || style == "BI") &&
+		strings.EqualFold(*(*string)(unsafe.Add(p, s.at.family)), family) && !strings.ContainsAny(family, " ") {
+		return
+	}
+	s.Fpdf.SetFont(family, style, size)
+}
+
+// selectFontsOnChange gives maroto's font (of m, drawing with pdf) a
+// fontSelector instead of pdf.
+func selectFontsOnChange(m core.Maroto, pdf *gofpdf.Fpdf) error {
+	st, err := fontState()
+	if err != nil {
+		return err
+	}
+	p := reflect.ValueOf(m).Elem().FieldByName("provider")
+	if p.Kind() != reflect.Interface || p.IsNil() || p.Elem().Kind() != reflect.Pointer {
+		return fmt.Errorf("%w: no maroto provider", errLibrary)
+	}
+	f := p.Elem().Elem().FieldByName("font")
+	if f.Kind() != reflect.Interface || f.IsNil() || f.Elem().Kind() != reflect.Pointer || f.Elem().Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("%w: maroto's provider has no font", errLibrary)
+	}
+	fp, err := field(f.Elem().Elem(), "pdf")
+	if err != nil {
+		return err
+	}
+	sel := reflect.ValueOf(fontSelector{pdf, st})
+	if fp.Kind() != reflect.Interface || fp.IsNil() || fp.Elem().UnsafePointer() != unsafe.Pointer(pdf) || !sel.Type().Implements(fp.Type()) {
+		return fmt.Errorf("%w: maroto's font does not draw with the document's gofpdf", errLibrary)
+	}
+	fp.Set(sel)
+	return nil
 }

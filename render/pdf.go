@@ -83,7 +83,11 @@ var (
 
 // layout lays v out on A4 pages with maroto and returns gofpdf's plain PDF
 // (uncompressed, with placeholders for the fonts) and the fonts it used.
-func layout(v *view) ([]byte, []*fontUse, error) {
+func layout(v *view) ([]byte, []*fontUse, error) { return layoutWith(v, true) }
+
+// layoutWith is layout; fontOnChange gives maroto a fontSelector (tests
+// compare with the pages laid out without one).
+func layoutWith(v *view, fontOnChange bool) ([]byte, []*fontUse, error) {
 	cfg := config.NewBuilder().
 		WithPageSize(pagesize.A4).
 		WithLeftMargin(18).WithRightMargin(15).WithTopMargin(10).WithBottomMargin(12).
@@ -97,7 +101,7 @@ func layout(v *view) ([]byte, []*fontUse, error) {
 		WithCompression(false).
 		Build()
 	m := maroto.New(cfg)
-	fonts, err := attachFonts(m, v.IssueDate)
+	fonts, err := attachFonts(m, v.IssueDate, fontOnChange)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -62,13 +62,16 @@ const (
 )
 
 // iccCompressed is the ICC profile stream's data, compressed once.
-var iccCompressed = sync.OnceValue(func() []byte {
+var iccCompressed = sync.OnceValue(func() []byte { return compressBest(iccSRGB) })
+
+// compressBest compresses what is compressed once per process.
+func compressBest(data []byte) []byte {
 	var b bytes.Buffer
 	w, _ := zlib.NewWriterLevel(&b, zlib.BestCompression)
-	_, _ = w.Write(iccSRGB)
+	_, _ = w.Write(data)
 	_ = w.Close()
 	return b.Bytes()
-})
+}
 
 // toPDFA3 turns gofpdf's plain PDF, with the fonts it used, into a
 // PDF/A-3b with xmlData embedded.
@@ -78,8 +81,8 @@ func toPDFA3(plain []byte, fonts []*fontUse, xmlData []byte, v *view) ([]byte, e
 		return nil, err
 	}
 	meta := newDocMeta(v)
-	w := &pdfWriter{next: src.size}
-	w.buf.Grow(len(plain) + len(xmlData)/4 + 48<<10)
+	w := newPDFWriter(src.size)
+	defer writers.Put(w)
 	w.buf.WriteString("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
 
 	placeholder := map[int]*fontUse{}
@@ -134,7 +137,8 @@ func toPDFA3(plain []byte, fonts []*fontUse, xmlData []byte, v *view) ([]byte, e
 
 	id := strings.ToUpper(hex.EncodeToString(sum[:]))
 	w.finish(fmt.Sprintf("/Root %d 0 R /Info %d 0 R /ID [<%s> <%s>]", src.root, src.info, id, id))
-	return w.buf.Bytes(), nil
+	// A copy: the writer's buffer goes back to the pool.
+	return bytes.Clone(w.buf.Bytes()), nil
 }
 
 // plainPDF is gofpdf's output, split into its objects.
@@ -289,6 +293,18 @@ func (w *pdfWriter) streamAt(num int, dict string, data []byte) {
 	w.buf.WriteString("\nendstream\nendobj\n")
 }
 
+// writers are reused: a PDF's buffer grows to about 100 KB.
+var writers = sync.Pool{New: func() any { return &pdfWriter{} }}
+
+// newPDFWriter returns an empty writer whose first new object is next.
+func newPDFWriter(next int) *pdfWriter {
+	w := writers.Get().(*pdfWriter)
+	w.buf.Reset()
+	w.offsets = w.offsets[:0]
+	w.next = next
+	return w
+}
+
 // zlibWriters are reused: a new one allocates about 1 MB.
 var zlibWriters = sync.Pool{New: func() any {
 	z, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
@@ -336,9 +352,15 @@ func (w *pdfWriter) finish(trailer string) {
 }
 
 // font writes the font of a placeholder as a Type0 font (object num) with
-// its descendant font, descriptor, subset, CIDToGIDMap and ToUnicode CMap.
+// its descendant font, descriptor, subset, CIDToGIDMap and ToUnicode CMap:
+// the font's fixed subset that holds every character shown (font.go), else
+// a subset of the characters shown.
 func (w *pdfWriter) font(num int, u *fontUse) {
 	f := u.font
+	if tiers, ok := fixedTiers(f.prog, u.runes); ok {
+		w.writeFont(num, f, f.fixed[tiers]())
+		return
+	}
 	runes := make([]rune, 0, len(u.runes))
 	for r := range u.runes {
 		// Only BMP characters are CIDs of their own (gofpdf writes UTF-16).
@@ -347,26 +369,56 @@ func (w *pdfWriter) font(num int, u *fontUse) {
 		}
 	}
 	slices.Sort(runes)
-	sub := f.prog.subset(runes)
-	name := subsetTag(runes) + "+" + f.prog.psName
+	w.writeFont(num, f, newEmbeddedFont(f.prog, runes, func(b []byte) []byte { return bytes.Clone(w.deflate(b)) }))
+}
 
-	prog := w.stream("/Length1 "+strconv.Itoa(len(sub.program)), sub.program, true)
-	cidToGID := "/Identity"
-	if sub.cidToGID != nil {
-		cidToGID = strconv.Itoa(w.stream("", sub.cidToGID, true)) + " 0 R"
+// embeddedFont is what a document embeds of a font: the streams
+// compressed, the rest as PDF syntax.
+type embeddedFont struct {
+	name      string // the BaseFont, with its subset tag
+	program   []byte // FontFile2, compressed
+	length1   int    // the program's length uncompressed
+	cidToGID  []byte // compressed; nil for /Identity
+	toUnicode []byte // compressed
+	widths    string // the /W array's content
+}
+
+// newEmbeddedFont subsets f to runes (ascending BMP code points) and
+// compresses the streams with compress.
+func newEmbeddedFont(f *ttf, runes []rune, compress func([]byte) []byte) *embeddedFont {
+	sub := f.subset(runes)
+	e := &embeddedFont{
+		name:      subsetTag(runes) + "+" + f.psName,
+		program:   compress(sub.program),
+		length1:   len(sub.program),
+		toUnicode: compress(toUnicodeCMap(runes)),
+		widths:    widths(f, runes),
 	}
-	toUnicode := w.stream("", toUnicodeCMap(runes), true)
+	if sub.cidToGID != nil {
+		e.cidToGID = compress(sub.cidToGID)
+	}
+	return e
+}
+
+// writeFont writes e as the Type0 font num and its descendant objects.
+func (w *pdfWriter) writeFont(num int, f *libFont, e *embeddedFont) {
+	prog := w.streamData("/Length1 "+strconv.Itoa(e.length1)+" /Filter /FlateDecode", e.program)
+	cidToGID := "/Identity"
+	if e.cidToGID != nil {
+		cidToGID = strconv.Itoa(w.streamData(" /Filter /FlateDecode", e.cidToGID)) + " 0 R"
+	}
+	toUnicode := w.streamData(" /Filter /FlateDecode", e.toUnicode)
 	d := &f.desc
 	// Flags: symbolic (4), not nonsymbolic (32), as for any CID font.
 	desc := w.object(fmt.Sprintf("<</Type /FontDescriptor /FontName /%s /Flags %d /FontBBox [%d %d %d %d] /ItalicAngle %d"+
 		" /Ascent %d /Descent %d /CapHeight %d /StemV %d /MissingWidth %d /FontFile2 %d 0 R>>",
-		name, (d.Flags|4)&^32, d.FontBBox.Xmin, d.FontBBox.Ymin, d.FontBBox.Xmax, d.FontBBox.Ymax, d.ItalicAngle,
+		e.name, (d.Flags|4)&^32, d.FontBBox.Xmin, d.FontBBox.Ymin, d.FontBBox.Xmax, d.FontBBox.Ymax, d.ItalicAngle,
 		d.Ascent, d.Descent, d.CapHeight, d.StemV, d.MissingWidth, prog))
 	cid := w.object(fmt.Sprintf("<</Type /Font /Subtype /CIDFontType2 /BaseFont /%s"+
 		" /CIDSystemInfo <</Registry (Adobe) /Ordering (Identity) /Supplement 0>> /FontDescriptor %d 0 R"+
-		" /DW %d /W [%s] /CIDToGIDMap %s>>", name, desc, d.MissingWidth, widths(f.prog, runes), cidToGID))
+		" /DW %d /W [%s] /CIDToGIDMap %s>>", e.name, desc, d.MissingWidth, e.widths, cidToGID))
 	w.objectAt(num, fmt.Sprintf("<</Type /Font /Subtype /Type0 /BaseFont /%s /Encoding /Identity-H /DescendantFonts [%d 0 R] /ToUnicode %d 0 R>>",
-		name, cid, toUnicode))
+		e.name, cid, toUnicode))
 }
 
 // widths is the CIDFont's /W array: the width of each character shown that
