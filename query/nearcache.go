@@ -41,8 +41,8 @@ const (
 
 type nearShard struct {
 	mu      sync.Mutex
-	m       map[string]nearEntry
-	dropped map[string]droppedRev
+	m       map[nearID]nearEntry
+	dropped map[nearID]droppedRev
 	ops     int
 	// blindUntil: after the shard forgot the revisions it was told of
 	// (dropped was full), it caches nothing until then, so that a read
@@ -66,13 +66,16 @@ func newNearCache() *nearCache {
 	return c
 }
 
-func nearKey(projectID, orderNo string) string { return projectID + "\x00" + orderNo }
+// nearID is a record's key: built without copying its strings.
+type nearID struct{ projectID, orderNo string }
 
-func (c *nearCache) shard(key string) *nearShard {
-	return &c.shards[maphash.String(c.seed, key)%uint64(len(c.shards))]
+func nearKey(projectID, orderNo string) nearID { return nearID{projectID, orderNo} }
+
+func (c *nearCache) shard(key nearID) *nearShard {
+	return &c.shards[maphash.Comparable(c.seed, key)%uint64(len(c.shards))]
 }
 
-func (c *nearCache) get(key string) (statusRecord, bool) {
+func (c *nearCache) get(key nearID) (statusRecord, bool) {
 	if !c.enabled.Load() {
 		return statusRecord{}, false
 	}
@@ -88,7 +91,7 @@ func (c *nearCache) get(key string) (statusRecord, bool) {
 
 // put caches a record read from Redis or PostgreSQL, unless a newer
 // revision has been announced meanwhile.
-func (c *nearCache) put(key string, rec statusRecord) {
+func (c *nearCache) put(key nearID, rec statusRecord) {
 	rev := rec.rev
 	if !c.enabled.Load() {
 		return
@@ -159,8 +162,8 @@ func (c *nearCache) clear() {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		s.m = map[string]nearEntry{}
-		s.dropped = map[string]droppedRev{}
+		s.m = map[nearID]nearEntry{}
+		s.dropped = map[nearID]droppedRev{}
 		s.mu.Unlock()
 	}
 }

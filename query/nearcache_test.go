@@ -88,9 +88,9 @@ func TestNearCacheRemembersBoundedRevisions(t *testing.T) {
 }
 
 // putRaw and getRaw are put and get by revision and JSON.
-func putRaw(c *nearCache, key string, rev int64, body []byte) { c.put(key, newStatusRecord(rev, body)) }
+func putRaw(c *nearCache, key nearID, rev int64, body []byte) { c.put(key, newStatusRecord(rev, body)) }
 
-func getRaw(c *nearCache, key string) (int64, []byte, bool) {
+func getRaw(c *nearCache, key nearID) (int64, []byte, bool) {
 	rec, ok := c.get(key)
 	return rec.rev, rec.body, ok
 }

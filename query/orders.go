@@ -32,15 +32,15 @@ func (s *Service) OrderStatus(ctx context.Context, projectID, orderNo string) (i
 type statusRecord struct {
 	rev  int64
 	body []byte
-	etag string
-	head []byte // {"data":<body>,"requestId":"
+	etag []string // the ETag header's value, shared by every response (never modified)
+	head []byte   // {"data":<body>,"requestId":"
 }
 
 func newStatusRecord(rev int64, body []byte) statusRecord {
 	head := make([]byte, 0, len(dataHead)+len(body)+len(dataTail))
 	head = append(append(append(head, dataHead...), body...), dataTail...)
 	// body is kept inside head: a record costs the near cache its JSON once.
-	return statusRecord{rev: rev, body: head[len(dataHead) : len(head)-len(dataTail)], etag: contentETag(body), head: head}
+	return statusRecord{rev: rev, body: head[len(dataHead) : len(head)-len(dataTail)], etag: []string{contentETag(body)}, head: head}
 }
 
 const dataHead, dataTail = `{"data":`, `,"requestId":"`
@@ -109,16 +109,25 @@ func contentETag(data []byte) string {
 // a matching If-None-Match gets 304 without a body.
 func writeTagged(w http.ResponseWriter, r *http.Request, etag string, data []byte) {
 	head := make([]byte, 0, len(dataHead)+len(data)+len(dataTail))
-	writeRecord(w, r, etag, append(append(append(head, dataHead...), data...), dataTail...))
+	writeRecord(w, r, []string{etag}, append(append(append(head, dataHead...), data...), dataTail...))
 }
 
+// Header values every versioned read sends, shared by all responses:
+// net/http only reads them (Header.Clone copies the map, not the slices'
+// contents it appends to).
+var (
+	noCache  = []string{"private, no-cache"}
+	jsonType = []string{"application/json"}
+)
+
 // writeRecord is writeTagged for a response whose bytes up to the request
-// id are ready (head: {"data":<data>,"requestId":"); head is only read.
-func writeRecord(w http.ResponseWriter, r *http.Request, etag string, head []byte) {
+// id are ready (head: {"data":<data>,"requestId":"); head and etag (the
+// header's value, one element) are only read.
+func writeRecord(w http.ResponseWriter, r *http.Request, etag []string, head []byte) {
 	h := w.Header()
-	h.Set("ETag", etag)
-	h.Set("Cache-Control", "private, no-cache")
-	if etagMatches(r.Header.Get("If-None-Match"), etag) {
+	h["Etag"] = etag // canonical form of ETag, as Header.Set would store it
+	h["Cache-Control"] = noCache
+	if etagMatches(r.Header.Get("If-None-Match"), etag[0]) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
@@ -127,7 +136,7 @@ func writeRecord(w http.ResponseWriter, r *http.Request, etag string, head []byt
 	buf = append(buf, head...)
 	buf = append(buf, id...)
 	buf = append(buf, "\"}\n"...)
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonType
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -27,6 +28,7 @@ type bench struct {
 	rdb     *redis.Client
 	server  *exec.Cmd // the service under test (the API and the roles run with it)
 	worker  *exec.Cmd // a second service process running background roles only, when started
+	ceiling *exec.Cmd // the trivial handler, while it runs
 	bin     string
 	addr    string
 	baseURL string
@@ -169,12 +171,28 @@ type wrkResult struct {
 	rps           float64
 	p50, p99      time.Duration
 	non2xx, total int64
+	// cpu is the CPU time each process of the load spent during the
+	// measured run (loadProcess), largest first.
+	cpu []cpuShare
+	// allocs is the service's heap allocations per request during the
+	// measured run (all its roles); 0 when the target was not the service.
+	allocs float64
 }
 
 func (r wrkResult) String() string {
 	s := fmt.Sprintf("%.0f req/s, p50 %s, p99 %s", r.rps, ms(r.p50), ms(r.p99))
 	if r.non2xx > 0 {
 		s += fmt.Sprintf(" (%d non-2xx of %d)", r.non2xx, r.total)
+	}
+	return s
+}
+
+// cost is the run's CPU seconds per 1,000 requests of each process, and
+// the service's allocations per request.
+func (r wrkResult) cost() string {
+	s := "CPU s per 1,000 requests: " + perThousand(r.cpu, r.total)
+	if r.allocs > 0 {
+		s += fmt.Sprintf("; %.0f allocations per request (service)", r.allocs)
 	}
 	return s
 }
@@ -204,14 +222,55 @@ func (b *bench) wrk(ctx context.Context, url, script string, conns int, d time.D
 		wait = b.prof.during(ctx, b.profileAs, d)
 		b.profileAs = ""
 	}
-	out, err := exec.CommandContext(ctx, "wrk", "-t2", "-c"+strconv.Itoa(conns), "-d"+d.String(), "--latency", "-s", path, url).CombinedOutput()
+	service := url == b.baseURL
+	mallocs0 := b.counter("go_memstats_mallocs_total", service)
+	procs0 := processTimes()
+	var buf bytes.Buffer
+	cmd := exec.CommandContext(ctx, "wrk", "-t2", "-c"+strconv.Itoa(conns), "-d"+d.String(), "--latency", "-s", path, url)
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	out := buf.Bytes()
+	procs1 := processTimes()
+	mallocs1 := b.counter("go_memstats_mallocs_total", service)
 	if wait != nil {
 		wait()
 	}
 	if err != nil {
 		return wrkResult{}, fmt.Errorf("wrk: %v: %s", err, out)
 	}
-	return parseWrk(string(out))
+	r, err := parseWrk(string(out))
+	if err != nil {
+		return r, err
+	}
+	r.cpu = cpuSpentBy(procs0, procs1, b.loadProcess())
+	// wrk has ended when procs1 is taken: its CPU comes from its exit status.
+	r.cpu = append(r.cpu, cpuShare{"wrk", cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()})
+	if r.total > 0 && service {
+		r.allocs = (mallocs1 - mallocs0) / float64(r.total)
+	}
+	return r, nil
+}
+
+// counter reads one counter of the service under test's metrics (0 when
+// read is false or it cannot be read).
+func (b *bench) counter(name string, read bool) float64 {
+	if !read {
+		return 0
+	}
+	resp, err := http.Get("http://" + benchMetricsAddr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
 }
 
 var (
@@ -272,7 +331,8 @@ func (b *bench) startCeiling(ctx context.Context, addr string) (func(), error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
+	b.ceiling = cmd
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); b.ceiling = nil }
 	if err := waitHTTP(ctx, "http://"+addr+"/ceiling"); err != nil {
 		stop()
 		return nil, err

@@ -57,13 +57,15 @@ func processTimes() map[int]processTime {
 		}
 		u, _ := strconv.ParseInt(f[11], 10, 64)
 		s, _ := strconv.ParseInt(f[12], 10, 64)
-		out[pid] = processTime{comm: string(raw[open+1 : close]), cpu: time.Duration(u+s) * clockTick}
+		ppid, _ := strconv.Atoi(f[1])
+		out[pid] = processTime{comm: string(raw[open+1 : close]), ppid: ppid, cpu: time.Duration(u+s) * clockTick}
 	}
 	return out
 }
 
 type processTime struct {
 	comm string
+	ppid int
 	cpu  time.Duration
 }
 
@@ -79,9 +81,14 @@ type cpuShare struct {
 // in between is lost, so the second snapshot is taken before the processes
 // under test stop.
 func cpuSpent(before, after map[int]processTime, group func(pid int, comm string) string) []cpuShare {
+	return cpuSpentBy(before, after, func(pid int, p processTime) string { return group(pid, p.comm) })
+}
+
+// cpuSpentBy is cpuSpent with a grouping that also sees the parent pid.
+func cpuSpentBy(before, after map[int]processTime, group func(pid int, p processTime) string) []cpuShare {
 	sums := map[string]time.Duration{}
 	for pid, a := range after {
-		name := group(pid, a.comm)
+		name := group(pid, a)
 		if name == "" {
 			continue
 		}
@@ -136,4 +143,42 @@ func loadAverage() string {
 		return ""
 	}
 	return "; load average " + f[0]
+}
+
+// pidFile is the pid in the first line of a pid file, 0 without one.
+func pidFile(file string) int {
+	raw, _ := os.ReadFile(file)
+	line, _, _ := strings.Cut(string(raw), "\n")
+	n, _ := strconv.Atoi(strings.TrimSpace(line))
+	return n
+}
+
+// loadProcess groups the processes a measured HTTP load runs on, of this
+// stack only (the machine may run others): the service under test, its
+// PostgreSQL (postmaster and backends), its Redis and the ceiling server.
+func (b *bench) loadProcess() func(pid int, p processTime) string {
+	postmaster, redis := pidFile(".dev/pg/postmaster.pid"), pidFile(".dev/redis/redis.pid")
+	return func(pid int, p processTime) string {
+		switch {
+		case b.server != nil && b.server.Process != nil && pid == b.server.Process.Pid:
+			return "service"
+		case b.ceiling != nil && b.ceiling.Process != nil && pid == b.ceiling.Process.Pid:
+			return "handler"
+		case postmaster != 0 && (pid == postmaster || p.ppid == postmaster):
+			return "PostgreSQL"
+		case redis != 0 && pid == redis:
+			return "Redis"
+		}
+		return ""
+	}
+}
+
+// perThousand renders shares as CPU seconds per 1,000 requests (the same
+// figure as milliseconds per request), n requests.
+func perThousand(shares []cpuShare, n int64) string {
+	parts := make([]string, len(shares))
+	for i, s := range shares {
+		parts[i] = fmt.Sprintf("%s %.3f", s.name, s.cpu.Seconds()*1000/float64(max(n, 1)))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -102,7 +102,7 @@ end`, luaStrings(keys)), conns, d)
 	if err != nil {
 		return result{}, err
 	}
-	log.Printf("reads: %d connections: ceiling %s", conns, before)
+	log.Printf("reads: %d connections: ceiling %s; %s", conns, before, before.cost())
 	script := fmt.Sprintf(`
 local keys = %s
 request = function()
@@ -113,20 +113,21 @@ end`, luaStrings(keys), n-1)
 	if err != nil {
 		return result{}, err
 	}
-	log.Printf("reads: %d connections: orders %s", conns, orders)
+	log.Printf("reads: %d connections: orders %s; %s", conns, orders, orders.cost())
 	after, err := ceilingRun()
 	if err != nil {
 		return result{}, err
 	}
-	log.Printf("reads: %d connections: ceiling again %s", conns, after)
+	log.Printf("reads: %d connections: ceiling again %s; %s", conns, after, after.cost())
 	target := "≥ 40 % of the ceiling, p99 < 10 ms"
 	if conns == 32 {
 		target = "≥ 65 % of the ceiling, p99 < 8 ms"
 	}
 	return result{
 		What:     fmt.Sprintf("GET /v1/orders/{orderNo}, %d projected orders, %d connections, 64 keys (wrk)", n, conns),
-		Measured: fmt.Sprintf("%s = %.0f %% of the ceiling (their mean)%s", orders, 200*orders.rps/(before.rps+after.rps), loadAverage()),
-		Ceiling:  "trivial chi handler, fixed JSON, before and after: " + before.String() + "; " + after.String(),
-		Target:   target,
+		Measured: fmt.Sprintf("%s = %.0f %% of the ceiling (their mean); %s%s", orders, 200*orders.rps/(before.rps+after.rps), orders.cost(), loadAverage()),
+		Ceiling: fmt.Sprintf("trivial chi handler, fixed JSON, before and after: %s; %s (%s; %s)",
+			before, after, before.cost(), after.cost()),
+		Target: target,
 	}, nil
 }

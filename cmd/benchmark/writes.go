@@ -68,7 +68,7 @@ func (b *bench) writes(ctx context.Context, conns int, d time.Duration) ([]resul
 	if lat.non2xx > 0 {
 		return nil, fmt.Errorf("POST /v1/orders: %d of %d responses were not 2xx", lat.non2xx, lat.total)
 	}
-	log.Printf("writes: orders %s", lat)
+	log.Printf("writes: orders %s; %s", lat, lat.cost())
 	orders1, statements1, err := b.sumCount("o2i_order_create_batch_orders")
 	if err != nil {
 		return nil, err
@@ -100,8 +100,8 @@ func (b *bench) writes(ctx context.Context, conns int, d time.Duration) ([]resul
 	return []result{
 		{
 			What: fmt.Sprintf("POST /v1/orders, realistic orders (~1 KB), %d connections, synchronous_commit on", conns),
-			Measured: fmt.Sprintf("%.0f accepted orders/s, p50 %s, p99 %s (wrk) = %.0f %% of the ceiling (its mean); %.1f orders per insert statement, %.2f transactions per order (all roles)%s",
-				lat.rps, ms(lat.p50), ms(lat.p99), 200*lat.rps/(tps+tps2), perStatement, perOrder, loadAverage()),
+			Measured: fmt.Sprintf("%.0f accepted orders/s, p50 %s, p99 %s (wrk) = %.0f %% of the ceiling (its mean); %.1f orders per insert statement, %.2f transactions per order (all roles); %s%s",
+				lat.rps, ms(lat.p50), ms(lat.p99), 200*lat.rps/(tps+tps2), perStatement, perOrder, lat.cost(), loadAverage()),
 			Ceiling: fmt.Sprintf("pgbench, one ~1 KB JSONB row per transaction, %d clients, before and after: %.0f and %.0f tps", conns, tps, tps2),
 			Target:  "≥ 35 % of the ceiling, p99 < 25 ms",
 		},

@@ -137,12 +137,20 @@ func wellFormed(key string) bool {
 		return false
 	}
 	for i := 0; i < len(secret); i++ {
-		if !strings.ContainsRune(base62, rune(secret[i])) {
+		if !isBase62[secret[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// isBase62 says which bytes are base62 characters.
+var isBase62 = func() (t [256]bool) {
+	for i := 0; i < len(base62); i++ {
+		t[base62[i]] = true
+	}
+	return t
+}()
 
 // Hash is the stored form of a key.
 func Hash(key string) []byte {

@@ -11,3 +11,6 @@ func CacheSizes(a *Authenticator) (known, unknown int) {
 	defer a.mu.Unlock()
 	return len(a.cache), a.unknown.Len()
 }
+
+// WellFormed exposes wellFormed (tests).
+func WellFormed(key string) bool { return wellFormed(key) }

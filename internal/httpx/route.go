@@ -164,11 +164,9 @@ type Principal struct {
 // Has reports whether the principal holds scope s.
 // For ScopeAnyKey that is one of its accepted scopes.
 func (p Principal) Has(s Scope) bool {
-	for _, a := range s.Accepted() {
-		for _, x := range p.Scopes {
-			if x == a {
-				return true
-			}
+	for _, x := range p.Scopes {
+		if s == ScopeAnyKey && (x == ScopeOrdersWrite || x == ScopeInvoicesRead) || s != ScopeAnyKey && x == s {
+			return true
 		}
 	}
 	return false
@@ -189,8 +187,13 @@ func WithPrincipal(ctx context.Context, p Principal) context.Context {
 
 // PrincipalFrom returns the authenticated caller; ok is false on public routes.
 func PrincipalFrom(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(Principal)
-	return p, ok
+	if p, ok := ctx.Value(principalKey{}).(Principal); ok {
+		return p, true
+	}
+	if rec := stateOf(ctx); rec != nil && rec.authenticated {
+		return rec.principal, true
+	}
+	return Principal{}, false
 }
 
 // ProjectID returns the project of the authenticated caller, or "".

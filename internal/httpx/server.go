@@ -108,12 +108,21 @@ type Server struct {
 // DefaultRequestTimeout bounds a request whose route sets no Timeout.
 const DefaultRequestTimeout = 30 * time.Second
 
-type requestIDKey struct{}
+// stateKey holds the request's *statusRecorder in its context: the
+// request id and, once authenticated, the principal, in one value.
+type stateKey struct{}
+
+func stateOf(ctx context.Context) *statusRecorder {
+	rec, _ := ctx.Value(stateKey{}).(*statusRecorder)
+	return rec
+}
 
 // RequestID returns the id of the request in ctx.
 func RequestID(ctx context.Context) string {
-	s, _ := ctx.Value(requestIDKey{}).(string)
-	return s
+	if rec := stateOf(ctx); rec != nil {
+		return rec.id
+	}
+	return ""
 }
 
 // Handler returns the router with every route mounted.
@@ -142,8 +151,8 @@ func (s *Server) Handler() http.Handler {
 			// the request id on it finds the trace of any call.
 			ctx, span := tracing.Start(tracing.HTTP(req.Context(), req.Header), req.Method, trace.SpanKindServer,
 				tracing.RequestID.String(id), semconv.HTTPRequestMethodKey.String(req.Method))
-			ctx = context.WithValue(ctx, requestIDKey{}, id)
-			rec := &statusRecorder{ResponseWriter: w}
+			rec := &statusRecorder{ResponseWriter: w, id: id}
+			ctx = context.WithValue(ctx, stateKey{}, rec)
 			req = req.WithContext(ctx)
 			defer func() {
 				v := recover()
@@ -177,7 +186,7 @@ func (s *Server) Handler() http.Handler {
 				}
 				span.End()
 				if s.Recorder != nil {
-					p, _ := PrincipalFrom(rec.ctx(ctx))
+					p, _ := PrincipalFrom(ctx)
 					s.Recorder.Record(Entry{
 						RequestID: id, ProjectID: p.ProjectID, KeyPrefix: p.KeyPrefix,
 						Method: logField(req.Method), Path: logField(req.URL.Path), Route: route, Status: status,
@@ -259,9 +268,12 @@ func (s *Server) wrap(rt Route, sems *inFlight) http.Handler {
 				WriteError(w, r.WithContext(ctx), err)
 				return
 			}
-			ctx = WithPrincipal(ctx, p)
-			if rec, ok := w.(*statusRecorder); ok {
-				rec.principal = &p
+			if rec := stateOf(ctx); rec != nil {
+				// Set before the handler runs (and before any goroutine it
+				// starts); the request log's entry reads it afterwards.
+				rec.principal, rec.authenticated = p, true
+			} else {
+				ctx = WithPrincipal(ctx, p)
 			}
 		}
 		// One copy of the request for the deadline and the principal
@@ -330,10 +342,14 @@ func newRequestID() string {
 	return id.String()
 }
 
+// statusRecorder is the request's state besides its response status: its
+// id and its principal (see stateKey).
 type statusRecorder struct {
 	http.ResponseWriter
-	status    int
-	principal *Principal
+	status        int
+	id            string
+	principal     Principal
+	authenticated bool
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
@@ -358,13 +374,6 @@ func (r *statusRecorder) Status() int {
 }
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-func (r *statusRecorder) ctx(ctx context.Context) context.Context {
-	if r.principal != nil {
-		return WithPrincipal(ctx, *r.principal)
-	}
-	return ctx
-}
 
 type metrics struct {
 	requests *prometheus.CounterVec

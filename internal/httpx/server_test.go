@@ -384,3 +384,73 @@ func TestMetricsMethodLabelIsBounded(t *testing.T) {
 		t.Errorf("method labels %v, want exactly GET and other", methods)
 	}
 }
+
+type entries struct {
+	mu sync.Mutex
+	e  []httpx.Entry
+}
+
+func (r *entries) Record(e httpx.Entry) { r.mu.Lock(); r.e = append(r.e, e); r.mu.Unlock() }
+
+// The request id and the principal live in one value of the request's
+// context: the handler, its error body and the request log entry all see
+// them, and an explicit WithPrincipal still takes precedence.
+func TestRequestIDAndPrincipalReachHandlerAndLog(t *testing.T) {
+	rec := &entries{}
+	p := httpx.Principal{ProjectID: "p1", KeyPrefix: "o2i_abcd", Scopes: []httpx.Scope{httpx.ScopeInvoicesRead}}
+	var seen httpx.Principal
+	var seenID string
+	var override httpx.Principal
+	routes := []httpx.Route{{Method: "GET", Path: "/who", Scope: httpx.ScopeAnyKey, Handler: func(w http.ResponseWriter, r *http.Request) error {
+		seen, _ = httpx.PrincipalFrom(r.Context())
+		seenID = httpx.RequestID(r.Context())
+		override, _ = httpx.PrincipalFrom(httpx.WithPrincipal(r.Context(), httpx.Principal{ProjectID: "other"}))
+		return apperr.New(apperr.NotFound, "not_found", "nothing here")
+	}}}
+	s := &httpx.Server{Routes: routes, Auth: staticAuth{p}, Recorder: rec}
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	resp, e := do(t, ts, "GET", "/who", "", "Bearer good", "")
+	id := resp.Header.Get("X-Request-Id")
+	if id == "" || e.RequestID != id || seenID != id {
+		t.Errorf("request id: header %q, body %q, handler %q", id, e.RequestID, seenID)
+	}
+	if seen.ProjectID != "p1" || seen.KeyPrefix != "o2i_abcd" || override.ProjectID != "other" {
+		t.Errorf("handler saw principal %+v, override %+v", seen, override)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.e) != 1 || rec.e[0].RequestID != id || rec.e[0].ProjectID != "p1" || rec.e[0].KeyPrefix != "o2i_abcd" || rec.e[0].Status != 404 {
+		t.Errorf("request log entries %+v", rec.e)
+	}
+	// Without a key: no principal anywhere, the entry has no project.
+	rec.e = nil
+	rec.mu.Unlock()
+	resp, _ = do(t, ts, "GET", "/who", "", "", "")
+	rec.mu.Lock()
+	if resp.StatusCode != 401 || len(rec.e) != 1 || rec.e[0].ProjectID != "" {
+		t.Errorf("anonymous: status %d, entries %+v", resp.StatusCode, rec.e)
+	}
+}
+
+func TestPrincipalHas(t *testing.T) {
+	for _, c := range []struct {
+		scopes []httpx.Scope
+		want   httpx.Scope
+		has    bool
+	}{
+		{[]httpx.Scope{httpx.ScopeOrdersWrite}, httpx.ScopeOrdersWrite, true},
+		{[]httpx.Scope{httpx.ScopeOrdersWrite}, httpx.ScopeInvoicesRead, false},
+		{[]httpx.Scope{httpx.ScopeInvoicesRead, httpx.ScopeOrdersWrite}, httpx.ScopeInvoicesRead, true},
+		{[]httpx.Scope{httpx.ScopeOrdersWrite}, httpx.ScopeAnyKey, true},
+		{[]httpx.Scope{httpx.ScopeInvoicesRead}, httpx.ScopeAnyKey, true},
+		{[]httpx.Scope{httpx.ScopeArchiveRead}, httpx.ScopeAnyKey, false},
+		{[]httpx.Scope{httpx.ScopeAnyKey}, httpx.ScopeAnyKey, false}, // "any" is no scope a key holds
+		{[]httpx.Scope{httpx.ScopeArchiveRead}, httpx.ScopeArchiveRead, true},
+		{nil, httpx.ScopeOrdersWrite, false},
+	} {
+		if got := (httpx.Principal{Scopes: c.scopes}).Has(c.want); got != c.has {
+			t.Errorf("%v.Has(%s) = %v, want %v", c.scopes, c.want, got, c.has)
+		}
+	}
+}
