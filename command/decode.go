@@ -13,6 +13,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	fastjson "github.com/segmentio/encoding/json"
+
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/money"
 )
@@ -54,11 +56,12 @@ func decodeObject(body []byte) (obj, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return obj{}, apperr.New(apperr.Invalid, "invalid_json", "the request body is empty")
 	}
-	// Well-formed bodies take the one-pass parser (the same values as
-	// encoding/json's, jsonvalue.go); anything else is decoded again by
-	// encoding/json, whose errors we report.
-	if v, err := parseJSONValue(body); err == nil {
-		if m, ok := v.(map[string]any); ok {
+	// Well-formed bodies take the fast decoder (the same values, several
+	// times faster); anything else is decoded again by encoding/json, whose
+	// errors we report.
+	var fast any
+	if rest, err := fastjson.Parse(body, &fast, fastjson.UseNumber); err == nil && len(bytes.TrimSpace(rest)) == 0 {
+		if m, ok := fast.(map[string]any); ok {
 			return obj{m: m}, nil
 		}
 	}
