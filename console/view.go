@@ -62,6 +62,14 @@ func (v *view) LangURL(lang string) string {
 	return v.Path + "?" + q.Encode()
 }
 
+// Here is this page's path and query as sent (where a form returns to).
+func (v *view) Here() string {
+	if len(v.query) == 0 {
+		return v.Path
+	}
+	return v.Path + "?" + v.query.Encode()
+}
+
 // OrderURL is the page of order number no. The number is one %-escaped
 // path segment, so "/", "?", "#", "%", "+", spaces and any letter stay in
 // it; "." and "..", which browsers resolve as path steps, go as a query
