@@ -390,7 +390,8 @@ func (s *Service) ProjectOverview(ctx context.Context, projectID string, now tim
 			UNION ALL
 			SELECT (SELECT v.waiting_for FROM order_view v WHERE v.project_id = $1 AND v.waiting_for <> 'none' AND v.waiting_for > r.waiting_for
 				ORDER BY v.waiting_for LIMIT 1) FROM r WHERE r.waiting_for IS NOT NULL)
-		SELECT r.waiting_for, (SELECT count(*) FROM (SELECT 1 FROM order_view v WHERE v.project_id = $1 AND v.waiting_for = r.waiting_for LIMIT $2) c)
+		SELECT r.waiting_for, (SELECT count(*) FROM (SELECT 1 FROM order_view v WHERE v.project_id = $1 AND v.waiting_for <> 'none'
+			AND v.waiting_for = r.waiting_for LIMIT $2) c)
 		FROM r WHERE r.waiting_for IS NOT NULL`, projectID, WaitingCap)
 	if err != nil {
 		return o, err
