@@ -155,6 +155,8 @@ func parsePages() (map[string]*template.Template, error) {
 			return t.Format("2006-01-02")
 		},
 		"join": strings.Join,
+		// seg is an identifier as one path segment of a link.
+		"seg": url.PathEscape,
 		// safeURL passes the data: URL of the QR code the console made itself.
 		"safeURL": func(s string) template.URL {
 			if strings.HasPrefix(s, "data:image/png;base64,") {

@@ -1,6 +1,10 @@
 package console
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/o2i-service/o2i/query"
+)
 
 func TestFromAcceptLanguage(t *testing.T) {
 	for _, tc := range []struct{ h, want string }{
@@ -44,6 +48,20 @@ func TestTextsComplete(t *testing.T) {
 	for k := range texts["de"] {
 		if _, ok := texts["en"][k]; !ok {
 			t.Errorf("%q has no English text", k)
+		}
+	}
+}
+
+// The overview says "+" where a reason's count reached the cap it is
+// counted to, and only there.
+func TestStatsWaitingCap(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		more bool
+	}{{0, false}, {3, false}, {query.WaitingCap - 1, false}, {query.WaitingCap, true}} {
+		s := newStats(query.Overview{Waiting: map[string]int{"payment": tc.n}})
+		if len(s.Reasons) != 1 || s.Reasons[0].Count != tc.n || s.Reasons[0].More != tc.more {
+			t.Errorf("%d waiting: %+v, want more %v", tc.n, s.Reasons, tc.more)
 		}
 	}
 }

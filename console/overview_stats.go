@@ -20,6 +20,7 @@ type reasonCount struct {
 	Key   string // the text key (waiting.payment) or a task type
 	Held  bool
 	Count int
+	More  bool // counted up to query.WaitingCap, there are more
 }
 
 // bar is one day of the chart, in the SVG's coordinates.
@@ -39,7 +40,7 @@ const (
 func newStats(o query.Overview) *stats {
 	s := &stats{Overview: o}
 	for k, n := range o.Waiting {
-		s.Reasons = append(s.Reasons, reasonCount{Key: "waiting." + k, Count: n})
+		s.Reasons = append(s.Reasons, reasonCount{Key: "waiting." + k, Count: n, More: n >= query.WaitingCap})
 	}
 	for k, n := range o.Held {
 		s.Reasons = append(s.Reasons, reasonCount{Key: k, Held: true, Count: n})

@@ -64,6 +64,7 @@ func init() {
 		{"POST /console/p/{project}/test-data/reset", account.ResetTestData, (*Console).resetTestData},
 		{"GET /console/p/{project}/orders", account.ViewOrders, (*Console).orders},
 		{"GET /console/p/{project}/orders/{order}", account.ViewOrders, (*Console).order},
+		{"GET /console/p/{project}/order", account.ViewOrders, (*Console).order}, // ?no=: "." and ".."
 		{"GET /console/p/{project}/invoices", account.ViewInvoices, (*Console).invoices},
 		{"GET /console/p/{project}/invoices/{invoice}", account.ViewInvoices, (*Console).invoice},
 		{"GET /console/p/{project}/invoices/{invoice}/pdf", account.ViewInvoices, (*Console)(nil).documentFile("pdf")},

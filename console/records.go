@@ -79,7 +79,7 @@ func (c *Console) orders(w http.ResponseWriter, r *http.Request, v *view) error 
 		return err
 	}
 	if d.Search && len(d.Orders) == 1 && q.Get("list") == "" {
-		http.Redirect(w, r, v.Base()+"orders/"+url.PathEscape(d.Orders[0].OrderNo), http.StatusSeeOther)
+		http.Redirect(w, r, v.OrderURL(d.Orders[0].OrderNo), http.StatusSeeOther)
 		return nil
 	}
 	v.Title = v.T("orders.title")
@@ -102,7 +102,10 @@ type orderStatus struct {
 
 func (c *Console) order(w http.ResponseWriter, r *http.Request, v *view) error {
 	ctx := r.Context()
-	orderNo := r.PathValue("order")
+	orderNo := r.PathValue("order") // unescaped by the mux: "A%2FB" is "A/B"
+	if r.PathValue("order") == "" {
+		orderNo = r.URL.Query().Get("no")
+	}
 	f, err := c.queries.Order(ctx, v.Member.ProjectID, orderNo)
 	if err != nil {
 		return err

@@ -126,6 +126,10 @@ func TestSettingsFieldErrorsAreTheCommandLines(t *testing.T) {
 		{"accounting", "chartOfAccounts", "SKR99"},
 		{"seller", "invoiceNumberPattern", "RE-{NOPE}"},
 		{"seller", "ossRegistered", "maybe"},
+		{"contact", "mailFromName", "Shop\r\nBcc: victim@example.com"},
+		{"contact", "mailFromName", strings.Repeat("x", project.MaxMailFromName+1)},
+		{"contact", "mailReplyTo", "Buchhaltung <b@example.com>"},
+		{"contact", "mailReplyTo", "nobody"},
 	} {
 		_, err := project.ParseChanges(map[string]string{tc.field: tc.value})
 		want := apperr.As(err)
@@ -148,6 +152,39 @@ func TestSettingsFieldErrorsAreTheCommandLines(t *testing.T) {
 		}
 	}
 	_ = fieldErrorRe
+}
+
+// The invoice e-mail's sender (its display name and reply address) is set
+// on the contact form by an accountant, shown back, recorded in the change
+// log with before and after; a refused value changes nothing.
+func TestSettingsMailSender(t *testing.T) {
+	e := newEnv(t, "", time.Time{})
+	pid := e.project()
+	b, _ := e.member(pid, account.Accountant)
+	name := "Müller & Söhne \"Rechnungen\""
+	p := b.post(settingsPath(pid, "contact"), url.Values{"mailFromName": {name}, "mailReplyTo": {"buchhaltung@example.com"}})
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("save the sender: %d %s", p.status, p.body)
+	}
+	if s := getProject(t, e, pid).Settings; s.MailFromName != name || s.MailReplyTo != "buchhaltung@example.com" {
+		t.Fatalf("stored %q, %q", s.MailFromName, s.MailReplyTo)
+	}
+	page := b.get(settingsPath(pid, ""))
+	if !strings.Contains(page.body, `name="mailFromName" value="`+html.EscapeString(name)) && !strings.Contains(html.UnescapeString(page.body), `name="mailFromName" value="`+name) {
+		t.Errorf("the settings page does not show the sender name back")
+	}
+	var before, after string
+	if err := e.pool.QueryRow(context.Background(), `SELECT before->>'mailFromName', after->>'mailFromName' FROM console_audit_log
+		WHERE project_id = $1 AND action = 'settings.contact' ORDER BY at DESC LIMIT 1`, pid).Scan(&before, &after); err != nil || before != "" || after != name {
+		t.Errorf("change log: before %q, after %q (%v), want \"\" → %q", before, after, err, name)
+	}
+	p = b.post(settingsPath(pid, "contact"), url.Values{"mailFromName": {"Evil\nBcc: x@example.com"}})
+	if p.status != http.StatusUnprocessableEntity || !strings.Contains(html.UnescapeString(p.body), "mailFromName: the sender name must not contain control characters") {
+		t.Errorf("a sender name with a line break: %d", p.status)
+	}
+	if s := getProject(t, e, pid).Settings; s.MailFromName != name {
+		t.Errorf("a refused sender name was stored: %q", s.MailFromName)
+	}
 }
 
 // logCapture collects the service's log lines written while a test runs.

@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/o2i-service/o2i/internal/account"
@@ -12,7 +13,8 @@ import (
 // view is what a page's template gets.
 type view struct {
 	Lang      string
-	Path      string // the request's path, for the language switch
+	Path      string     // the request's path as sent (%-escaped), for the language switch
+	query     url.Values // the request's query, kept by the language switch
 	Title     string
 	Session   *account.Session
 	sessionID string
@@ -49,6 +51,36 @@ func (v *view) CSRF() string {
 	return v.Session.CSRF
 }
 
+// LangURL is this page in language lang: the path as sent (an order
+// number's %2F stays one segment) and the query with lang set.
+func (v *view) LangURL(lang string) string {
+	q := url.Values{}
+	for k, vs := range v.query {
+		q[k] = vs
+	}
+	q.Set("lang", lang)
+	return v.Path + "?" + q.Encode()
+}
+
+// Here is this page's path and query as sent (where a form returns to).
+func (v *view) Here() string {
+	if len(v.query) == 0 {
+		return v.Path
+	}
+	return v.Path + "?" + v.query.Encode()
+}
+
+// OrderURL is the page of order number no. The number is one %-escaped
+// path segment, so "/", "?", "#", "%", "+", spaces and any letter stay in
+// it; "." and "..", which browsers resolve as path steps, go as a query
+// parameter instead.
+func (v *view) OrderURL(no string) string {
+	if no == "." || no == ".." {
+		return v.Base() + "order?no=" + url.QueryEscape(no)
+	}
+	return v.Base() + "orders/" + url.PathEscape(no)
+}
+
 // FieldError is the message of a form field ("" when none).
 func (v *view) FieldError(name string) string { return v.Fields[name] }
 
@@ -72,7 +104,7 @@ const langCookie = "o2i_lang"
 // newView chooses the language: ?lang= (the switch, remembered in a
 // cookie), the cookie, then Accept-Language; English by default.
 func (c *Console) newView(w http.ResponseWriter, r *http.Request) *view {
-	v := &view{Lang: "en", Path: r.URL.Path}
+	v := &view{Lang: "en", Path: r.URL.EscapedPath(), query: r.URL.Query()}
 	if l := r.URL.Query().Get("lang"); l == "de" || l == "en" {
 		v.Lang = l
 		http.SetCookie(w, &http.Cookie{Name: langCookie, Value: l, Path: Prefix, HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteLaxMode, MaxAge: 365 * 24 * 3600})

@@ -338,11 +338,15 @@ type DayCount struct {
 type Overview struct {
 	OrdersToday, Orders7d       int
 	DocumentsToday, Documents7d int
-	Waiting                     map[string]int // payment, fulfillment
+	Waiting                     map[string]int // payment, fulfillment; at most WaitingCap each
 	Held                        map[string]int // task type → orders
 	Lag                         time.Duration  // 0: nothing waits to be archived
 	PerDay                      []DayCount
 }
+
+// WaitingCap bounds the overview's count of the orders waiting for one
+// reason ("10000+").
+const WaitingCap = 10_000
 
 // ProjectOverview returns the project's Overview as of now.
 func (s *Service) ProjectOverview(ctx context.Context, projectID string, now time.Time) (Overview, error) {
@@ -378,8 +382,17 @@ func (s *Service) ProjectOverview(ctx context.Context, projectID string, now tim
 			o.DocumentsToday = c
 		}
 	}
-	rows, err = store.Query(ctx, s.pool, `SELECT waiting_for, count(*) FROM order_view
-		WHERE project_id = $1 AND waiting_for <> 'none' GROUP BY 1`, projectID)
+	// Each reason found by a skip over the waiting index, its orders
+	// counted up to WaitingCap: a backlog of many thousands costs no more
+	// than WaitingCap entries a reason.
+	rows, err = store.Query(ctx, s.pool, `WITH RECURSIVE r AS (
+			(SELECT waiting_for FROM order_view WHERE project_id = $1 AND waiting_for <> 'none' ORDER BY waiting_for LIMIT 1)
+			UNION ALL
+			SELECT (SELECT v.waiting_for FROM order_view v WHERE v.project_id = $1 AND v.waiting_for <> 'none' AND v.waiting_for > r.waiting_for
+				ORDER BY v.waiting_for LIMIT 1) FROM r WHERE r.waiting_for IS NOT NULL)
+		SELECT r.waiting_for, (SELECT count(*) FROM (SELECT 1 FROM order_view v WHERE v.project_id = $1 AND v.waiting_for <> 'none'
+			AND v.waiting_for = r.waiting_for LIMIT $2) c)
+		FROM r WHERE r.waiting_for IS NOT NULL`, projectID, WaitingCap)
 	if err != nil {
 		return o, err
 	}

@@ -23,6 +23,8 @@ func TestProjectSetMessagesAreTheConsoles(t *testing.T) {
 		{"debtors", "nobody"},
 		{"invoiceNumberPattern", "RE-{NOPE}"},
 		{"accounting", "cashflow"},
+		{"mailFromName", "Shop\r\nBcc: victim@example.com"},
+		{"mailReplyTo", "Buchhaltung <b@example.com>"},
 	} {
 		f, ok := project.FieldNamed(tc.field)
 		if !ok {
@@ -39,11 +41,13 @@ func TestProjectSetMessagesAreTheConsoles(t *testing.T) {
 		}
 	}
 	// Every flag of a setting is its JSON name's; the values reach the project.
-	out, err := runCmd(t, "project", "set", "--project", pid, "--payment-term-days", "21", "--seller-city", " Köln ", "--oss-registered")
+	out, err := runCmd(t, "project", "set", "--project", pid, "--payment-term-days", "21", "--seller-city", " Köln ", "--oss-registered",
+		"--mail-from-name", "Müller Rechnungen", "--mail-reply-to", "b@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, `"paymentTermDays": 21`) || !strings.Contains(out, `"sellerCity": "Köln"`) || !strings.Contains(out, `"ossRegistered": true`) {
+	if !strings.Contains(out, `"paymentTermDays": 21`) || !strings.Contains(out, `"sellerCity": "Köln"`) || !strings.Contains(out, `"ossRegistered": true`) ||
+		!strings.Contains(out, `"mailFromName": "Müller Rechnungen"`) || !strings.Contains(out, `"mailReplyTo": "b@example.com"`) {
 		t.Errorf("project set: %s", out)
 	}
 }

@@ -278,7 +278,8 @@ var documentTitles = map[string]string{"invoice": "Rechnung", "voucher_sale": "B
 
 // documentMessage is the e-mail of an archived document: the PDF (ZUGFeRD,
 // with its XML embedded) attached, and for XRechnung the XML, the legal
-// invoice, as well; the project's invoice contact as Reply-To.
+// invoice, as well; the project's sender name on the From header and its
+// reply address (else the invoice contact) as Reply-To.
 func (m *Mailer) documentMessage(ctx context.Context, d dueDelivery) (mail.Message, error) {
 	var number, typ, format, currency string
 	var gross, due int64
@@ -323,8 +324,14 @@ func (m *Mailer) documentMessage(ctx context.Context, d dueDelivery) (mail.Messa
 		msg.Text = strings.Replace(msg.Text, "\n\nBei Fragen", fmt.Sprintf("\n\nBitte überweisen Sie %s %s auf das Konto %s mit dem "+
 			"Verwendungszweck %s (nur dieser Verwendungszweck ordnet Ihre Zahlung zu).\n\nBei Fragen", formatCents(due), currency, *iban, *reference), 1)
 	}
+	// The project's sender name and reply address (settings), else the
+	// invoice contact recorded with the delivery.
+	msg.FromName = p.Settings.MailFromName
 	if d.replyTo != nil {
 		msg.ReplyTo = *d.replyTo
+	}
+	if p.Settings.MailReplyTo != "" {
+		msg.ReplyTo = p.Settings.MailReplyTo
 	}
 	if format == "xrechnung" {
 		xml, _, err := m.archive.Get(ctx, archive.InvoiceXMLKey(d.projectID, *d.invoiceID))

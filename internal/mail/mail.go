@@ -35,7 +35,10 @@ type Message struct {
 	// MessageID, when set, is the message's Message-ID without the angle
 	// brackets (local@domain): a resend of the same message carries the same
 	// one, so the receiver can tell it is the same. Empty: a new one.
-	MessageID   string
+	MessageID string
+	// FromName, when set, is the From header's display name; the address
+	// stays the sender's (its domain is the one SPF and DKIM vouch for).
+	FromName    string
 	To          string
 	ReplyTo     string // empty: none
 	Subject     string
@@ -140,6 +143,14 @@ func (s *Sender) Compose(m Message) (*gomail.Msg, error) {
 	msg := gomail.NewMsg(gomail.WithCharset(gomail.CharsetUTF8))
 	if err := msg.From(s.from); err != nil {
 		return nil, fmt.Errorf("from: %w", err)
+	}
+	if m.FromName != "" {
+		a, err := netmail.ParseAddress(s.from)
+		if err != nil {
+			return nil, fmt.Errorf("from: %w", err)
+		}
+		// net/mail quotes the name, or encodes it (RFC 2047) when not ASCII.
+		msg.FromMailAddress(&netmail.Address{Name: m.FromName, Address: a.Address})
 	}
 	if err := msg.To(m.To); err != nil {
 		return nil, &PermanentError{fmt.Errorf("recipient %q: %w", m.To, err)}

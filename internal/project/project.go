@@ -33,19 +33,24 @@ const (
 // Settings are the seller data, invoice contact and connection settings the
 // invoices need. Empty strings mean "not set".
 type Settings struct {
-	SellerName           string   `json:"sellerName,omitempty"`
-	SellerStreet         string   `json:"sellerStreet,omitempty"`
-	SellerPostalCode     string   `json:"sellerPostalCode,omitempty"`
-	SellerCity           string   `json:"sellerCity,omitempty"`
-	SellerCountry        string   `json:"sellerCountry,omitempty"`
-	SellerVATID          string   `json:"sellerVatId,omitempty"`
-	SellerTaxNumber      string   `json:"sellerTaxNumber,omitempty"`
-	SellerIBAN           string   `json:"sellerIban,omitempty"`
-	SellerBIC            string   `json:"sellerBic,omitempty"`
-	SellerRegistrationID string   `json:"sellerRegistrationId,omitempty"` // commercial register entry (BT-30)
-	ContactName          string   `json:"contactName,omitempty"`
-	ContactPhone         string   `json:"contactPhone,omitempty"`
-	ContactEmail         string   `json:"contactEmail,omitempty"`
+	SellerName           string `json:"sellerName,omitempty"`
+	SellerStreet         string `json:"sellerStreet,omitempty"`
+	SellerPostalCode     string `json:"sellerPostalCode,omitempty"`
+	SellerCity           string `json:"sellerCity,omitempty"`
+	SellerCountry        string `json:"sellerCountry,omitempty"`
+	SellerVATID          string `json:"sellerVatId,omitempty"`
+	SellerTaxNumber      string `json:"sellerTaxNumber,omitempty"`
+	SellerIBAN           string `json:"sellerIban,omitempty"`
+	SellerBIC            string `json:"sellerBic,omitempty"`
+	SellerRegistrationID string `json:"sellerRegistrationId,omitempty"` // commercial register entry (BT-30)
+	ContactName          string `json:"contactName,omitempty"`
+	ContactPhone         string `json:"contactPhone,omitempty"`
+	ContactEmail         string `json:"contactEmail,omitempty"`
+	// MailFromName is the display name of the invoice e-mail's From header
+	// (the address stays the service's O2I_MAIL_FROM); MailReplyTo, when
+	// set, is its Reply-To instead of ContactEmail.
+	MailFromName         string   `json:"mailFromName,omitempty"`
+	MailReplyTo          string   `json:"mailReplyTo,omitempty"`
 	InvoiceFirstGateways []string `json:"invoiceFirstGateways,omitempty"`
 	// PaymentTermDays is the payment term of invoice-first invoices (open
 	// items) in days; 0 means DefaultPaymentTermDays.

@@ -2,10 +2,14 @@ package project
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/mail"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -21,7 +25,7 @@ import (
 const (
 	GroupSeller     = "seller"     // seller data on the invoices
 	GroupBank       = "bank"       // the payee account (IBAN, BIC)
-	GroupContact    = "contact"    // the invoice contact (also the reply address of the invoice e-mail)
+	GroupContact    = "contact"    // the invoice contact and the invoice e-mail's sender name and reply address
 	GroupAccounting = "accounting" // accounting method and the DATEV export
 	GroupPayment    = "payment"    // invoice-first gateways and the payment term
 	GroupLive       = "live"       // going live (the project's test mode)
@@ -59,6 +63,8 @@ var Fields = []Field{
 	{"contactName", "contact-name", GroupContact, "text", false},
 	{"contactPhone", "contact-phone", GroupContact, "text", false},
 	{"contactEmail", "contact-email", GroupContact, "text", false},
+	{"mailFromName", "mail-from-name", GroupContact, "text", false},
+	{"mailReplyTo", "mail-reply-to", GroupContact, "text", false},
 	{"accounting", "accounting", GroupAccounting, "choice", false},
 	{"accountingFrom", "accounting-from", GroupAccounting, "int", false},
 	{"chartOfAccounts", "chart-of-accounts", GroupAccounting, "choice", false},
@@ -184,6 +190,10 @@ func textSetting(s *Settings, name string) *string {
 		return &s.ContactPhone
 	case "contactEmail":
 		return &s.ContactEmail
+	case "mailFromName":
+		return &s.MailFromName
+	case "mailReplyTo":
+		return &s.MailReplyTo
 	case "stripeWebhookSecret":
 		return &s.StripeWebhookSecret
 	case "stripeApiKey":
@@ -322,6 +332,16 @@ func ParseChanges(values map[string]string) (Update, error) {
 				v = d
 			}
 			setters = append(setters, func(s *Settings) { s.Debtors = v })
+		case "mailFromName":
+			if err := checkMailFromName(v); err != nil {
+				return Update{}, apperr.Field(f.Name, "%v", err)
+			}
+			setters = append(setters, func(s *Settings) { s.MailFromName = v })
+		case "mailReplyTo":
+			if err := checkMailAddress(v); err != nil {
+				return Update{}, apperr.Field(f.Name, "%v", err)
+			}
+			setters = append(setters, func(s *Settings) { s.MailReplyTo = v })
 		case "invoiceNumberPattern":
 			if v != "" {
 				if _, err := billing.ParseNumberPattern(v); err != nil {
@@ -348,6 +368,56 @@ func ParseChanges(values map[string]string) (Update, error) {
 		}
 	}
 	return u, nil
+}
+
+// Bounds of the invoice e-mail's sender settings, in characters.
+const (
+	MaxMailFromName = 80
+	MaxMailAddress  = 254 // RFC 5321's bound of a path
+)
+
+// checkMailFromName checks the From header's display name: one line of
+// printable text (no CR, LF or other control or bidirectional formatting
+// characters, which would forge headers or reorder what the reader sees),
+// at most MaxMailFromName characters. "" (none) passes. Pure.
+func checkMailFromName(v string) error {
+	if !utf8.ValidString(v) {
+		return errors.New("the sender name is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(v); n > MaxMailFromName {
+		return fmt.Errorf("the sender name has %d characters, at most %d are allowed", n, MaxMailFromName)
+	}
+	return checkPrintable("the sender name", v)
+}
+
+// checkMailAddress checks a bare e-mail address (local@domain, no display
+// name), at most MaxMailAddress characters. "" (none) passes. Pure.
+func checkMailAddress(v string) error {
+	if v == "" {
+		return nil
+	}
+	if len(v) > MaxMailAddress {
+		return fmt.Errorf("the address has %d characters, at most %d are allowed", len(v), MaxMailAddress)
+	}
+	if err := checkPrintable("the address", v); err != nil {
+		return err
+	}
+	a, err := mail.ParseAddress(v)
+	if err != nil || a.Name != "" || a.Address != v || !strings.Contains(v, "@") {
+		return fmt.Errorf("%q is not an e-mail address like name@example.com", v)
+	}
+	return nil
+}
+
+// checkPrintable refuses control characters (CR and LF among them) and
+// bidirectional formatting characters in what.
+func checkPrintable(what, v string) error {
+	for _, r := range v {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return fmt.Errorf("%s must not contain control characters (found %U)", what, r)
+		}
+	}
+	return nil
 }
 
 // formatOverrides writes account overrides as name=number,... by name.

@@ -43,6 +43,26 @@ func TestParseChanges(t *testing.T) {
 		{"rate limit", map[string]string{"rateLimitRps": "0"}, "rateLimitRps", nil},
 		{"name required", map[string]string{"name": " "}, "name", nil},
 		{"secret trimmed", map[string]string{"stripeApiKey": " rk_test_x\n"}, "", func(p Project) bool { return p.Settings.StripeAPIKey == "rk_test_x" }},
+		{"sender name", map[string]string{"mailFromName": " Muster Handel Rechnungen "}, "", func(p Project) bool { return p.Settings.MailFromName == "Muster Handel Rechnungen" }},
+		{"sender name non-ASCII", map[string]string{"mailFromName": "Müller & Söhne, \"Rechnung\""}, "", func(p Project) bool { return p.Settings.MailFromName == `Müller & Söhne, "Rechnung"` }},
+		{"sender name cleared", map[string]string{"mailFromName": ""}, "", func(p Project) bool { return p.Settings.MailFromName == "" }},
+		{"sender name at the bound", map[string]string{"mailFromName": strings.Repeat("ä", MaxMailFromName)}, "", nil},
+		{"sender name too long", map[string]string{"mailFromName": strings.Repeat("a", MaxMailFromName+1)}, "mailFromName", nil},
+		{"sender name with CR LF", map[string]string{"mailFromName": "Shop\r\nBcc: victim@example.com"}, "mailFromName", nil},
+		{"sender name with LF", map[string]string{"mailFromName": "Shop\nX"}, "mailFromName", nil},
+		{"sender name with tab", map[string]string{"mailFromName": "Shop\tX"}, "mailFromName", nil},
+		{"sender name with NUL", map[string]string{"mailFromName": "Shop\x00"}, "mailFromName", nil},
+		{"sender name with DEL", map[string]string{"mailFromName": "Shop\x7f"}, "mailFromName", nil},
+		{"sender name with C1 control", map[string]string{"mailFromName": "Shop\u0085X"}, "mailFromName", nil},
+		{"sender name with bidi override", map[string]string{"mailFromName": "Shop\u202eX"}, "mailFromName", nil},
+		{"sender name not UTF-8", map[string]string{"mailFromName": "Shop\xff"}, "mailFromName", nil},
+		{"reply address", map[string]string{"mailReplyTo": " buchhaltung@example.com "}, "", func(p Project) bool { return p.Settings.MailReplyTo == "buchhaltung@example.com" }},
+		{"reply address cleared", map[string]string{"mailReplyTo": ""}, "", nil},
+		{"reply address with name", map[string]string{"mailReplyTo": "Buchhaltung <b@example.com>"}, "mailReplyTo", nil},
+		{"reply address not one", map[string]string{"mailReplyTo": "buchhaltung"}, "mailReplyTo", nil},
+		{"reply address two", map[string]string{"mailReplyTo": "a@example.com, b@example.com"}, "mailReplyTo", nil},
+		{"reply address with CR LF", map[string]string{"mailReplyTo": "a@example.com\r\nBcc: b@example.com"}, "mailReplyTo", nil},
+		{"reply address too long", map[string]string{"mailReplyTo": strings.Repeat("a", 250) + "@example.com"}, "mailReplyTo", nil},
 	} {
 		u, err := ParseChanges(tc.values)
 		if tc.field != "" {
@@ -73,7 +93,7 @@ func TestValueRoundTrip(t *testing.T) {
 	p := Project{Name: "Shop", Accounting: Cash, RateLimitRPS: 5, RateLimitBurst: 10, Settings: Settings{
 		SellerName: "Muster", InvoiceFirstGateways: []string{"manual", "invoice"}, PaymentTermDays: 21,
 		AccountOverrides: map[string]string{"revenue19": "8400", "payments": "1200"}, DATEVClient: 7, ChartOfAccounts: "SKR04",
-		StripeAPIKey: "rk_live_secret", OSSRegistered: true}}
+		StripeAPIKey: "rk_live_secret", OSSRegistered: true, MailFromName: "Muster Handel", MailReplyTo: "b@example.com"}}
 	values := map[string]string{}
 	for _, f := range Fields {
 		if f.Secret || f.Name == "accountingFrom" {
