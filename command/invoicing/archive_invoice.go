@@ -282,56 +282,56 @@ type chainRequest struct {
 }
 
 // chainGroup chains the documents of a number range that arrive while the
-// range's transaction runs in the next one (group commit): the first to
-// arrive chains, the others wait for it. The zero value is ready.
+// range's transaction runs in the next one (group commit): one goroutine
+// per range with documents waiting chains them batch by batch and ends when
+// none waits; the callers wait for their document. The zero value is ready.
 type chainGroup struct {
 	mu     sync.Mutex
-	ranges map[string]*chainQueue
+	ranges map[string][]*chainRequest // waiting documents of the ranges being chained
 }
-
-type chainQueue struct{ pending []*chainRequest }
 
 // chainBatch is the most documents one chain transaction takes.
 const chainBatch = 64
 
-// chainTimeout bounds one chain transaction; it runs for every document
-// of its batch, not only for the caller that runs it.
+// chainTimeout bounds one chain transaction.
 const chainTimeout = 30 * time.Second
 
 func (g *chainGroup) chain(ctx context.Context, pool *pgxpool.Pool, r *chainRequest) ([]byte, error) {
 	key := r.m.ProjectID + "\x00" + r.m.NumberRange
 	g.mu.Lock()
 	if g.ranges == nil {
-		g.ranges = map[string]*chainQueue{}
+		g.ranges = map[string][]*chainRequest{}
 	}
-	q, running := g.ranges[key]
-	if !running {
-		q = &chainQueue{}
-		g.ranges[key] = q
-	}
-	q.pending = append(q.pending, r)
+	pending, running := g.ranges[key]
+	g.ranges[key] = append(pending, r)
 	g.mu.Unlock()
-	if running { // the range's chainer takes it in its next transaction
-		select {
-		case <-r.done:
-			return r.body, r.err
-		case <-ctx.Done():
-			// It may still be chained: a retry finds its manifest recorded.
-			return nil, ctx.Err()
-		}
+	if !running {
+		go g.run(pool, key)
 	}
+	select {
+	case <-r.done:
+		return r.body, r.err
+	case <-ctx.Done():
+		// It may still be chained: a retry finds its manifest recorded.
+		return nil, ctx.Err()
+	}
+}
+
+// run chains the range's waiting documents until none waits.
+func (g *chainGroup) run(pool *pgxpool.Pool, key string) {
 	for {
 		g.mu.Lock()
-		batch := q.pending[:min(len(q.pending), chainBatch)]
-		q.pending = q.pending[len(batch):]
-		if len(batch) == 0 {
+		pending := g.ranges[key]
+		if len(pending) == 0 {
 			delete(g.ranges, key)
 			g.mu.Unlock()
-			break
+			return
 		}
+		batch := pending[:min(len(pending), chainBatch)]
+		g.ranges[key] = pending[len(batch):]
 		g.mu.Unlock()
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), chainTimeout)
-		err := chainTx(bctx, pool, batch)
+		ctx, cancel := context.WithTimeout(context.Background(), chainTimeout)
+		err := chainTx(ctx, pool, batch)
 		cancel()
 		for _, b := range batch {
 			if err != nil {
@@ -340,8 +340,6 @@ func (g *chainGroup) chain(ctx context.Context, pool *pgxpool.Pool, r *chainRequ
 			close(b.done)
 		}
 	}
-	<-r.done
-	return r.body, r.err
 }
 
 // chainTx appends the manifests of batch (one project and number range) to
