@@ -4,7 +4,7 @@
 // shorten or bypass (never the GOVERNANCE bypass). A document is never
 // overwritten: putting the same bytes again under its key counts as success,
 // different bytes are refused. Every object carries its SHA-256; reading
-// verifies it. It imports minio-go only.
+// verifies it. It imports minio-go and pdfcpu (the XML embedded in a PDF/A-3) only.
 package archive
 
 import (
