@@ -4,7 +4,7 @@
 // shorten or bypass (never the GOVERNANCE bypass). A document is never
 // overwritten: putting the same bytes again under its key counts as success,
 // different bytes are refused. Every object carries its SHA-256; reading
-// verifies it. It imports minio-go only.
+// verifies it. It imports minio-go and pdfcpu (the XML embedded in a PDF/A-3) only.
 package archive
 
 import (
@@ -263,19 +263,17 @@ func (a *Archive) Stat(ctx context.Context, key string) (Stored, error) {
 }
 
 // Get returns the latest document under key after checking it against the
-// SHA-256 in its own metadata. Documents with an anchor in the database are
-// read with GetVersion and compared with that record instead.
+// SHA-256 in its own metadata, in one request. Documents with an anchor in
+// the database are read with GetVersion and compared with that record
+// instead.
 func (a *Archive) Get(ctx context.Context, key string) ([]byte, Stored, error) {
-	st, err := a.Stat(ctx, key)
+	var buf writerBuffer
+	st, meta, err := a.copyVersion(ctx, &buf, key, "")
 	if err != nil {
 		return nil, st, err
 	}
-	data, got, err := a.GetVersion(ctx, key, st.VersionID)
-	if err != nil {
-		return nil, st, err
-	}
-	if got.SHA256 != st.SHA256 {
+	if meta != st.SHA256 {
 		return nil, st, fmt.Errorf("%w: %s", ErrCorrupt, key)
 	}
-	return data, st, nil
+	return buf.b, st, nil
 }

@@ -9,7 +9,13 @@ import (
 )
 
 // ManifestFormat names the manifest layout; a reader refuses others.
-const ManifestFormat = "o2i-archive-manifest/1"
+// ManifestFormatEmbedded is the same layout with an XML entry embedded in
+// the PDF (ManifestObject.EmbeddedIn): a reader of the first format alone
+// would look for that XML as an object of its own.
+const (
+	ManifestFormat         = "o2i-archive-manifest/1"
+	ManifestFormatEmbedded = "o2i-archive-manifest/2"
+)
 
 // Manifest is the record archived beside an invoice's documents: what was
 // archived (each object's key, version id, SHA-256, size, retain-until) and
@@ -39,6 +45,10 @@ type ManifestObject struct {
 	SHA256      string  `json:"sha256"`
 	Size        int64   `json:"size"`
 	RetainUntil *string `json:"retainUntil"` // RFC 3339; null without retention (test documents)
+	// EmbeddedIn "pdf": the XML is the file EmbeddedXMLName inside the
+	// document's PDF/A-3; Key, VersionID and RetainUntil are the PDF
+	// object's, SHA256 and Size the embedded file's.
+	EmbeddedIn string `json:"embeddedIn,omitempty"`
 }
 
 // Object describes st as a manifest entry of the kind.
@@ -51,10 +61,23 @@ func Object(kind string, st Stored) ManifestObject {
 	return o
 }
 
+// EmbeddedObject describes the XML embedded in the PDF (st from Embedded)
+// as a manifest entry.
+func EmbeddedObject(st Stored) ManifestObject {
+	o := Object("xml", st)
+	o.EmbeddedIn = "pdf"
+	return o
+}
+
 // Encode returns the manifest's bytes (the same value always gives the same
 // bytes) and their hex SHA-256, the chain hash.
 func (m Manifest) Encode() ([]byte, string, error) {
 	m.Format = ManifestFormat
+	for _, o := range m.Objects {
+		if o.EmbeddedIn != "" {
+			m.Format = ManifestFormatEmbedded
+		}
+	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, "", err
@@ -69,8 +92,8 @@ func ParseManifest(b []byte) (Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, fmt.Errorf("archive: manifest: %w", err)
 	}
-	if m.Format != ManifestFormat {
-		return m, fmt.Errorf("archive: manifest format %q, want %q", m.Format, ManifestFormat)
+	if m.Format != ManifestFormat && m.Format != ManifestFormatEmbedded {
+		return m, fmt.Errorf("archive: manifest format %q, want %q or %q", m.Format, ManifestFormat, ManifestFormatEmbedded)
 	}
 	return m, nil
 }

@@ -38,7 +38,7 @@ func (a *Archive) statVersion(ctx context.Context, key, versionID string) (minio
 // object's metadata) and the retain-until the store reports.
 func (a *Archive) GetVersion(ctx context.Context, key, versionID string) ([]byte, Stored, error) {
 	var buf writerBuffer
-	st, err := a.copyVersion(ctx, &buf, key, versionID)
+	st, _, err := a.copyVersion(ctx, &buf, key, versionID)
 	return buf.b, st, err
 }
 
@@ -49,31 +49,34 @@ func (w *writerBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (a *Archive) copyVersion(ctx context.Context, w io.Writer, key, versionID string) (Stored, error) {
-	st := Stored{Key: key, VersionID: versionID}
+// copyVersion streams one version of key to w and describes it; meta is
+// the SHA-256 its own metadata claims. One request: the object is described
+// from the GET's response, not by a HEAD before it.
+func (a *Archive) copyVersion(ctx context.Context, w io.Writer, key, versionID string) (st Stored, meta string, err error) {
+	st = Stored{Key: key, VersionID: versionID}
 	obj, err := a.c.GetObject(ctx, a.bucket, key, minio.GetObjectOptions{VersionID: versionID})
 	if err != nil {
-		return st, fmt.Errorf("archive: get %s: %w", key, err)
+		return st, "", fmt.Errorf("archive: get %s: %w", key, err)
 	}
 	defer obj.Close()
-	info, err := obj.Stat()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(h, w), obj)
 	if err != nil {
 		if notFound(err) {
-			return st, fmt.Errorf("%w: %s version %q", ErrNotFound, key, versionID)
+			return st, "", fmt.Errorf("%w: %s version %q", ErrNotFound, key, versionID)
 		}
-		return st, fmt.Errorf("archive: get %s: %w", key, err)
+		return st, "", fmt.Errorf("archive: read %s: %w", key, err)
+	}
+	info, err := obj.Stat() // after the read: the GET's response headers
+	if err != nil {
+		return st, "", fmt.Errorf("archive: get %s: %w", key, err)
 	}
 	st.VersionID = info.VersionID
 	if t, err := time.Parse(time.RFC3339, info.Metadata.Get("X-Amz-Object-Lock-Retain-Until-Date")); err == nil {
 		st.RetainUntil = t
 	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(h, w), obj)
-	if err != nil {
-		return st, fmt.Errorf("archive: read %s: %w", key, err)
-	}
 	st.Size, st.SHA256 = n, hex.EncodeToString(h.Sum(nil))
-	return st, nil
+	return st, info.UserMetadata[shaKey], nil
 }
 
 // Verified reads the version want names and returns its bytes when their
@@ -94,7 +97,7 @@ func (a *Archive) Verified(ctx context.Context, want Stored) ([]byte, error) {
 // SHA-256 and size against want: on ErrCorrupt, w has received bytes that
 // are not the archived document and the caller must discard them.
 func (a *Archive) CopyVerified(ctx context.Context, w io.Writer, want Stored) error {
-	got, err := a.copyVersion(ctx, w, want.Key, want.VersionID)
+	got, _, err := a.copyVersion(ctx, w, want.Key, want.VersionID)
 	if err != nil {
 		return err
 	}

@@ -40,8 +40,9 @@ type archivedInvoice struct {
 }
 
 type anchored struct {
-	bucket string
-	st     archive.Stored
+	bucket     string
+	st         archive.Stored
+	embeddedIn string // "pdf": an XML kept only inside the PDF (st names the PDF's object)
 }
 
 // archiveScope selects manifests: of a project, of the year (0: every
@@ -79,7 +80,8 @@ func (s *Service) archivedInvoices(ctx context.Context, sc archiveScope, after i
 	for i, a := range list {
 		ids[i], at[a.invoiceID] = a.invoiceID, i
 	}
-	rows, err = s.pool.Query(ctx, `SELECT invoice_id::text, kind, bucket, object_key, version_id, sha256, size, retain_until
+	rows, err = s.pool.Query(ctx, `SELECT invoice_id::text, kind, bucket, object_key, version_id, sha256, size, retain_until,
+			COALESCE(embedded_in, '')
 		FROM archive_objects WHERE invoice_id = ANY($1::uuid[])`, ids)
 	if err != nil {
 		return nil, err
@@ -89,7 +91,7 @@ func (s *Service) archivedInvoices(ctx context.Context, sc archiveScope, after i
 		var id, kind string
 		var o anchored
 		var until *time.Time
-		if err := rows.Scan(&id, &kind, &o.bucket, &o.st.Key, &o.st.VersionID, &o.st.SHA256, &o.st.Size, &until); err != nil {
+		if err := rows.Scan(&id, &kind, &o.bucket, &o.st.Key, &o.st.VersionID, &o.st.SHA256, &o.st.Size, &until, &o.embeddedIn); err != nil {
 			return nil, err
 		}
 		if until != nil {
@@ -161,7 +163,7 @@ func (a archivedInvoice) entry() ArchiveEntry {
 		if !ok {
 			continue
 		}
-		ao := ArchiveObject{Kind: k, Key: o.st.Key, VersionID: o.st.VersionID, SHA256: o.st.SHA256, Size: o.st.Size}
+		ao := ArchiveObject{Kind: k, Key: o.st.Key, VersionID: o.st.VersionID, SHA256: o.st.SHA256, Size: o.st.Size, EmbeddedIn: o.embeddedIn}
 		if !o.st.RetainUntil.IsZero() {
 			u := o.st.RetainUntil.UTC().Format(time.RFC3339)
 			ao.RetainUntil = &u
@@ -314,14 +316,25 @@ func (s *Service) verifyOne(ctx context.Context, rep *VerifyReport, a archivedIn
 	problem := func(kind string, p archive.Problem) {
 		rep.Problems = append(rep.Problems, VerifyProblem{InvoiceID: a.invoiceID, Number: a.number, Kind: kind, Problem: p})
 	}
-	var manifest []byte
-	for _, kind := range a.kinds() {
+	var manifest, pdf []byte
+	var pdfFound []archive.Problem
+	for _, kind := range a.checkOrder() {
 		o, ok := a.objects[kind]
 		if !ok {
 			problem(kind, archive.Problem{Kind: "unanchored", Detail: "no " + kind + " is recorded for this invoice"})
 			continue
 		}
 		rep.Checked++
+		if o.embeddedIn != "" {
+			found := checkEmbedded(o, a.objects[o.embeddedIn], pdf, pdfFound)
+			for _, p := range found {
+				problem(kind, p)
+			}
+			if len(found) == 0 {
+				rep.OK++
+			}
+			continue
+		}
 		arc, err := s.archive.InBucket(o.bucket)
 		if err != nil {
 			problem(kind, archive.Problem{Key: o.st.Key, VersionID: o.st.VersionID, Kind: "unreadable", Detail: err.Error()})
@@ -340,8 +353,11 @@ func (s *Service) verifyOne(ctx context.Context, rep *VerifyReport, a archivedIn
 		if len(found) == 0 {
 			rep.OK++
 		}
-		if kind == "manifest" {
+		switch kind {
+		case "manifest":
 			manifest = data
+		case "pdf":
+			pdf, pdfFound = data, found
 		}
 	}
 	chainProblem := func(format string, args ...any) {
@@ -359,6 +375,48 @@ func (s *Service) verifyOne(ctx context.Context, rep *VerifyReport, a archivedIn
 			chainProblem("%s", msg)
 		}
 	}
+}
+
+// checkOrder is the order verify reads a's objects in: an XML kept inside
+// the PDF after the PDF, whose bytes it is read from.
+func (a archivedInvoice) checkOrder() []string {
+	if a.objects["xml"].embeddedIn == "" {
+		return a.kinds()
+	}
+	return []string{"pdf", "xml", "manifest"}
+}
+
+// checkEmbedded checks an XML kept only inside the PDF (anchor xml) with
+// the PDF's anchor, the PDF's bytes as read by verify (nil: not read) and
+// the PDF's problems, which are the XML's too: the anchor must name the
+// PDF's object, and the embedded file must have the recorded SHA-256 and
+// size.
+func checkEmbedded(xml, pdf anchored, data []byte, pdfFound []archive.Problem) []archive.Problem {
+	p := func(kind, format string, args ...any) archive.Problem {
+		return archive.Problem{Key: xml.st.Key, VersionID: xml.st.VersionID, Kind: kind, Detail: fmt.Sprintf(format, args...)}
+	}
+	if xml.st.Key != pdf.st.Key || xml.st.VersionID != pdf.st.VersionID || xml.bucket != pdf.bucket || !xml.st.RetainUntil.Equal(pdf.st.RetainUntil) {
+		return []archive.Problem{p("altered", "the XML is recorded inside %s version %q, the PDF is %s version %q",
+			xml.st.Key, xml.st.VersionID, pdf.st.Key, pdf.st.VersionID)}
+	}
+	var out []archive.Problem
+	for _, f := range pdfFound {
+		if f.Kind != "altered" { // an altered PDF is judged by its embedded file below
+			out = append(out, p(f.Kind, "the PDF it is embedded in: %s", f.Detail))
+		}
+	}
+	if data == nil {
+		return out
+	}
+	embedded, err := archive.EmbeddedXML(data)
+	switch {
+	case err != nil:
+		out = append(out, p("altered", "%v", err))
+	case archive.SHA256(embedded) != xml.st.SHA256 || int64(len(embedded)) != xml.st.Size:
+		out = append(out, p("altered", "the embedded %s has SHA-256 %s and %d bytes, recorded %s and %d bytes",
+			archive.EmbeddedXMLName, archive.SHA256(embedded), len(embedded), xml.st.SHA256, xml.st.Size))
+	}
+	return out
 }
 
 // manifestMismatch compares a manifest as read from the archive with the
@@ -380,7 +438,11 @@ func manifestMismatch(b []byte, a archivedInvoice) string {
 		if !ok || o.Kind == "manifest" {
 			return fmt.Sprintf("the manifest lists an object of kind %q", o.Kind)
 		}
-		if want := archive.Object(o.Kind, rec.st); o.Key != want.Key || o.VersionID != want.VersionID || o.SHA256 != want.SHA256 ||
+		want := archive.Object(o.Kind, rec.st)
+		if rec.embeddedIn != "" {
+			want = archive.EmbeddedObject(rec.st)
+		}
+		if o.EmbeddedIn != want.EmbeddedIn || o.Key != want.Key || o.VersionID != want.VersionID || o.SHA256 != want.SHA256 ||
 			o.Size != want.Size || (o.RetainUntil == nil) != (want.RetainUntil == nil) || (o.RetainUntil != nil && *o.RetainUntil != *want.RetainUntil) {
 			return fmt.Sprintf("the manifest's %s entry differs from the record", o.Kind)
 		}
@@ -445,6 +507,7 @@ func (s *Service) ExportArchive(ctx context.Context, w io.Writer, projectID stri
 	done := 0
 	err = s.eachArchived(ctx, sc, func(list []archivedInvoice) error {
 		for _, a := range list {
+			var pdf []byte // read once when the XML lies inside it
 			for _, kind := range a.kinds() {
 				o, ok := a.objects[kind]
 				if !ok {
@@ -459,7 +522,19 @@ func (s *Service) ExportArchive(ctx context.Context, w io.Writer, projectID stri
 					return err
 				}
 				octx, cancel := context.WithTimeout(ctx, objectTimeout)
-				err = arc.CopyVerified(octx, fw, o.st)
+				switch {
+				case o.embeddedIn != "":
+					var xml []byte
+					if pdf, err = arc.Verified(octx, a.objects[o.embeddedIn].st); err == nil {
+						if xml, err = archive.VerifiedEmbedded(pdf, o.st); err == nil {
+							_, err = fw.Write(xml)
+						}
+					}
+				case kind == "pdf" && pdf != nil:
+					_, err = fw.Write(pdf)
+				default:
+					err = arc.CopyVerified(octx, fw, o.st)
+				}
 				cancel()
 				if err != nil {
 					return err

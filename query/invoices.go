@@ -428,13 +428,14 @@ func (s *Service) Document(ctx context.Context, projectID string, inv Invoice, k
 
 // archivedDocument returns an invoice's archived document (kind xml or pdf):
 // the version recorded in archive_objects, checked against the SHA-256 and
-// size recorded there. An invoice archived before the archive was anchored
+// size recorded there; a ZUGFeRD XML kept only inside the PDF is the PDF's
+// embedded file, checked the same way. An invoice archived before the archive was anchored
 // in the database is read as stored (checked against the object's own
 // SHA-256) until `o2i archive backfill` anchors it; a PDF that was never
 // rendered is 409 document_not_archived until that command renders it. The
 // read side never writes to the archive.
 func (s *Service) archivedDocument(ctx context.Context, projectID, invoiceID, kind string) ([]byte, error) {
-	want, bucket, err := anchoredObject(ctx, s.pool, projectID, invoiceID, kind)
+	want, bucket, in, err := anchoredObject(ctx, s.pool, projectID, invoiceID, kind)
 	if errors.Is(err, pgx.ErrNoRows) {
 		key := archive.InvoiceXMLKey(projectID, invoiceID)
 		if kind == "pdf" {
@@ -453,6 +454,15 @@ func (s *Service) archivedDocument(ctx context.Context, projectID, invoiceID, ki
 	arc, err := s.archive.InBucket(bucket)
 	if err != nil {
 		return nil, err
+	}
+	if in.Key != "" {
+		// The XML lies only inside the PDF/A-3: the embedded file, served
+		// when it has the anchored hash.
+		pdf, err := arc.Verified(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return archive.VerifiedEmbedded(pdf, want)
 	}
 	return arc.Verified(ctx, want)
 }

@@ -179,6 +179,7 @@ type ArchiveObject struct {
 	SHA256      string  `json:"sha256" required:"true" description:"hex SHA-256 of the stored bytes"`
 	Size        int64   `json:"size" required:"true" description:"bytes"`
 	RetainUntil *string `json:"retainUntil" required:"true" format:"date-time" description:"end of the COMPLIANCE retention"`
+	EmbeddedIn  string  `json:"embeddedIn,omitempty" enum:"pdf" description:"pdf: this XML is archived only inside the document's PDF/A-3 (the embedded file factur-x.xml of a ZUGFeRD invoice); key, versionId and retainUntil are the PDF object's, sha256 and size the embedded file's. Absent: an object of its own"`
 }
 
 // ArchivePage is a page of GET /v1/archive.

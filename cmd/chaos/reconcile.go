@@ -381,6 +381,7 @@ func reconcileMail(ds []delivery, msgs []sinkMessage) (mailFigures, []string) {
 // part is anchored to.
 type anchor struct {
 	InvoiceID, Kind, Bucket, Key, VersionID string
+	EmbeddedIn                              string // "pdf": an XML kept only inside the PDF, which Key and VersionID name
 }
 
 // objectVersion is one version of an object in the archive bucket.
@@ -405,7 +406,9 @@ type archiveFigures struct {
 // reconcileArchive checks the project's objects in the bucket against its
 // documents: each document has its XML, PDF and manifest, each exactly
 // one version (a write retried after a crash must not leave a second), the
-// version its anchor names; the project holds no other object. Pure.
+// version its anchor names; the project holds no other object. An XML
+// anchored inside the PDF (a ZUGFeRD invoice) is no object of its own: its
+// anchor must name the PDF's anchored version. Pure.
 func reconcileArchive(bucket, projectID string, invoiceIDs []string, anchors []anchor, versions []objectVersion) (archiveFigures, []string) {
 	f := archiveFigures{Bucket: bucket, Documents: len(invoiceIDs)}
 	var problems []string
@@ -426,11 +429,22 @@ func reconcileArchive(bucket, projectID string, invoiceIDs []string, anchors []a
 	}
 	expected := map[string]bool{}
 	for _, id := range invoiceIDs {
+		pdfKey := archive.InvoicePDFKey(projectID, id)
+		if x, ok := anchored[id+"/xml"]; ok && x.EmbeddedIn != "" {
+			pdf := anchored[id+"/pdf"]
+			if x.EmbeddedIn != "pdf" || x.Bucket != bucket || x.Key != pdfKey || x.VersionID != pdf.VersionID {
+				f.Unanchored++
+				report("%s: the XML is anchored inside %s %q in %q, not the anchored PDF %q", pdfKey, x.Key, x.VersionID, x.Bucket, pdf.VersionID)
+			}
+		}
 		for _, part := range []struct{ kind, key string }{
 			{"xml", archive.InvoiceXMLKey(projectID, id)},
-			{"pdf", archive.InvoicePDFKey(projectID, id)},
+			{"pdf", pdfKey},
 			{"manifest", archive.ManifestKey(projectID, id)},
 		} {
+			if x := anchored[id+"/xml"]; part.kind == "xml" && x.EmbeddedIn != "" {
+				continue // checked above; an object under the XML's key is unexpected
+			}
 			f.Expected++
 			expected[part.key] = true
 			vs := byKey[part.key]

@@ -173,6 +173,28 @@ func TestReconcileArchive(t *testing.T) {
 			return as, vs
 		}, archiveFigures{Expected: 6, Objects: 6, Versions: 6, Missing: 1}, 1},
 	}
+	// ZUGFeRD: the XML kept only inside the PDF (i2's), anchored to the PDF's version.
+	embed := func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+		as[3] = anchor{InvoiceID: "i2", Kind: "xml", Bucket: bucket, Key: "p/invoices/i2.pdf", VersionID: "v-p/invoices/i2.pdf", EmbeddedIn: "pdf"}
+		return as, append(vs[:3], vs[4:]...)
+	}
+	tests = append(tests, []struct {
+		name     string
+		change   func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion)
+		want     archiveFigures
+		problems int
+	}{
+		{"an XML inside its PDF", embed, archiveFigures{Expected: 5, Objects: 5, Versions: 5}, 0},
+		{"an XML inside its PDF and an XML object besides", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			as, vs = embed(as, vs)
+			return as, append(vs, objectVersion{Key: "p/invoices/i2.xml", VersionID: "v9"})
+		}, archiveFigures{Expected: 5, Objects: 6, Versions: 6, Unexpected: 1}, 1},
+		{"an XML inside another version of its PDF", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			as, vs = embed(as, vs)
+			as[3].VersionID = "v-old"
+			return as, vs
+		}, archiveFigures{Expected: 5, Objects: 5, Versions: 5, Unanchored: 1}, 1},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -49,14 +49,25 @@ func unlockedArchive(t *testing.T, versioned bool) (*archive.Archive, *minio.Cli
 	return archive.NewTest(c, bucket), c, bucket
 }
 
-// archivedDocs issues and archives n invoices of a test-mode project into
-// a (test documents: a bucket without lock is where they belong).
+// xrechnung makes simpleOrder's buyer a public one: an XRechnung, whose
+// XML is an object of its own.
+const xrechnung = `,"leitweg_id":"04011000-1234512345-06"`
+
+// archivedDocs issues and archives n ZUGFeRD invoices of a test-mode project
+// into a (test documents: a bucket without lock is where they belong).
 func archivedDocs(t *testing.T, a *archive.Archive, n int) (*invoicingEnv, []invoicing.Issued) {
+	t.Helper()
+	return archivedDocsWith(t, a, n, "")
+}
+
+// archivedDocsWith is archivedDocs of orders with extra in their billing
+// address (xrechnung).
+func archivedDocsWith(t *testing.T, a *archive.Archive, n int, extra string) (*invoicingEnv, []invoicing.Issued) {
 	t.Helper()
 	v := newInvoicing(t, true, nil)
 	var docs []invoicing.Issued
 	for i := range n {
-		d := v.issue(v.place(simpleOrder("CH-"+string(rune('A'+i)), "")))[0]
+		d := v.issue(v.place(simpleOrder("CH-"+string(rune('A'+i)), extra)))[0]
 		if err := v.svc.ArchiveInvoice(context.Background(), a, v.project, d.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -110,16 +121,30 @@ func TestArchivingAnchorsObjectsAndChainsManifests(t *testing.T) {
 			t.Fatalf("%s: manifest %+v %v", d.Number, m, err)
 		}
 		for _, kind := range []string{"xml", "pdf", "manifest"} {
-			var key, version, sha string
+			var key, version, sha, embeddedIn string
 			var size int64
-			if err := v.pool.QueryRow(ctx, `SELECT object_key, version_id, sha256, size FROM archive_objects WHERE invoice_id = $1 AND kind = $2`,
-				d.ID, kind).Scan(&key, &version, &sha, &size); err != nil {
+			if err := v.pool.QueryRow(ctx, `SELECT object_key, version_id, sha256, size, COALESCE(embedded_in, '') FROM archive_objects
+				WHERE invoice_id = $1 AND kind = $2`, d.ID, kind).Scan(&key, &version, &sha, &size, &embeddedIn); err != nil {
 				t.Fatalf("%s %s: %v", d.Number, kind, err)
 			}
 			data, got, err := a.GetVersion(ctx, key, version)
+			if kind == "xml" {
+				// A ZUGFeRD XML lies only inside the PDF: the anchor names the
+				// PDF's version with the embedded file's hash.
+				if embeddedIn != "pdf" || key != archive.InvoicePDFKey(v.project, d.ID) {
+					t.Errorf("%s xml: anchored at %s, embedded in %q; want inside the PDF", d.Number, key, embeddedIn)
+				}
+				if err == nil {
+					data, err = archive.EmbeddedXML(data)
+					got.SHA256 = archive.SHA256(data)
+				}
+			}
 			if err != nil || version == "" || got.SHA256 != sha || int64(len(data)) != size {
 				t.Errorf("%s %s: version %q: %s/%d recorded, %s/%d stored (%v)", d.Number, kind, version, sha, size, got.SHA256, len(data), err)
 			}
+		}
+		if _, err := a.Stat(ctx, archive.InvoiceXMLKey(v.project, d.ID)); !errors.Is(err, archive.ErrNotFound) {
+			t.Errorf("%s: an XML object besides the PDF: %v", d.Number, err)
 		}
 	}
 	if rep := verify(t, v, a); rep.Checked != 9 || rep.OK != 9 || len(rep.Problems) != 0 {
@@ -133,7 +158,7 @@ func TestArchivingAnchorsObjectsAndChainsManifests(t *testing.T) {
 func TestVerifyDetectsRemovedReplacedAndChainGaps(t *testing.T) {
 	t.Parallel()
 	a, c, bucket := unlockedArchive(t, true)
-	v, docs := archivedDocs(t, a, 4)
+	v, docs := archivedDocsWith(t, a, 4, xrechnung)
 	ctx := context.Background()
 	version := func(id, kind string) (key, ver string) {
 		if err := v.pool.QueryRow(ctx, `SELECT object_key, version_id FROM archive_objects WHERE invoice_id = $1 AND kind = $2`, id, kind).Scan(&key, &ver); err != nil {
@@ -183,7 +208,7 @@ func TestVerifyDetectsRemovedReplacedAndChainGaps(t *testing.T) {
 func TestVerifyDetectsAlteredObjectsAndForgedManifests(t *testing.T) {
 	t.Parallel()
 	a, c, bucket := unlockedArchive(t, false)
-	v, docs := archivedDocs(t, a, 3)
+	v, docs := archivedDocsWith(t, a, 3, xrechnung)
 	ctx := context.Background()
 	// Altered: the first invoice's XML rewritten, with metadata claiming the
 	// new bytes' SHA-256.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -131,7 +133,15 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 		objects := map[string]archive.Stored{"pdf": pdfSt}
 		m := archive.Manifest{ProjectID: projectID, NumberRange: d.rangeKey, InvoiceID: invoiceID, Number: inv.Number,
 			IssueDate: inv.IssueDate, Type: inv.Type, TestMode: inv.TestMode}
-		if !smallAmount { // a small-amount invoice is its PDF alone
+		switch {
+		case smallAmount: // a small-amount invoice is its PDF alone
+		case xmlEmbeddedOnly(inv.Format):
+			// The PDF/A-3 embeds the XML byte for byte (whichever rendering
+			// stands): the anchor names the PDF's object with the XML's hash.
+			xmlSt = archive.Embedded(pdfSt, d.xml)
+			objects["xml"] = xmlSt
+			m.Objects = append(m.Objects, archive.EmbeddedObject(xmlSt))
+		default:
 			err = s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
 				xmlSt, err = arc.Put(ctx, archive.InvoiceXMLKey(projectID, invoiceID), d.xml, "application/xml", until)
 				return err
@@ -158,8 +168,12 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 		return err
 	}
 	now := time.Now().UTC()
+	done, err := s.markArchived(ctx, arc, inv, mSt, now)
+	if done || err != nil {
+		return err
+	}
 	return store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		// One round trip for the anchor, the manifest's mark and the status.
+		// The invoice changed since it was read: its version is read here.
 		b := &pgx.Batch{}
 		queueManifestRecord(b, projectID, invoiceID, arc.Bucket(), mSt, now)
 		b.Queue(`UPDATE invoices SET status = 'archived', archived_at = $3, version = version + 1, failure_reason = NULL, failure_task_id = NULL
@@ -191,20 +205,163 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 	})
 }
 
+// errChanged rolls markArchived back: the invoice is not in the state it
+// was read in.
+var errChanged = errors.New("the invoice changed since it was read")
+
+// markArchived anchors the manifest object, marks the manifest stored and
+// the invoice archived, records its e-mail delivery and enqueues
+// invoice.archived in one transaction of one round trip (with its BEGIN and
+// COMMIT). The event's version is the one the invoice was read with, plus
+// one; done is false, with nothing written, when the invoice has another
+// version or status by now (archived meanwhile, or changed): the caller then
+// reads it again.
+func (s *Service) markArchived(ctx context.Context, arc *archive.Archive, inv event.Invoice, mSt archive.Stored, now time.Time) (done bool, err error) {
+	projectID := inv.ProjectID
+	read := inv.Version
+	inv.Version++
+	inv.Status, inv.ArchivedAt = "archived", &now
+	ev, err := event.New(event.InvoiceArchived, projectID, "invoice", inv.ID, inv.OrderNo, inv.Version, now, inv)
+	if err != nil {
+		return false, fmt.Errorf("event: %w", err)
+	}
+	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		queueManifestRecord(b, projectID, inv.ID, arc.Bucket(), mSt, now)
+		b.Queue(`UPDATE invoices SET status = 'archived', archived_at = $3, version = $4 + 1, failure_reason = NULL, failure_task_id = NULL
+			WHERE project_id = $1 AND id = $2 AND version = $4 AND (status = 'created' OR status = 'failed' AND failed_rules = '{}')`,
+			projectID, inv.ID, now, read)
+		// The document goes to the order's e-mail (blocked in test mode).
+		orders.QueueDocumentMail(b, projectID, inv.ID, inv.OrderID, inv.OrderNo, inv.TestMode)
+		if err := outbox.Queue(ctx, b, ev); err != nil {
+			return err
+		}
+		br := tx.SendBatch(ctx, b)
+		var errs []error
+		var marked int64
+		for i := range b.Len() {
+			tag, err := br.Exec()
+			errs = append(errs, err)
+			if i == 2 {
+				marked = tag.RowsAffected()
+			}
+		}
+		if err := errors.Join(append(errs, br.Close())...); err != nil {
+			return err
+		}
+		if marked == 0 {
+			return errChanged // rolls the mail row and the event back
+		}
+		return nil
+	})
+	if errors.Is(err, errChanged) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // chainManifest anchors the invoice's documents and appends m to its number
-// range's chain, in one transaction: the range's chain is serialised by an
-// advisory lock, m gets the next position and the SHA-256 of the manifest
-// before it. It returns the manifest's bytes. Two round trips while the
-// range is locked: the lock with the chain's end, then the inserts.
+// range's chain and returns the manifest's bytes. Documents of one range
+// archived at the same time are chained together (chainGroup): one
+// transaction, one advisory lock, one round trip for the lock with the
+// chain's end and the manifests already recorded, one for the inserts.
 func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m archive.Manifest, issue time.Time, objs map[string]archive.Stored) ([]byte, error) {
-	var body []byte
-	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	r := &chainRequest{m: m, issue: issue, objs: objs, bucket: arc.Bucket(), done: make(chan struct{})}
+	return s.chains.chain(ctx, s.pool, r)
+}
+
+// chainRequest is one document waiting to be chained.
+type chainRequest struct {
+	m      archive.Manifest
+	issue  time.Time
+	objs   map[string]archive.Stored
+	bucket string
+	done   chan struct{} // closed when body or err is set
+	body   []byte
+	err    error
+}
+
+// chainGroup chains the documents of a number range that arrive while the
+// range's transaction runs in the next one (group commit): one goroutine
+// per range with documents waiting chains them batch by batch and ends when
+// none waits; the callers wait for their document. The zero value is ready.
+type chainGroup struct {
+	mu     sync.Mutex
+	ranges map[string][]*chainRequest // waiting documents of the ranges being chained
+}
+
+// chainBatch is the most documents one chain transaction takes.
+const chainBatch = 64
+
+// chainTimeout bounds one chain transaction.
+const chainTimeout = 30 * time.Second
+
+func (g *chainGroup) chain(ctx context.Context, pool *pgxpool.Pool, r *chainRequest) ([]byte, error) {
+	key := r.m.ProjectID + "\x00" + r.m.NumberRange
+	g.mu.Lock()
+	if g.ranges == nil {
+		g.ranges = map[string][]*chainRequest{}
+	}
+	pending, running := g.ranges[key]
+	g.ranges[key] = append(pending, r)
+	g.mu.Unlock()
+	if !running {
+		go g.run(pool, key)
+	}
+	select {
+	case <-r.done:
+		return r.body, r.err
+	case <-ctx.Done():
+		// It may still be chained: a retry finds its manifest recorded.
+		return nil, ctx.Err()
+	}
+}
+
+// run chains the range's waiting documents until none waits.
+func (g *chainGroup) run(pool *pgxpool.Pool, key string) {
+	for {
+		g.mu.Lock()
+		pending := g.ranges[key]
+		if len(pending) == 0 {
+			delete(g.ranges, key)
+			g.mu.Unlock()
+			return
+		}
+		batch := pending[:min(len(pending), chainBatch)]
+		g.ranges[key] = pending[len(batch):]
+		g.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), chainTimeout)
+		err := chainTx(ctx, pool, batch)
+		cancel()
+		for _, b := range batch {
+			if err != nil {
+				b.err = err
+			}
+			close(b.done)
+		}
+	}
+}
+
+// chainTx appends the manifests of batch (one project and number range) to
+// their chain in one transaction and sets each request's body: the range's
+// chain is serialised by an advisory lock, each manifest gets the next
+// position and the SHA-256 of the manifest before it. A document chained
+// already (by a concurrent attempt) keeps its recorded manifest and takes
+// no position.
+func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) error {
+	first := batch[0].m
+	ids := make([]string, len(batch))
+	for i, r := range batch {
+		ids[i] = r.m.InvoiceID
+	}
+	return store.WithTx(ctx, pool, func(tx pgx.Tx) error {
 		var prev string
 		var last int64
 		lock := &pgx.Batch{}
-		lock.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`, m.ProjectID, m.NumberRange)
+		lock.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`, first.ProjectID, first.NumberRange)
 		lock.Queue(`SELECT chain_seq, sha256 FROM archive_manifests WHERE project_id = $1 AND range_key = $2
-			ORDER BY chain_seq DESC LIMIT 1`, m.ProjectID, m.NumberRange)
+			ORDER BY chain_seq DESC LIMIT 1`, first.ProjectID, first.NumberRange)
+		lock.Queue(`SELECT invoice_id::text, body FROM archive_manifests WHERE invoice_id = ANY($1::uuid[])`, ids)
 		br := tx.SendBatch(ctx, lock)
 		_, err := br.Exec()
 		if err == nil {
@@ -212,49 +369,50 @@ func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m arc
 				err = nil // the range's first manifest
 			}
 		}
+		chained := map[string][]byte{}
+		if err == nil {
+			var id string
+			var body []byte
+			var rows pgx.Rows
+			if rows, err = br.Query(); err == nil {
+				_, err = pgx.ForEachRow(rows, []any{&id, &body}, func() error { chained[id] = body; return nil })
+			}
+		}
 		if err := errors.Join(err, br.Close()); err != nil {
 			return err
 		}
-		m.ChainSeq, m.PreviousManifestSHA256 = last+1, prev
-		b, sum, err := m.Encode()
-		if err != nil {
-			return err
-		}
-		var prevPtr *string
-		if prev != "" {
-			prevPtr = &prev
-		}
-		// A concurrent attempt that chained the invoice first anchored the
-		// same objects (the first PDF stands, the XML is the same bytes).
 		insert := &pgx.Batch{}
-		insert.Queue(`INSERT INTO archive_manifests (invoice_id, project_id, range_key, chain_seq, number, issue_date, year, type,
-				test_mode, body, sha256, prev_sha256)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (invoice_id) DO NOTHING`,
-			m.InvoiceID, m.ProjectID, m.NumberRange, m.ChainSeq, m.Number, issue, issue.Year(), m.Type, m.TestMode, b, sum, prevPtr)
-		queued := 0
-		for _, kind := range []string{"xml", "pdf"} {
-			if st, ok := objs[kind]; ok {
-				queueArchiveObject(insert, m.ProjectID, m.InvoiceID, kind, arc.Bucket(), st)
-				queued++
+		for _, r := range batch {
+			if body, ok := chained[r.m.InvoiceID]; ok { // a concurrent attempt chained it
+				r.body = body
+				continue
 			}
-		}
-		br = tx.SendBatch(ctx, insert)
-		tag, err := br.Exec()
-		for range queued {
-			if _, e := br.Exec(); err == nil {
-				err = e
+			m := r.m
+			m.ChainSeq, m.PreviousManifestSHA256 = last+1, prev
+			b, sum, err := m.Encode()
+			if err != nil {
+				return err
 			}
+			var prevPtr *string
+			if prev != "" {
+				p := prev // prev moves on before the batch is sent
+				prevPtr = &p
+			}
+			insert.Queue(`INSERT INTO archive_manifests (invoice_id, project_id, range_key, chain_seq, number, issue_date, year, type,
+					test_mode, body, sha256, prev_sha256)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+				m.InvoiceID, m.ProjectID, m.NumberRange, m.ChainSeq, m.Number, r.issue, r.issue.Year(), m.Type, m.TestMode, b, sum, prevPtr)
+			for _, o := range m.Objects {
+				queueArchiveObject(insert, m.ProjectID, m.InvoiceID, o.Kind, r.bucket, r.objs[o.Kind], o.EmbeddedIn)
+			}
+			chained[m.InvoiceID], r.body = b, b // the same invoice twice in one batch: chained once
+			last, prev = m.ChainSeq, sum
 		}
-		if err := errors.Join(err, br.Close()); err != nil {
-			return err
+		if insert.Len() == 0 {
+			return nil
 		}
-		if tag.RowsAffected() == 0 { // a concurrent attempt chained it
-			return tx.QueryRow(ctx, `SELECT body FROM archive_manifests WHERE invoice_id = $1`, m.InvoiceID).Scan(&body)
-		}
-		body = b
-		return nil
+		return tx.SendBatch(ctx, insert).Close()
 	})
-	return body, err
 }
 
 // anchoredManifest returns the manifest recorded for the invoice by an
@@ -278,22 +436,28 @@ func recordManifest(ctx context.Context, tx pgx.Tx, projectID, invoiceID, bucket
 
 // queueManifestRecord queues recordManifest's two statements.
 func queueManifestRecord(b *pgx.Batch, projectID, invoiceID, bucket string, st archive.Stored, now time.Time) {
-	queueArchiveObject(b, projectID, invoiceID, "manifest", bucket, st)
+	queueArchiveObject(b, projectID, invoiceID, "manifest", bucket, st, "")
 	b.Queue(`UPDATE archive_manifests SET stored_at = $2 WHERE invoice_id = $1 AND stored_at IS NULL`, invoiceID, now)
 }
 
 // queueArchiveObject queues the anchor of one archived object (kept if the
-// invoice has one of that kind already).
-func queueArchiveObject(b *pgx.Batch, projectID, invoiceID, kind, bucket string, st archive.Stored) {
+// invoice has one of that kind already); embeddedIn "pdf" for an XML that
+// lies only inside the PDF.
+func queueArchiveObject(b *pgx.Batch, projectID, invoiceID, kind, bucket string, st archive.Stored, embeddedIn string) {
 	var until *time.Time
 	if !st.RetainUntil.IsZero() {
 		u := st.RetainUntil.UTC()
 		until = &u
 	}
-	b.Queue(`INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (invoice_id, kind) DO NOTHING`,
-		invoiceID, kind, projectID, bucket, st.Key, st.VersionID, st.SHA256, st.Size, until)
+	b.Queue(`INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until, embedded_in)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (invoice_id, kind) DO NOTHING`,
+		invoiceID, kind, projectID, bucket, st.Key, st.VersionID, st.SHA256, st.Size, until, orders.Nullable(embeddedIn))
 }
+
+// xmlEmbeddedOnly reports whether a document of format keeps its XML only
+// inside its PDF/A-3 (ZUGFeRD, Factur-X): the PDF is the e-invoice. An
+// XRechnung's XML is the invoice and is always an object of its own.
+func xmlEmbeddedOnly(format string) bool { return format == string(billing.FormatZUGFeRD) }
 
 // documentPDF renders the PDF of a document of format from its XML: a
 // small-amount invoice without the XML embedded (render.SmallAmountPDF).

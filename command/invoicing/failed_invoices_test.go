@@ -238,8 +238,8 @@ func TestIssuedDocumentFailedToArchived(t *testing.T) {
 		archived.reason != nil || archived.taskID != nil || archived.nextSeq != 2 {
 		t.Errorf("after the retry %+v, want %s archived under %s, version 3, no failure, no number taken", archived, failed.id, failed.number)
 	}
-	if _, err := a.For(true).Stat(ctx, archive.InvoiceXMLKey(v.project, failed.id)); err != nil {
-		t.Errorf("archived XML: %v", err)
+	if _, err := a.For(true).Stat(ctx, archive.InvoicePDFKey(v.project, failed.id)); err != nil {
+		t.Errorf("archived PDF: %v", err)
 	}
 	if _, status := v.task(orderNo); status != "resolved" || v.openDeadLetter(id) {
 		t.Errorf("task %s, dead letter open %v: want both resolved", status, v.openDeadLetter(id))

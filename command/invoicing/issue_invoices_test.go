@@ -344,8 +344,15 @@ func TestArchiveInvoiceIsWriteOnceAndRetriesFailedDocuments(t *testing.T) {
 	if status != "archived" || version != 2 {
 		t.Errorf("status %s version %d, want archived 2", status, version)
 	}
-	got, _, err := a.Get(ctx, archive.InvoiceXMLKey(v.project, doc.ID))
-	if err != nil || !bytes.Equal(got, stored) {
+	// A ZUGFeRD invoice's XML is archived inside its PDF/A-3.
+	pdf, _, err := a.Get(ctx, archive.InvoicePDFKey(v.project, doc.ID))
+	if err == nil {
+		var got []byte
+		if got, err = archive.EmbeddedXML(pdf); err == nil && !bytes.Equal(got, stored) {
+			err = errors.New("other bytes")
+		}
+	}
+	if err != nil {
 		t.Errorf("archived XML differs from the issued one (%v)", err)
 	}
 	// A document that broke rules (recorded as failed by earlier versions,
@@ -357,7 +364,7 @@ func TestArchiveInvoiceIsWriteOnceAndRetriesFailedDocuments(t *testing.T) {
 	if err := v.svc.ArchiveInvoice(ctx, a, v.project, broken.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Stat(ctx, archive.InvoiceXMLKey(v.project, broken.ID)); !errors.Is(err, archive.ErrNotFound) {
+	if _, err := a.Stat(ctx, archive.InvoicePDFKey(v.project, broken.ID)); !errors.Is(err, archive.ErrNotFound) {
 		t.Errorf("a document that broke rules reached the archive: %v", err)
 	}
 	// A document failed in archiving is archived by the retry, under its
@@ -379,7 +386,7 @@ func TestArchiveInvoiceIsWriteOnceAndRetriesFailedDocuments(t *testing.T) {
 		t.Errorf("failed document after the retry: %s version %d number %s reason %v, want archived 3 %s without reason",
 			status, version, number, reason, failed.Number)
 	}
-	if _, err := a.Stat(ctx, archive.InvoiceXMLKey(v.project, failed.ID)); err != nil {
+	if _, err := a.Stat(ctx, archive.InvoicePDFKey(v.project, failed.ID)); err != nil {
 		t.Errorf("the failed document's retry did not archive it: %v", err)
 	}
 }

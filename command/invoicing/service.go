@@ -8,6 +8,8 @@ import "github.com/jackc/pgx/v5/pgxpool"
 type Service struct {
 	pool *pgxpool.Pool
 	deps *dependencies // breakers and bounds of the provider and object-store calls
+	// chains groups the chaining of documents archived at the same time.
+	chains chainGroup
 }
 
 // New returns the invoicing side over pool.

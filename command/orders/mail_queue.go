@@ -43,6 +43,21 @@ func EnqueueDocumentMailTx(ctx context.Context, tx pgx.Tx, projectID, invoiceID,
 	return err
 }
 
+// QueueDocumentMail queues EnqueueDocumentMailTx as one statement into a
+// batch of the archiving transaction: the order's e-mail and the project's
+// reply-to are read by the insert itself.
+func QueueDocumentMail(b *pgx.Batch, projectID, invoiceID, orderID, orderNo string, test bool) {
+	status := deliveryPending
+	if test {
+		status = deliveryBlocked
+	}
+	b.Queue(`INSERT INTO mail_deliveries (id, project_id, kind, invoice_id, order_no, recipient, reply_to, status)
+		SELECT $1, $2, 'invoice', $3, $4, NULLIF(o.content->>'email', ''), NULLIF(p.settings->>'contactEmail', ''), $6
+		FROM orders o JOIN projects p ON p.id = $2 WHERE o.id = $5 AND NULLIF(o.content->>'email', '') IS NOT NULL
+		ON CONFLICT (invoice_id) DO NOTHING`,
+		uuid.NewString(), projectID, invoiceID, orderNo, orderID, status)
+}
+
 // enqueueTaskMailTx records the notice of an urgent task to the project's
 // invoice contact, in the transaction that opened it. Without a contact
 // e-mail there is nobody to tell; in test mode it is blocked.
