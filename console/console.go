@@ -38,6 +38,7 @@ import (
 	"github.com/o2i-service/o2i/internal/account"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/httpx"
+	"github.com/o2i-service/o2i/internal/money"
 	"github.com/o2i-service/o2i/query"
 )
 
@@ -155,6 +156,8 @@ func parsePages() (map[string]*template.Template, error) {
 			return t.Format("2006-01-02")
 		},
 		"join": strings.Join,
+		// money is an amount in currency units: 11900 -> "119.00".
+		"money": func(c int64) string { return money.Cents(c).String() },
 		// seg is an identifier as one path segment of a link.
 		"seg": url.PathEscape,
 		// safeURL passes the data: URL of the QR code the console made itself.

@@ -135,6 +135,13 @@ func (c *Console) project(action account.Action, h projectHandler) handler {
 			return err
 		}
 		v.Member = &m
+		if !v.Session.ViewChosen { // the project's mode until the session chooses
+			p, err := project.Get(r.Context(), c.pool, m.ProjectID)
+			if err != nil {
+				return err
+			}
+			v.Session.ViewTest = p.TestMode
+		}
 		base := Prefix + "p/" + m.ProjectID + "/"
 		for _, n := range nav {
 			if account.Allows(m.Role, n.action) {

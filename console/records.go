@@ -47,15 +47,6 @@ func issueYear(inv query.Invoice) int {
 	return y
 }
 
-// money shows cents as euros with two decimals.
-func money(cents int64) string {
-	sign := ""
-	if cents < 0 {
-		sign, cents = "-", -cents
-	}
-	return fmt.Sprintf("%s%d.%02d", sign, cents/100, cents%100)
-}
-
 type ordersData struct {
 	Q      string
 	Orders []query.OrderRow
@@ -73,7 +64,7 @@ func (c *Console) orders(w http.ResponseWriter, r *http.Request, v *view) error 
 		d.Search = true
 		d.Orders, err = c.queries.FindOrders(r.Context(), v.Member.ProjectID, d.Q)
 	} else {
-		d.Orders, d.Next, _, err = c.queries.ListOrders(r.Context(), v.Member.ProjectID, q.Get("cursor"), listPage)
+		d.Orders, d.Next, _, err = c.queries.ListOrders(r.Context(), v.Member.ProjectID, v.Session.ViewTest, q.Get("cursor"), listPage)
 	}
 	if err != nil {
 		return err
@@ -176,13 +167,19 @@ func (c *Console) invoices(w http.ResponseWriter, r *http.Request, v *view) erro
 		return apperr.Field("status", "status must be one of %s, got %q", strings.Join(d.Statuses, ", "), d.Status)
 	}
 	f.Type, f.Status = d.Kind, d.Status
+	if d.Mode == "" { // the data the session looks at (the header's switch)
+		d.Mode = "live"
+		if v.Session.ViewTest {
+			d.Mode = "test"
+		}
+	}
 	switch d.Mode {
-	case "":
+	case "all":
 	case "live", "test":
 		t := d.Mode == "test"
 		f.TestMode = &t
 	default:
-		return apperr.Field("mode", "mode must be live or test, got %q", d.Mode)
+		return apperr.Field("mode", "mode must be live, test or all, got %q", d.Mode)
 	}
 	page, err := c.queries.ListInvoices(r.Context(), v.Member.ProjectID, f, q.Get("cursor"), listPage)
 	if err != nil {
@@ -230,9 +227,6 @@ type invoiceData struct {
 	Findings   []string // rule findings of the check
 	CheckError string
 }
-
-// Money shows cents as euros.
-func (invoiceData) Money(c int64) string { return money(c) }
 
 func (c *Console) invoice(w http.ResponseWriter, r *http.Request, v *view) error {
 	ctx := r.Context()

@@ -318,8 +318,16 @@ func TestTestModeViewAndReset(t *testing.T) {
 	dev, _ := e.member(pid, account.Developer)
 	name := getProject(t, e, pid).Name
 	overview := "/console/p/" + pid + "/"
+	// Until the session chooses, it looks at the data of the project's mode
+	// (test here); the switch then holds.
+	if p := dev.get(overview); !strings.Contains(p.body, `id="view-mode" class="mode-test"`) {
+		t.Errorf("a new session of a project in test mode does not show test data in the header")
+	}
+	if p := dev.post("/console/p/"+pid+"/view", url.Values{"view": {"live"}, "next": {overview}}); p.status != http.StatusSeeOther {
+		t.Errorf("switch to live data: %d", p.status)
+	}
 	if p := dev.get(overview); !strings.Contains(p.body, `id="view-mode" class="mode-live"`) {
-		t.Errorf("a new session does not show live data in the header")
+		t.Errorf("the header does not show live data after the switch")
 	}
 	if p := dev.post("/console/p/"+pid+"/view", url.Values{"view": {"test"}, "next": {overview}}); p.status != http.StatusSeeOther || p.header.Get("Location") != overview {
 		t.Errorf("switch to test data: %d %s", p.status, p.header.Get("Location"))

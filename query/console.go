@@ -40,9 +40,10 @@ func scanOrderRow(row pgx.CollectableRow) (OrderRow, error) {
 	return o, err
 }
 
-// ListOrders is a page of the project's orders, newest first, after the
-// cursor (bound to the project); next continues after the page when more.
-func (s *Service) ListOrders(ctx context.Context, projectID, cursor string, limit int) (list []OrderRow, next string, more bool, err error) {
+// ListOrders is a page of the project's live or test orders, newest first,
+// after the cursor (bound to the project and the mode); next continues
+// after the page when more.
+func (s *Service) ListOrders(ctx context.Context, projectID string, testMode bool, cursor string, limit int) (list []OrderRow, next string, more bool, err error) {
 	if _, err := uuid.Parse(projectID); err != nil {
 		return nil, "", false, apperr.New(apperr.NotFound, "project_not_found", "no project %q", projectID)
 	}
@@ -50,15 +51,20 @@ func (s *Service) ListOrders(ctx context.Context, projectID, cursor string, limi
 	if err != nil {
 		return nil, "", false, err
 	}
-	const filters = "console-orders"
-	sql := `SELECT ` + orderRowColumns + ` FROM orders WHERE project_id = $1`
-	args := []any{projectID}
+	filters := "console-orders-live"
+	if testMode {
+		filters = "console-orders-test"
+	}
+	// Test orders have an index of their own (a project's few test orders
+	// are not found by scanning its live ones).
+	sql := `SELECT ` + orderRowColumns + ` FROM orders WHERE project_id = $1 AND test_mode = $2`
+	args := []any{projectID, testMode}
 	if cursor != "" {
 		at, id, err := decodeTimeIDCursor(key, projectID, filters, cursor)
 		if err != nil {
 			return nil, "", false, err
 		}
-		sql += ` AND (created_at, id) < ($2, $3)`
+		sql += ` AND (created_at, id) < ($3, $4)`
 		args = append(args, at, id)
 	}
 	args = append(args, limit+1)

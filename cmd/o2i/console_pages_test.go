@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,6 +71,32 @@ func (u *consoleUser) get(path string) consolePage {
 	return consolePage{status: resp.StatusCode, body: b, header: resp.Header}
 }
 
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// post sends a form with the session's token (read from a page of pid), as
+// the page's form would, from the console's own origin.
+func (u *consoleUser) post(pid, path string, form url.Values) consolePage {
+	u.t.Helper()
+	m := csrfField.FindSubmatch(u.get("/console/p/" + pid + "/").body)
+	if m == nil {
+		u.t.Fatal("no form token on the overview")
+	}
+	form.Set("csrf", string(m[1]))
+	req, err := http.NewRequest("POST", baseURL+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", baseURL)
+	resp, err := u.c.Do(req)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return consolePage{status: resp.StatusCode, body: b, header: resp.Header}
+}
+
 // invoiceID is the id of the project's document numbered number.
 func invoiceID(t *testing.T, pid, number string) string {
 	t.Helper()
@@ -100,13 +127,39 @@ func TestConsoleRecordPages(t *testing.T) {
 		if p := owner.get(base + "orders?q=NO-SUCH-" + m.suffix); p.status != 200 || !bytes.Contains(p.body, []byte(`id="no-orders"`)) {
 			t.Errorf("search for nothing: %d", p.status)
 		}
-		p := owner.get(base + "orders")
-		for _, o := range append(m.liveOrders, m.testOrders...) {
-			if !bytes.Contains(p.body, []byte(">"+o+"<")) {
-				t.Errorf("the order listing lacks %s", o)
+		// The listings show the data the session looks at: live, then test
+		// after the header's switch.
+		listed := func(view string, shown, hidden []string) {
+			t.Helper()
+			p := owner.get(base + "orders")
+			for _, o := range shown {
+				if !bytes.Contains(p.body, []byte(">"+o+"<")) {
+					t.Errorf("the %s order listing lacks %s", view, o)
+				}
+			}
+			for _, o := range hidden {
+				if bytes.Contains(p.body, []byte(">"+o+"<")) {
+					t.Errorf("the %s order listing shows %s", view, o)
+				}
+			}
+			want, other := live, test
+			if view == "test" {
+				want, other = test, live
+			}
+			if p := owner.get(base + "invoices"); !bytes.Contains(p.body, []byte(want)) || bytes.Contains(p.body, []byte(other)) {
+				t.Errorf("the %s document listing: %d", view, p.status)
 			}
 		}
-		p = owner.get(base + "orders/" + m.liveOrders[0])
+		listed("live", m.liveOrders, m.testOrders)
+		if p := owner.post(m.pid, base+"view", url.Values{"view": {"test"}, "next": {base}}); p.status != http.StatusSeeOther {
+			t.Fatalf("switch to test data: %d %s", p.status, p.body)
+		}
+		listed("test", m.testOrders, m.liveOrders)
+		if p := owner.get(base + "invoices?mode=all"); !bytes.Contains(p.body, []byte(live)) || !bytes.Contains(p.body, []byte(test)) {
+			t.Errorf("mode=all does not list both: %d", p.status)
+		}
+		owner.post(m.pid, base+"view", url.Values{"view": {"live"}, "next": {base}})
+		p := owner.get(base + "orders/" + m.liveOrders[0])
 		if p.status != 200 || !bytes.Contains(p.body, []byte(live)) || !bytes.Contains(p.body, []byte("received")) ||
 			!bytes.Contains(p.body, []byte("archived")) || !bytes.Contains(p.body, []byte("/invoices/"+liveID)) {
 			t.Errorf("order page: %d\n%s", p.status, p.body)

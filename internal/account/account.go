@@ -357,7 +357,10 @@ type Session struct {
 	CreatedAt time.Time
 	LastSeen  time.Time
 	ViewTest  bool // the session looks at test data (else live)
-	TOTP      bool // the user's second factor is in force
+	// ViewChosen: the session chose ViewTest with the header's switch;
+	// until then a page shows the data of its project's mode.
+	ViewChosen bool
+	TOTP       bool // the user's second factor is in force
 	// Pending: the password was right, the second factor is still to be
 	// entered; the session opens no page but the code's.
 	Pending bool
@@ -395,11 +398,15 @@ func (s *Store) StartSession(ctx context.Context, u User, now time.Time) (string
 // minute, to spare writes). An ended session is ErrNotFound.
 func (s *Store) Session(ctx context.Context, id string, t Timeouts, now time.Time) (Session, error) {
 	var ses Session
+	var view *bool
 	err := s.pool.QueryRow(ctx, `SELECT u.id::text, u.email, s.csrf_token, s.created_at, s.last_seen_at, s.view_test,
 			u.totp_confirmed_at IS NOT NULL, s.second_factor_pending
 		FROM console_sessions s JOIN console_users u ON u.id = s.user_id
 		WHERE s.id_hash = $1 AND s.revoked_at IS NULL`, HashToken(id)).
-		Scan(&ses.User.ID, &ses.User.Email, &ses.CSRF, &ses.CreatedAt, &ses.LastSeen, &ses.ViewTest, &ses.TOTP, &ses.Pending)
+		Scan(&ses.User.ID, &ses.User.Email, &ses.CSRF, &ses.CreatedAt, &ses.LastSeen, &view, &ses.TOTP, &ses.Pending)
+	if view != nil {
+		ses.ViewTest, ses.ViewChosen = *view, true
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Session{}, ErrNotFound
 	}
