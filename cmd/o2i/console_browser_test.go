@@ -358,18 +358,7 @@ func TestDocumentsInBrowser(t *testing.T) {
 	if !strings.Contains(html, `<iframe id="pdf"`) || !strings.Contains(html, "EN 16931") {
 		t.Fatalf("the document page shows no PDF frame or validation:\n%s", html)
 	}
-	dir := t.TempDir()
-	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior,
-		browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir}); err != nil {
-		t.Fatalf("allow downloads: %v", err)
-	}
-	step(t, ctx, "download the PDF", chromedp.Click(chromedp.ID("download-pdf")))
-	var got []byte
-	testenv.Eventually(t, 30*time.Second, "the PDF in the download folder", func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, number+".pdf"))
-		got = b
-		return err == nil && len(b) > 0
-	})
+	got := download(t, ctx, "download-pdf", number+".pdf")
 	api := client(t).Do("GET", "/v1/invoices/"+number+"/pdf", m.key, nil)
 	if !bytes.Equal(got, api.Body) {
 		t.Errorf("the downloaded PDF (%d bytes) differs from the API's (%d bytes)", len(got), len(api.Body))
@@ -484,4 +473,23 @@ func TestHeldOrderReleasedInBrowser(t *testing.T) {
 	if st := open(t, b, base+"tasks?status=resolved"); st != 200 || !strings.Contains(bodyHTML(t, b), "seller_data_incomplete") {
 		t.Errorf("the resolved tasks: %d, without the seller data task", st)
 	}
+}
+
+// download clicks the button with id button of the page in ctx and returns
+// the file that arrives in the download folder as name.
+func download(t *testing.T, ctx context.Context, button, name string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior,
+		browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir}); err != nil {
+		t.Fatalf("allow downloads: %v", err)
+	}
+	step(t, ctx, "click "+button, chromedp.Click(chromedp.ID(button)))
+	var got []byte
+	testenv.Eventually(t, 30*time.Second, name+" in the download folder", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		got = b
+		return err == nil && len(b) > 0
+	})
+	return got
 }

@@ -5,14 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 	"github.com/pquerna/otp/totp"
@@ -154,18 +151,7 @@ func TestConsoleTourInBrowser(t *testing.T) {
 	if st := open(t, ctx, base+"invoices/"+invoiceID(t, m.pid, m.live[0])); st != 200 {
 		t.Fatalf("document: %d", st)
 	}
-	dir := t.TempDir()
-	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior,
-		browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir}); err != nil {
-		t.Fatalf("allow downloads: %v", err)
-	}
-	step(t, ctx, "download the XML", chromedp.Click(chromedp.ID("download-xml")))
-	var xml []byte
-	testenv.Eventually(t, 30*time.Second, "the XML in the download folder", func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, m.live[0]+".xml"))
-		xml = b
-		return err == nil && len(b) > 0
-	})
+	xml := download(t, ctx, "download-xml", m.live[0]+".xml")
 	if api := c.Do("GET", "/v1/invoices/"+m.live[0]+"/xml", m.key, nil); !bytes.Equal(xml, api.Body) {
 		t.Errorf("the downloaded XML (%d bytes) differs from the API's (%d bytes)", len(xml), len(api.Body))
 	}
