@@ -65,3 +65,22 @@ func TestStatsWaitingCap(t *testing.T) {
 		}
 	}
 }
+
+func TestFixField(t *testing.T) {
+	for _, c := range []struct {
+		typ, details, want string
+	}{
+		{"seller_data_incomplete", `{"missing":["sellerName","sellerVatId or sellerTaxNumber"]}`, "sellerName"},
+		{"seller_data_incomplete", `{"missing":["sellerVatId or sellerTaxNumber"]}`, "sellerVatId"},
+		{"seller_data_incomplete", `{"missing":["sellerCity"]}`, "sellerCity"},
+		{"seller_data_incomplete", `{}`, "sellerName"},
+		{"seller_data_incomplete", `{"missing":["a {b}"]}`, "sellerName"},
+		{"xrechnung_contact_phone_missing", `{}`, "contactPhone"},
+		{"provider_rights_missing", `{"missing":["stripeApiKey"]}`, "stripeApiKey"},
+		{"vat_review", `{"missing":["sellerName"]}`, ""},
+	} {
+		if got := fixField(query.Task{Type: c.typ, Details: []byte(c.details)}); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.typ, c.details, got, c.want)
+		}
+	}
+}

@@ -545,10 +545,15 @@ func fixField(t query.Task) string {
 	var d struct {
 		Missing []string `json:"missing"`
 	}
-	if json.Unmarshal(t.Details, &d) == nil && len(d.Missing) > 0 && !strings.ContainsAny(d.Missing[0], " /{") {
-		return d.Missing[0]
+	if json.Unmarshal(t.Details, &d) != nil || len(d.Missing) == 0 {
+		return f
 	}
-	return f
+	// "sellerVatId or sellerTaxNumber": either will do, the first is the link.
+	first, _, _ := strings.Cut(d.Missing[0], " or ")
+	if first == "" || strings.ContainsAny(first, " /{") {
+		return f
+	}
+	return first
 }
 
 // taskPage is how many tasks one page lists.
