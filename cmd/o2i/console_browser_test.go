@@ -436,8 +436,10 @@ func TestHeldOrderReleasedInBrowser(t *testing.T) {
 		t.Fatalf("save seller data: %d", st)
 	}
 	var number string
-	testenv.Eventually(t, 60*time.Second, "the order invoiced and archived", func() bool {
-		err := pool.QueryRow(ctx, `SELECT number FROM invoices WHERE project_id = $1 AND status = 'archived'`, pid).Scan(&number)
+	// The console lists documents from the read model: wait for the
+	// projection of the archived invoice, not only the write side.
+	testenv.Eventually(t, 60*time.Second, "the order invoiced, archived and projected", func() bool {
+		err := pool.QueryRow(ctx, `SELECT number FROM invoice_view WHERE project_id = $1 AND status = 'archived'`, pid).Scan(&number)
 		return err == nil
 	})
 	if st := open(t, b, base+"orders/"+orderNo); st != 200 || !strings.Contains(bodyHTML(t, b), number) {
