@@ -90,7 +90,7 @@ func main() {
 	flag.StringVar(&benchMetricsAddr, "metrics-addr", benchMetricsAddr, "address of the service under test's metrics")
 	flag.IntVar(&rc.invoices, "role-invoices", 1000, "orders the invoicer drains on one core (roles stage)")
 	flag.IntVar(&rc.mails, "role-mails", 300, "e-mails the mailer sends (roles stage)")
-	flag.IntVar(&inv.backlog, "invoice-orders", 3000, "orders of the invoicer's backlog (invoices stage)")
+	flag.IntVar(&inv.backlog, "invoice-orders", 6000, "orders of the invoicer's backlog (invoices stage)")
 	flag.IntVar(&inv.rate, "invoice-rate", 50, "orders per second of the steady load (invoices stage)")
 	flag.DurationVar(&inv.steady, "invoice-for", 20*time.Second, "length of the steady load (invoices stage)")
 	flag.IntVar(&inv.projects, "invoice-projects", 1, "projects the invoicer's backlog is spread over (invoices stage)")
