@@ -168,42 +168,31 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 		return err
 	}
 	now := time.Now().UTC()
-	done, err := s.markArchived(ctx, arc, inv, mSt, now)
-	if done || err != nil {
-		return err
-	}
-	return store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		// The invoice changed since it was read: its version is read here.
-		b := &pgx.Batch{}
-		queueManifestRecord(b, projectID, invoiceID, arc.Bucket(), mSt, now)
-		b.Queue(`UPDATE invoices SET status = 'archived', archived_at = $3, version = version + 1, failure_reason = NULL, failure_task_id = NULL
-			WHERE project_id = $1 AND id = $2 AND (status = 'created' OR status = 'failed' AND failed_rules = '{}') RETURNING version`,
-			projectID, invoiceID, now)
-		br := tx.SendBatch(ctx, b)
-		_, err1 := br.Exec()
-		_, err2 := br.Exec()
-		err3 := br.QueryRow().Scan(&inv.Version)
-		if err := errors.Join(err1, err2, br.Close()); err != nil {
+	// The mark is written with the version the invoice was read in; when it
+	// changed meanwhile, the version is read again (archived meanwhile: done).
+	for tries := 1; ; tries++ {
+		done, err := s.markArchived(ctx, arc, inv, mSt, now)
+		if done || err != nil {
 			return err
 		}
-		if errors.Is(err3, pgx.ErrNoRows) {
+		var status string
+		var failedRules []string
+		if err := s.pool.QueryRow(ctx, `SELECT status, version, failed_rules FROM invoices WHERE project_id = $1 AND id = $2`,
+			projectID, invoiceID).Scan(&status, &inv.Version, &failedRules); err != nil {
+			return err
+		}
+		if !awaitsArchive(status, failedRules) {
 			return nil // archived meanwhile
 		}
-		if err3 != nil {
-			return err3
+		if tries == maxMarkTries {
+			return fmt.Errorf("mark archived: the invoice changed %d times while it was marked", tries)
 		}
-		inv.Status, inv.ArchivedAt = "archived", &now
-		// The document goes to the order's e-mail (blocked in test mode).
-		if err := orders.EnqueueDocumentMailTx(ctx, tx, projectID, inv.ID, inv.OrderID, inv.OrderNo, inv.TestMode); err != nil {
-			return err
-		}
-		ev, err := event.New(event.InvoiceArchived, projectID, "invoice", inv.ID, inv.OrderNo, inv.Version, now, inv)
-		if err != nil {
-			return fmt.Errorf("event: %w", err)
-		}
-		return outbox.Enqueue(ctx, tx, ev)
-	})
+	}
 }
+
+// maxMarkTries bounds markArchived's attempts against an invoice that keeps
+// changing (the error sends the event to the retry table).
+const maxMarkTries = 5
 
 // errChanged rolls markArchived back: the invoice is not in the state it
 // was read in.
@@ -228,6 +217,7 @@ func (s *Service) markArchived(ctx context.Context, arc *archive.Archive, inv ev
 	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		queueManifestRecord(b, projectID, inv.ID, arc.Bucket(), mSt, now)
+		mark := b.Len() // the index of the status update in the batch
 		b.Queue(`UPDATE invoices SET status = 'archived', archived_at = $3, version = $4 + 1, failure_reason = NULL, failure_task_id = NULL
 			WHERE project_id = $1 AND id = $2 AND version = $4 AND (status = 'created' OR status = 'failed' AND failed_rules = '{}')`,
 			projectID, inv.ID, now, read)
@@ -242,7 +232,7 @@ func (s *Service) markArchived(ctx context.Context, arc *archive.Archive, inv ev
 		for i := range b.Len() {
 			tag, err := br.Exec()
 			errs = append(errs, err)
-			if i == 2 {
+			if i == mark {
 				marked = tag.RowsAffected()
 			}
 		}

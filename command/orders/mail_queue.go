@@ -2,7 +2,6 @@ package orders
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"github.com/google/uuid"
@@ -18,34 +17,11 @@ const (
 	deliveryBlocked = "blocked" // test mode: sending blocked
 )
 
-// EnqueueDocumentMailTx records the delivery of an archived document to its
-// order's e-mail, in the archiving transaction; an order without e-mail
-// gets none. A test document's delivery is recorded as blocked.
-func EnqueueDocumentMailTx(ctx context.Context, tx pgx.Tx, projectID, invoiceID, orderID, orderNo string, test bool) error {
-	var email *string
-	if err := tx.QueryRow(ctx, `SELECT NULLIF(content->>'email', '') FROM orders WHERE id = $1`, orderID).Scan(&email); err != nil {
-		return fmt.Errorf("order e-mail: %w", err)
-	}
-	if email == nil {
-		return nil
-	}
-	p, err := project.Get(ctx, tx, projectID)
-	if err != nil {
-		return err
-	}
-	status := deliveryPending
-	if test {
-		status = deliveryBlocked
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO mail_deliveries (id, project_id, kind, invoice_id, order_no, recipient, reply_to, status)
-		VALUES ($1, $2, 'invoice', $3, $4, $5, $6, $7) ON CONFLICT (invoice_id) DO NOTHING`,
-		uuid.NewString(), projectID, invoiceID, orderNo, *email, Nullable(p.Settings.ContactEmail), status)
-	return err
-}
-
-// QueueDocumentMail queues EnqueueDocumentMailTx as one statement into a
-// batch of the archiving transaction: the order's e-mail and the project's
-// reply-to are read by the insert itself.
+// QueueDocumentMail queues, into a batch of the archiving transaction, the
+// delivery of an archived document to its order's e-mail (one statement: the
+// order's e-mail and the project's reply-to are read by the insert itself);
+// an order without e-mail gets none. A test document's delivery is recorded
+// as blocked.
 func QueueDocumentMail(b *pgx.Batch, projectID, invoiceID, orderID, orderNo string, test bool) {
 	status := deliveryPending
 	if test {
