@@ -111,6 +111,11 @@ func ensureMinio(cfg *config, deadline time.Time) error {
 		"MINIO_ROOT_PASSWORD="+cfg.s3SecretKey,
 		"MINIO_UPDATE=off",
 		"MINIO_BROWSER=on",
+		// The scanner walks every object for usage figures, healing and
+		// lifecycle rules; the archive has no lifecycle rules and one drive
+		// has nothing to heal from, so it runs at its slowest pace (at the
+		// default pace it took a tenth of a core with 28,000 objects idle).
+		"MINIO_SCANNER_SPEED=slowest",
 	)
 	args := []string{
 		"server",
