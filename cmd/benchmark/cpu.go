@@ -117,6 +117,16 @@ func perItem(shares []cpuShare, n int) string {
 	return strings.Join(parts, ", ")
 }
 
+// cpuPerCall is the milliseconds of CPU shares spent together per call, n
+// calls.
+func cpuPerCall(shares []cpuShare, n float64) float64 {
+	var sum time.Duration
+	for _, s := range shares {
+		sum += s.cpu
+	}
+	return float64(sum.Microseconds()) / 1000 / max(n, 1)
+}
+
 // running reports whether the process runs (not ended, not a zombie), from
 // /proc; where there is no /proc it says yes.
 func running(pid int) bool {
