@@ -145,7 +145,12 @@ func (g *chainGroup) await(ctx context.Context, w *chainWaiter) ([]byte, error) 
 	})
 	if err != nil {
 		g.forget(w)
-		return nil, err
+		select {
+		case <-w.done: // chained as it gave up
+			return w.body, nil
+		default:
+			return nil, err
+		}
 	}
 	return w.body, nil
 }

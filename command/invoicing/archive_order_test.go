@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/segmentio/kafka-go"
 
 	"github.com/o2i-service/o2i/command/invoicing"
 	"github.com/o2i-service/o2i/internal/testenv"
@@ -205,5 +207,44 @@ func TestVerifyReportsAChainOutOfNumberOrder(t *testing.T) {
 	}
 	if p := rep.Problems[0]; !strings.Contains(p.Detail, first.Number) || !strings.Contains(p.Detail, second.Number) {
 		t.Errorf("detail %q names neither number", p.Detail)
+	}
+}
+
+// TestTwoInvoicersChainOneRangeInNumberOrder: two invoicers (each its own
+// service, as two processes) share the order events of one project, whose
+// documents take consecutive numbers of one range and are archived by
+// either: every document is archived and the range's chain holds them in
+// number order.
+func TestTwoInvoicersChainOneRangeInNumberOrder(t *testing.T) {
+	t.Parallel()
+	const n = 40
+	v := newInvoicing(t, true, nil)
+	topic := orderTopic(t)
+	suffix := uuid.NewString()[:8]
+	var msgs []kafka.Message
+	for i := range n {
+		no := fmt.Sprintf("TI-%s-%d", suffix, i)
+		_, raw := v.dueOrder(no)
+		msgs = append(msgs, kafka.Message{Key: []byte(v.project + "/" + no), Value: raw})
+	}
+	publish(t, topic, msgs)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	group := "o2i-invoicer-test-" + suffix
+	for range 2 {
+		iv := invoicing.NewInvoicer(invoicing.New(v.pool), workingArchive(t), testenv.KafkaBrokers())
+		iv.UseGroup(topic, group)
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = iv.Run(ctx) }()
+	}
+	testenv.Eventually(t, 120*time.Second, fmt.Sprintf("all %d documents archived", n), func() bool {
+		return v.count(`SELECT count(*) FROM invoices WHERE project_id = $1 AND status = 'archived'`, v.project) == n
+	})
+	if got := chainInNumberOrder(t, v); got != n {
+		t.Errorf("%d manifests, want %d", got, n)
+	}
+	if rep := verify(t, v, workingArchive(t)); rep.Checked != 3*n || rep.OK != 3*n {
+		t.Errorf("verify: %+v", rep)
 	}
 }
