@@ -30,6 +30,7 @@ import (
 type archivedInvoice struct {
 	seq                    int64
 	invoiceID, number, typ string
+	numberSeq              int64  // the number's position in its range (invoices.seq)
 	format                 string // zugferd, xrechnung or small_amount (a PDF only)
 	issueDate              time.Time
 	rangeKey               string
@@ -57,18 +58,18 @@ type archiveScope struct {
 // archivedInvoices returns the stored manifests in scope with their
 // objects, after seq, at most limit, in seq order.
 func (s *Service) archivedInvoices(ctx context.Context, sc archiveScope, after int64, limit int) ([]archivedInvoice, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, invoice_id::text, number, type, issue_date, range_key, chain_seq, test_mode, sha256,
-			COALESCE(prev_sha256, ''), COALESCE((SELECT i.format FROM invoices i WHERE i.id = archive_manifests.invoice_id), '')
-		FROM archive_manifests
-		WHERE project_id = $1 AND ($2 = 0 OR year = $2) AND ($3::boolean IS NULL OR test_mode = $3) AND seq > $4
-		AND ($6 = 0 OR seq <= $6) AND stored_at IS NOT NULL
-		ORDER BY seq LIMIT $5`, sc.projectID, sc.year, sc.testMode, after, limit, sc.upto)
+	rows, err := s.pool.Query(ctx, `SELECT m.seq, m.invoice_id::text, m.number, m.type, m.issue_date, m.range_key, m.chain_seq, m.test_mode, m.sha256,
+			COALESCE(m.prev_sha256, ''), COALESCE(i.format, ''), COALESCE(i.seq, 0)
+		FROM archive_manifests m LEFT JOIN invoices i ON i.id = m.invoice_id
+		WHERE m.project_id = $1 AND ($2 = 0 OR m.year = $2) AND ($3::boolean IS NULL OR m.test_mode = $3) AND m.seq > $4
+		AND ($6 = 0 OR m.seq <= $6) AND m.stored_at IS NOT NULL
+		ORDER BY m.seq LIMIT $5`, sc.projectID, sc.year, sc.testMode, after, limit, sc.upto)
 	if err != nil {
 		return nil, err
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (archivedInvoice, error) {
 		var a archivedInvoice
-		err := r.Scan(&a.seq, &a.invoiceID, &a.number, &a.typ, &a.issueDate, &a.rangeKey, &a.chainSeq, &a.testMode, &a.manifestSHA, &a.prevSHA, &a.format)
+		err := r.Scan(&a.seq, &a.invoiceID, &a.number, &a.typ, &a.issueDate, &a.rangeKey, &a.chainSeq, &a.testMode, &a.manifestSHA, &a.prevSHA, &a.format, &a.numberSeq)
 		a.objects = map[string]anchored{}
 		return a, err
 	})
@@ -231,9 +232,10 @@ type VerifyReport struct {
 // the database, and checks it: SHA-256 and size against the record, still
 // the key's current version, COMPLIANCE retention until the recorded date
 // (live documents). It checks each manifest against the records and each
-// number range's chain: positions 1, 2, ... without gaps, each manifest
-// naming the SHA-256 of the one before; and that every archived invoice has
-// its manifest. progress is called after each invoice.
+// number range's chain: positions 1, 2, ... without gaps and in number
+// order (problem kind "order"), each manifest naming the SHA-256 of the one
+// before; and that every archived invoice has its manifest. progress is
+// called after each invoice.
 func (s *Service) VerifyArchive(ctx context.Context, projectID string, year int, progress func(done, total int)) (VerifyReport, error) {
 	rep := VerifyReport{Problems: []VerifyProblem{}}
 	sc := archiveScope{projectID: projectID, year: year}
@@ -285,9 +287,16 @@ type chainLink struct {
 	seq      int64
 }
 
-// predecessors returns the recorded SHA-256 of the manifest before each of
-// list's manifests in its chain (absent: no manifest at that position).
-func (s *Service) predecessors(ctx context.Context, projectID string, list []archivedInvoice) (map[chainLink]string, error) {
+// predecessor is the manifest at a chain's position: its recorded SHA-256
+// and its document's number and position in the number range.
+type predecessor struct {
+	sha256, number string
+	numberSeq      int64
+}
+
+// predecessors returns the manifest before each of list's manifests in its
+// chain (absent: no manifest at that position).
+func (s *Service) predecessors(ctx context.Context, projectID string, list []archivedInvoice) (map[chainLink]predecessor, error) {
 	ranges := make([]string, 0, len(list))
 	seqs := make([]int64, 0, len(list))
 	for _, a := range list {
@@ -295,24 +304,25 @@ func (s *Service) predecessors(ctx context.Context, projectID string, list []arc
 			ranges, seqs = append(ranges, a.rangeKey), append(seqs, a.chainSeq-1)
 		}
 	}
-	out := map[chainLink]string{}
+	out := map[chainLink]predecessor{}
 	if len(seqs) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT m.range_key, m.chain_seq, m.sha256 FROM archive_manifests m
+	rows, err := s.pool.Query(ctx, `SELECT m.range_key, m.chain_seq, m.sha256, m.number, COALESCE(i.seq, 0) FROM archive_manifests m
 		JOIN unnest($2::text[], $3::bigint[]) AS l (range_key, chain_seq) ON l.range_key = m.range_key AND l.chain_seq = m.chain_seq
+		LEFT JOIN invoices i ON i.id = m.invoice_id
 		WHERE m.project_id = $1`, projectID, ranges, seqs)
 	if err != nil {
 		return nil, err
 	}
 	var l chainLink
-	var sum string
-	_, err = pgx.ForEachRow(rows, []any{&l.rangeKey, &l.seq, &sum}, func() error { out[l] = sum; return nil })
+	var p predecessor
+	_, err = pgx.ForEachRow(rows, []any{&l.rangeKey, &l.seq, &p.sha256, &p.number, &p.numberSeq}, func() error { out[l] = p; return nil })
 	return out, err
 }
 
 // verifyOne checks one invoice's objects, manifest and chain link.
-func (s *Service) verifyOne(ctx context.Context, rep *VerifyReport, a archivedInvoice, prevs map[chainLink]string) {
+func (s *Service) verifyOne(ctx context.Context, rep *VerifyReport, a archivedInvoice, prevs map[chainLink]predecessor) {
 	problem := func(kind string, p archive.Problem) {
 		rep.Problems = append(rep.Problems, VerifyProblem{InvoiceID: a.invoiceID, Number: a.number, Kind: kind, Problem: p})
 	}
@@ -364,10 +374,18 @@ func (s *Service) verifyOne(ctx context.Context, rep *VerifyReport, a archivedIn
 		problem("chain", archive.Problem{Kind: "chain", Detail: fmt.Sprintf(format, args...)})
 	}
 	if a.chainSeq > 1 {
-		if prev, ok := prevs[chainLink{a.rangeKey, a.chainSeq - 1}]; !ok {
+		prev, ok := prevs[chainLink{a.rangeKey, a.chainSeq - 1}]
+		switch {
+		case !ok:
 			chainProblem("number range %s: no manifest at position %d before this one", a.rangeKey, a.chainSeq-1)
-		} else if prev != a.prevSHA {
-			chainProblem("recorded previous manifest %s, the manifest at position %d is %s", a.prevSHA, a.chainSeq-1, prev)
+		case prev.sha256 != a.prevSHA:
+			chainProblem("recorded previous manifest %s, the manifest at position %d is %s", a.prevSHA, a.chainSeq-1, prev.sha256)
+		}
+		// Positions follow number order: the manifest before is of a lower number.
+		if ok && prev.numberSeq >= a.numberSeq {
+			problem("chain", archive.Problem{Kind: "order", Detail: fmt.Sprintf(
+				"number range %s: number %s is at position %d, after number %s at position %d; positions must follow number order",
+				a.rangeKey, a.number, a.chainSeq, prev.number, a.chainSeq-1)})
 		}
 	}
 	if manifest != nil {

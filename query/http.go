@@ -125,7 +125,8 @@ func (s *Service) Routes() []httpx.Route {
 				"its number, issue date and type, and its objects (xml, pdf, manifest) with SHA-256, size, version id and " +
 				"retain-until as recorded in the database when they were archived. Per invoice a manifest lists its documents " +
 				"and the SHA-256 of the previous manifest of the same number range (previousManifestSha256; null for the first), " +
-				"so each number range is a hash chain that shows any gap, removal or change. Test documents have no tax effect " +
+				"the chain positions following the invoice numbers (chainSeq), so each number range is a hash chain that shows " +
+				"any gap, removal, change or document out of number order. Test documents have no tax effect " +
 				"and are not listed. Keyset pagination in archiving order, like GET /v1/invoices; while documents of the year are " +
 				"still being archived, one may appear behind a cursor already passed, so a complete walk is one over a year whose " +
 				"documents are all archived (or a second walk). A cursor is bound to the project " +

@@ -165,7 +165,7 @@ type ArchiveEntry struct {
 	Type                   string          `json:"type" required:"true" enum:"invoice,voucher_sale,cancellation,credit_note"`
 	Format                 string          `json:"format" required:"true" enum:"zugferd,xrechnung,small_amount" description:"small_amount: a small-amount invoice (§ 33 UStDV), archived as its PDF alone"`
 	NumberRange            string          `json:"numberRange" required:"true" description:"the number range whose hash chain the manifest belongs to"`
-	ChainSeq               int64           `json:"chainSeq" required:"true" description:"position of the invoice's manifest in its number range's chain, from 1"`
+	ChainSeq               int64           `json:"chainSeq" required:"true" description:"position of the invoice's manifest in its number range's chain, from 1, in number order"`
 	ManifestSHA256         string          `json:"manifestSha256" required:"true" description:"SHA-256 (hex) of the invoice's manifest: the chain hash"`
 	PreviousManifestSHA256 *string         `json:"previousManifestSha256" required:"true" description:"SHA-256 of the manifest before it in the number range; null for the first"`
 	Objects                []ArchiveObject `json:"objects" required:"true" description:"xml, pdf and manifest, as recorded when archived"`

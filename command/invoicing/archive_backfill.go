@@ -100,7 +100,7 @@ func (s *Service) backfillOne(ctx context.Context, a *archive.Archive, m archive
 			return false, err
 		}
 		m.Objects = []archive.ManifestObject{archive.Object("xml", xmlSt), archive.Object("pdf", pdfSt)}
-		if body, err = s.chainManifest(ctx, arc, m, issue, map[string]archive.Stored{"xml": xmlSt, "pdf": pdfSt}); err != nil {
+		if body, err = s.chainArchived(ctx, arc, m, issue, map[string]archive.Stored{"xml": xmlSt, "pdf": pdfSt}); err != nil {
 			return false, err
 		}
 	}

@@ -1,0 +1,519 @@
+package invoicing
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/o2i-service/o2i/archive"
+	"github.com/o2i-service/o2i/command/orders"
+	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/internal/consume"
+	"github.com/o2i-service/o2i/internal/store"
+)
+
+// The chain of a number range takes its documents in number order: the
+// manifest of the document with seq k follows the range's previous chained
+// document in seq order. A document's stored objects are anchored in the
+// transaction that tries to chain it; that transaction (under the range's
+// advisory lock, so every invoicer process sees the others' anchors) chains
+// every leading document of the range, in seq order, whose objects are
+// anchored: its own and those of successors anchored earlier, by any
+// process. A document whose predecessor is not anchored yet stays anchored
+// and unchained; its caller waits a while (inside consume.Waiting, without
+// its consumer worker) for the predecessor's transaction to chain it, then
+// fails, and its retry finds the manifest recorded.
+
+// ErrChainPending is the failure of a document anchored but not chained
+// after chainWait: a document before it in its number range is not archived
+// yet. Its retry goes on once that one is (whose transaction chains it).
+var ErrChainPending = errors.New("archive: a document before it in its number range is not archived yet")
+
+const (
+	// chainBatch is the most documents of this process one chain
+	// transaction takes.
+	chainBatch = 64
+	// chainScan is the most unchained documents of a range one read of the
+	// chain transaction takes (it reads on while all of them chained).
+	chainScan = 128
+	// chainTimeout bounds one chain transaction.
+	chainTimeout = 30 * time.Second
+	// chainWait bounds the wait of a document for its predecessor.
+	chainWait = 5 * time.Second
+	// chainPoll is how often the waiting documents of this process are
+	// looked up (chained by another process).
+	chainPoll = 200 * time.Millisecond
+)
+
+// chainManifest anchors the invoice's documents and chains m in its number
+// range (in number order) and returns the manifest's bytes; when a document
+// before it is not archived yet it waits for that one's transaction to chain
+// it, at most chainWait (then ErrChainPending). Documents of one range
+// archived at the same time are chained together (chainGroup): one
+// transaction, one advisory lock, one round trip for the lock, the anchors,
+// the chain's end and the documents to chain, one for the inserts.
+func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m archive.Manifest, issue time.Time, objs map[string]archive.Stored) ([]byte, error) {
+	r := &chainRequest{m: m, issue: issue, objs: objs, bucket: arc.Bucket(), done: make(chan struct{})}
+	return s.chains.chain(ctx, s.pool, r)
+}
+
+// chainArchived is chainManifest for a document archived before the archive
+// was anchored (o2i archive backfill): it is no document the range waits
+// for, and goes at the chain's end.
+func (s *Service) chainArchived(ctx context.Context, arc *archive.Archive, m archive.Manifest, issue time.Time, objs map[string]archive.Stored) ([]byte, error) {
+	r := &chainRequest{m: m, issue: issue, objs: objs, bucket: arc.Bucket(), archived: true, done: make(chan struct{})}
+	return s.chains.chain(ctx, s.pool, r)
+}
+
+// chainRequest is one document to anchor and chain.
+type chainRequest struct {
+	m        archive.Manifest // its objects are anchored; the chain builds the manifest from the anchors
+	issue    time.Time
+	objs     map[string]archive.Stored
+	bucket   string
+	archived bool          // archived before the anchor (backfill): chained at the end
+	done     chan struct{} // closed when body, waiter or err is set
+	body     []byte        // the manifest, when chained
+	waiter   *chainWaiter  // anchored, not chained: woken when it is
+	err      error
+}
+
+// chainWaiter is a document of this process anchored and not chained yet.
+type chainWaiter struct {
+	invoiceID string
+	done      chan struct{} // closed when body is set
+	body      []byte
+}
+
+// chainGroup chains the documents of a number range that arrive while the
+// range's transaction runs in the next one (group commit): one goroutine
+// per range with documents waiting chains them batch by batch and ends when
+// none waits; the callers wait for their document. It also wakes the
+// documents waiting for a predecessor: at once when a transaction of this
+// process chains them, else when its poll finds them chained. The zero
+// value is ready.
+type chainGroup struct {
+	mu      sync.Mutex
+	ranges  map[string][]*chainRequest // waiting documents of the ranges being chained
+	waiting map[string][]*chainWaiter  // by invoice id: anchored, waiting to be chained
+	polling bool
+}
+
+func (g *chainGroup) chain(ctx context.Context, pool *pgxpool.Pool, r *chainRequest) ([]byte, error) {
+	key := r.m.ProjectID + "\x00" + r.m.NumberRange
+	g.mu.Lock()
+	if g.ranges == nil {
+		g.ranges = map[string][]*chainRequest{}
+	}
+	pending, running := g.ranges[key]
+	g.ranges[key] = append(pending, r)
+	g.mu.Unlock()
+	if !running {
+		go g.run(pool, key)
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		// It may still be chained: a retry finds its manifest recorded.
+		return nil, ctx.Err()
+	}
+	if r.err != nil || r.body != nil {
+		return r.body, r.err
+	}
+	return g.await(ctx, r.waiter)
+}
+
+// await waits for w's document to be chained, at most chainWait, without
+// holding a consumer worker.
+func (g *chainGroup) await(ctx context.Context, w *chainWaiter) ([]byte, error) {
+	err := consume.Waiting(ctx, func() error {
+		t := time.NewTimer(chainWait)
+		defer t.Stop()
+		select {
+		case <-w.done:
+			return nil
+		case <-t.C:
+			return ErrChainPending
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	if err != nil {
+		g.forget(w)
+		select {
+		case <-w.done: // chained as it gave up
+			return w.body, nil
+		default:
+			return nil, err
+		}
+	}
+	return w.body, nil
+}
+
+// forget drops a waiter that gave up.
+func (g *chainGroup) forget(w *chainWaiter) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ws := g.waiting[w.invoiceID]
+	for i, x := range ws {
+		if x == w {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(g.waiting, w.invoiceID)
+	} else {
+		g.waiting[w.invoiceID] = ws
+	}
+}
+
+// wake hands the chained manifests to their waiters; g.mu is held.
+func (g *chainGroup) wake(chained map[string][]byte) {
+	for id, body := range chained {
+		for _, w := range g.waiting[id] {
+			w.body = body
+			close(w.done)
+		}
+		delete(g.waiting, id)
+	}
+}
+
+// run chains the range's waiting documents until none waits.
+func (g *chainGroup) run(pool *pgxpool.Pool, key string) {
+	for {
+		g.mu.Lock()
+		pending := g.ranges[key]
+		if len(pending) == 0 {
+			delete(g.ranges, key)
+			g.mu.Unlock()
+			return
+		}
+		batch := pending[:min(len(pending), chainBatch)]
+		g.ranges[key] = pending[len(batch):]
+		g.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), chainTimeout)
+		chained, err := chainTx(ctx, pool, batch)
+		cancel()
+		g.mu.Lock()
+		g.wake(chained)
+		for _, r := range batch {
+			switch {
+			case err != nil:
+				r.err = err
+			case r.body == nil:
+				// Registered before the next transaction of this range runs,
+				// so that one wakes it.
+				r.waiter = &chainWaiter{invoiceID: r.m.InvoiceID, done: make(chan struct{})}
+				if g.waiting == nil {
+					g.waiting = map[string][]*chainWaiter{}
+				}
+				g.waiting[r.m.InvoiceID] = append(g.waiting[r.m.InvoiceID], r.waiter)
+				if !g.polling {
+					g.polling = true
+					go g.poll(pool)
+				}
+			}
+			close(r.done)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// poll looks up the waiting documents every chainPoll (one query for all of
+// them) and wakes those another process chained, until none waits.
+func (g *chainGroup) poll(pool *pgxpool.Pool) {
+	for {
+		time.Sleep(chainPoll)
+		g.mu.Lock()
+		if len(g.waiting) == 0 {
+			g.polling = false
+			g.mu.Unlock()
+			return
+		}
+		ids := make([]string, 0, len(g.waiting))
+		for id := range g.waiting {
+			ids = append(ids, id)
+		}
+		g.mu.Unlock()
+		chained, err := recordedManifests(context.Background(), pool, ids)
+		if err != nil {
+			slog.Warn("invoicer: looking up documents waiting to be chained", "err", err)
+			continue
+		}
+		g.mu.Lock()
+		g.wake(chained)
+		g.mu.Unlock()
+	}
+}
+
+// recordedManifests returns the manifests recorded for the invoices.
+func recordedManifests(ctx context.Context, pool *pgxpool.Pool, ids []string) (map[string][]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, chainTimeout)
+	defer cancel()
+	rows, err := store.Query(ctx, pool, `SELECT invoice_id::text, body FROM archive_manifests WHERE invoice_id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		return nil, err
+	}
+	return collectManifests(rows)
+}
+
+func collectManifests(rows pgx.Rows) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	var id string
+	var body []byte
+	_, err := pgx.ForEachRow(rows, []any{&id, &body}, func() error { out[id] = body; return nil })
+	return out, err
+}
+
+// chainTx anchors the objects of batch (one project and number range) and
+// chains what can be chained, in one transaction under the range's advisory
+// lock: the documents archived before the anchor first, then the range's
+// archivable documents not chained yet in number order, as far as their
+// objects are anchored (nextLinks). It sets the body of each request
+// chained (now or before) and returns every manifest it chained, of this
+// process's documents or another's.
+func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) (map[string][]byte, error) {
+	first := batch[0].m
+	ids := make([]string, len(batch))
+	for i, r := range batch {
+		ids[i] = r.m.InvoiceID
+	}
+	var chained map[string][]byte
+	err := store.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		chained = map[string][]byte{}
+		b := &pgx.Batch{}
+		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`, first.ProjectID, first.NumberRange)
+		for _, r := range batch {
+			for _, o := range r.m.Objects {
+				queueArchiveObject(b, r.m.ProjectID, r.m.InvoiceID, o.Kind, r.bucket, r.objs[o.Kind], o.EmbeddedIn)
+			}
+		}
+		b.Queue(`SELECT chain_seq, sha256 FROM archive_manifests WHERE project_id = $1 AND range_key = $2
+			ORDER BY chain_seq DESC LIMIT 1`, first.ProjectID, first.NumberRange)
+		b.Queue(`SELECT invoice_id::text, body FROM archive_manifests WHERE invoice_id = ANY($1::uuid[])`, ids)
+		queueCandidates(b, first.ProjectID, first.NumberRange)
+		br := tx.SendBatch(ctx, b)
+		var end chainEnd
+		var recorded map[string][]byte
+		var cands []chainCandidate
+		err := func() error {
+			for range b.Len() - 3 { // the lock and the anchors
+				if _, err := br.Exec(); err != nil {
+					return err
+				}
+			}
+			if err := br.QueryRow().Scan(&end.seq, &end.sha256); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err // no row: the range's first manifest
+			}
+			rows, err := br.Query()
+			if err == nil {
+				recorded, err = collectManifests(rows)
+			}
+			if err == nil {
+				rows, err = br.Query()
+				cands, err = scanCandidates(first.ProjectID, first.NumberRange, rows, err)
+			}
+			return err
+		}()
+		if err := errors.Join(err, br.Close()); err != nil {
+			return err
+		}
+		// Documents archived before the anchor go first, at the chain's end.
+		var old []chainCandidate
+		for _, r := range batch {
+			if _, ok := recorded[r.m.InvoiceID]; r.archived && !ok {
+				recorded[r.m.InvoiceID] = nil // the same invoice twice in one batch: chained once
+				old = append(old, chainCandidate{m: r.m, issue: r.issue, ready: true})
+			}
+		}
+		more := len(cands) == chainScan
+		cands = append(old, cands...)
+		for {
+			links, err := nextLinks(end, cands)
+			if err != nil {
+				return err
+			}
+			ins := &pgx.Batch{}
+			for _, l := range links {
+				m := l.m
+				ins.Queue(`INSERT INTO archive_manifests (invoice_id, project_id, range_key, chain_seq, number, issue_date, year, type,
+						test_mode, body, sha256, prev_sha256)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+					m.InvoiceID, m.ProjectID, m.NumberRange, m.ChainSeq, m.Number, l.issue, l.issue.Year(), m.Type, m.TestMode,
+					l.body, l.sha256, orders.Nullable(m.PreviousManifestSHA256))
+				chained[m.InvoiceID] = l.body
+				end = chainEnd{seq: m.ChainSeq, sha256: l.sha256}
+			}
+			if ins.Len() > 0 {
+				if err := tx.SendBatch(ctx, ins).Close(); err != nil {
+					return err
+				}
+			}
+			if !more || len(links) < len(cands) {
+				break
+			}
+			// Every document read was chained and there are more: read on.
+			b := &pgx.Batch{}
+			queueCandidates(b, first.ProjectID, first.NumberRange)
+			br := tx.SendBatch(ctx, b)
+			rows, err := br.Query()
+			cands, err = scanCandidates(first.ProjectID, first.NumberRange, rows, err)
+			if err := errors.Join(err, br.Close()); err != nil {
+				return err
+			}
+			more = len(cands) == chainScan
+		}
+		for _, r := range batch {
+			if body := recorded[r.m.InvoiceID]; body != nil {
+				r.body = body
+			} else {
+				r.body = chained[r.m.InvoiceID]
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return chained, nil
+}
+
+// queueCandidates queues the read of a range's archivable documents not
+// chained yet, in number order, with the anchors of their objects (a row
+// per anchor, xml before pdf; one row without an anchor when none is).
+func queueCandidates(b *pgx.Batch, projectID, rangeKey string) {
+	b.Queue(`SELECT c.id::text, c.seq, c.number, c.issue_date, c.type, c.test_mode, c.format,
+			o.kind, o.object_key, o.version_id, o.sha256, o.size, o.retain_until, o.embedded_in
+		FROM (SELECT i.id, i.seq, i.number, i.issue_date, i.type, i.test_mode, i.format FROM invoices i
+			WHERE i.project_id = $1 AND i.range_key = $2 AND (i.status = 'created' OR i.status = 'failed' AND i.failed_rules = '{}')
+			AND NOT EXISTS (SELECT 1 FROM archive_manifests m WHERE m.invoice_id = i.id)
+			ORDER BY i.seq LIMIT $3) c
+		LEFT JOIN archive_objects o ON o.invoice_id = c.id AND o.kind IN ('xml', 'pdf')
+		ORDER BY c.seq, o.kind DESC`, projectID, rangeKey, chainScan)
+}
+
+// scanCandidates reads queueCandidates' rows (the read's error err).
+func scanCandidates(projectID, rangeKey string, rows pgx.Rows, err error) ([]chainCandidate, error) {
+	if err != nil {
+		return nil, err
+	}
+	var out []chainCandidate
+	var objects []anchorRow
+	var format string
+	flush := func() {
+		if len(out) > 0 {
+			c := &out[len(out)-1]
+			c.m.Objects, c.ready = manifestObjects(format, objects)
+		}
+	}
+	var (
+		id, number, typ, f string
+		seq                int64
+		issue              time.Time
+		testMode           bool
+		kind, key, version *string
+		sha, embeddedIn    *string
+		size               *int64
+		until              *time.Time
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &seq, &number, &issue, &typ, &testMode, &f, &kind, &key, &version, &sha, &size, &until, &embeddedIn},
+		func() error {
+			if len(out) == 0 || out[len(out)-1].m.InvoiceID != id {
+				flush()
+				format, objects = f, nil
+				out = append(out, chainCandidate{issue: issue, m: archive.Manifest{ProjectID: projectID, NumberRange: rangeKey, InvoiceID: id, Number: number,
+					IssueDate: issue.Format(time.DateOnly), Type: typ, TestMode: testMode}})
+			}
+			if kind != nil {
+				a := anchorRow{kind: *kind, st: archive.Stored{Key: *key, VersionID: *version, SHA256: *sha, Size: *size}}
+				if until != nil {
+					a.st.RetainUntil = *until
+				}
+				if embeddedIn != nil {
+					a.embeddedIn = *embeddedIn
+				}
+				objects = append(objects, a)
+			}
+			return nil
+		})
+	flush()
+	return out, err
+}
+
+// anchorRow is the anchor of one object of a document to chain.
+type anchorRow struct {
+	kind       string // xml or pdf
+	st         archive.Stored
+	embeddedIn string
+}
+
+// manifestObjects returns a document's manifest objects from its anchors
+// (xml before pdf), and whether every object its format archives is
+// anchored: the PDF, and the XML unless it is a small-amount invoice.
+func manifestObjects(format string, anchors []anchorRow) ([]archive.ManifestObject, bool) {
+	var objs []archive.ManifestObject
+	var xml, pdf bool
+	for _, kind := range []string{"xml", "pdf"} {
+		for _, a := range anchors {
+			if a.kind != kind {
+				continue
+			}
+			o := archive.Object(kind, a.st)
+			o.EmbeddedIn = a.embeddedIn
+			objs = append(objs, o)
+			xml, pdf = xml || kind == "xml", pdf || kind == "pdf"
+		}
+	}
+	return objs, pdf && (xml || format == string(billing.FormatSmallAmount))
+}
+
+// chainEnd is the last link of a number range's chain; the zero value: the
+// range has none yet.
+type chainEnd struct {
+	seq    int64
+	sha256 string
+}
+
+// chainCandidate is a document that may be chained: its manifest without
+// the chain's fields, ready when its objects are anchored.
+type chainCandidate struct {
+	m     archive.Manifest
+	issue time.Time
+	ready bool
+}
+
+// newLink is a manifest to record.
+type newLink struct {
+	m      archive.Manifest
+	issue  time.Time
+	body   []byte
+	sha256 string
+}
+
+// nextLinks chains cands, in the order given (the range's documents not
+// chained yet, by number), after end: each of the leading ready ones takes
+// the next position and names the manifest before it; the first one not
+// ready stops the chain (its successors wait for it).
+func nextLinks(end chainEnd, cands []chainCandidate) ([]newLink, error) {
+	var links []newLink
+	for _, c := range cands {
+		if !c.ready {
+			break
+		}
+		m := c.m
+		m.ChainSeq, m.PreviousManifestSHA256 = end.seq+1, end.sha256
+		body, sum, err := m.Encode()
+		if err != nil {
+			return nil, err
+		}
+		links = append(links, newLink{m: m, issue: c.issue, body: body, sha256: sum})
+		end = chainEnd{seq: m.ChainSeq, sha256: sum}
+	}
+	return links, nil
+}
