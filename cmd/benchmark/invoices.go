@@ -77,6 +77,9 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	if err := b.serveRoles(ctx, "api,relay,projector"); err != nil {
 		return nil, err
 	}
+	// Statement statistics of the backlog's acceptance (API, relay,
+	// projector) and, apart, of the drain.
+	stats := resetStatements(ctx, b.pool)
 	var drainProjects, keys []string
 	for range cfg.projects {
 		id, k, err := b.newProject(ctx, "bench invoices drain "+time.Now().Format(time.RFC3339), max(1, 16/cfg.projects))
@@ -120,6 +123,14 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	env := []string{"O2I_METRICS_ADDR="} // no metrics listener: the service under test has it
 	if cfg.profile != "" {
 		env = append(env, "O2I_DEBUG_ADDR="+invoicerDebugAddr)
+	}
+	if stats {
+		if accepted, err := readStatements(ctx, b.pool); err != nil {
+			log.Printf("invoices: statement statistics: %v", err)
+		} else {
+			log.Printf("invoices: backlog accepted (API, relay, projector), %s", statementReport(accepted, cfg.backlog, 15))
+		}
+		stats = resetStatements(ctx, b.pool)
 	}
 	counts0, err := b.counts(ctx)
 	if err != nil {
@@ -188,6 +199,13 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	}
 	requests := counts0.perInvoice(counts1, cfg.backlog)
 	log.Printf("invoices: drain: %s", requests)
+	if stats {
+		if drained, err := readStatements(ctx, b.pool); err != nil {
+			log.Printf("invoices: statement statistics: %v", err)
+		} else {
+			log.Printf("invoices: drain (invoicer, relay, projector), %s", statementReport(drained, cfg.backlog, 25))
+		}
+	}
 	shared := ""
 	if others > 0 {
 		shared = fmt.Sprintf(" (%d other invoicers joined the group during the drain and took partitions: not this invoicer's figure alone)", others)
