@@ -203,7 +203,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 		if drained, err := readStatements(ctx, b.pool); err != nil {
 			log.Printf("invoices: statement statistics: %v", err)
 		} else {
-			log.Printf("invoices: drain (invoicer, relay, projector), %s", statementReport(drained, cfg.backlog, 25))
+			log.Printf("invoices: drain (invoicer, relay, projector), %s", statementReport(drained, cfg.backlog, 40))
 		}
 	}
 	shared := ""
