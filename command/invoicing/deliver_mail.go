@@ -285,15 +285,21 @@ func (m *Mailer) documentMessage(ctx context.Context, d dueDelivery) (mail.Messa
 	var gross, due int64
 	var issue time.Time
 	var iban, reference *string
-	err := m.svc.pool.QueryRow(ctx, `SELECT i.number, i.type, i.format, i.currency, i.total_gross_cents, i.due_cents, i.issue_date, t.iban, t.reference
+	// The document and the project in one round trip.
+	var b pgx.Batch
+	b.Queue(`SELECT i.number, i.type, i.format, i.currency, i.total_gross_cents, i.due_cents, i.issue_date, t.iban, t.reference
 		FROM invoices i LEFT JOIN provider_transfers t ON t.order_id = i.order_id AND t.cancelled_at IS NULL
-		WHERE i.project_id = $1 AND i.id = $2`, d.projectID, *d.invoiceID).
-		Scan(&number, &typ, &format, &currency, &gross, &due, &issue, &iban, &reference)
-	if err != nil {
-		return mail.Message{}, fmt.Errorf("invoice %s: %w", *d.invoiceID, err)
+		WHERE i.project_id = $1 AND i.id = $2`, d.projectID, *d.invoiceID).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(&number, &typ, &format, &currency, &gross, &due, &issue, &iban, &reference); err != nil {
+			return fmt.Errorf("invoice %s: %w", *d.invoiceID, err)
+		}
+		return nil
+	})
+	var p project.Project
+	if err := project.Queue(&b, d.projectID, &p); err != nil {
+		return mail.Message{}, err
 	}
-	p, err := project.Get(ctx, m.svc.pool, d.projectID)
-	if err != nil {
+	if err := m.svc.pool.SendBatch(ctx, &b).Close(); err != nil {
 		return mail.Message{}, err
 	}
 	if m.archive == nil {
@@ -401,19 +407,29 @@ func (m *Mailer) record(ctx context.Context, d dueDelivery, cause error) error {
 		slog.Warn("mailer: stale claim, outcome dropped", "deliveryId", d.id, "orderNo", d.orderNo, "sent", cause == nil)
 		return nil
 	}
-	return store.WithTx(ctx, m.svc.pool, func(tx pgx.Tx) error {
-		if cause == nil {
-			tag, err := tx.Exec(ctx, `UPDATE mail_deliveries SET status = 'sent', sent_at = now(), attempts = $3,
+	if cause == nil {
+		// Sent, and a delivery-failed task of the order resolved, in one
+		// statement (one round trip, atomic): the task only when the
+		// delivery was still this worker's.
+		var recorded bool
+		err := m.svc.pool.QueryRow(ctx, `WITH sent AS (
+				UPDATE mail_deliveries SET status = 'sent', sent_at = now(), attempts = $3,
 					last_attempt_at = now(), claim_token = NULL, lease_until = NULL, version = version + 1
-				WHERE id = $1 AND claim_token = $2`, d.id, d.token, attempts)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				return stale()
-			}
-			return orders.ResolveTasks(ctx, tx, d.projectID, []string{TaskMailDeliveryFailed}, d.orderNo, "sent to "+d.recipient)
+				WHERE id = $1 AND claim_token = $2 RETURNING id),
+			resolved AS (
+				UPDATE tasks SET status = 'resolved', resolved_at = now(), resolution = $6
+				WHERE EXISTS (SELECT 1 FROM sent) AND project_id = $4 AND kind = $5 AND subject = $7 AND status = 'open')
+			SELECT EXISTS (SELECT 1 FROM sent)`,
+			d.id, d.token, attempts, d.projectID, TaskMailDeliveryFailed, "sent to "+d.recipient, d.orderNo).Scan(&recorded)
+		if err != nil {
+			return err
 		}
+		if !recorded {
+			return stale()
+		}
+		return nil
+	}
+	return store.WithTx(ctx, m.svc.pool, func(tx pgx.Tx) error {
 		wait := m.Backoff << min(attempts-1, 20)
 		if wait <= 0 || wait > m.MaxBackoff {
 			wait = m.MaxBackoff
