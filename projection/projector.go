@@ -218,6 +218,7 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 	}
 	touched := map[orderRef]bool{}
 	orders := map[orderRef]orderState{}
+	invoices := map[[2]string]invoiceRow{}
 	var refs []orderRef
 	var events []event.Event
 	var dead []kafka.Message
@@ -229,7 +230,7 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 		ev, err := event.Decode(m.Value)
 		var ref orderRef
 		if err == nil {
-			ref, err = queue(&b, orders, p.tables, ev)
+			ref, err = queue(orders, invoices, ev)
 		} else {
 			err = poisonError{err}
 		}
@@ -251,6 +252,7 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 	if err := resolveWaiting(ctx, p.pool, orders); err != nil {
 		return err
 	}
+	queueInvoices(&b, p.tables, invoices)
 	queueOrders(&b, p.tables, orders)
 	for i, m := range dead {
 		b.Queue(`INSERT INTO projection_dead_letters (projector, topic, partition, "offset", msg_key, payload, error)
