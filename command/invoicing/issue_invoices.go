@@ -518,6 +518,9 @@ func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[
 			unrecognised = append(unrecognised, unrecognisedProduct{productID: it.ProductID})
 		}
 	}
+	if len(ids) == 0 { // no line bound to the catalogue: nothing to read
+		return map[string]orders.ProductDefaults{}, unrecognised, nil
+	}
 	rows, err := tx.Query(ctx, `SELECT id::text, coalesce(external_id, ''), default_tax_rate::text, revenue_recognition, default_period_months
 		FROM products WHERE id = ANY($1::uuid[]) ORDER BY id`, ids)
 	if err != nil {
