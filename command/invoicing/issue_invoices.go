@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/o2i-service/o2i/command/orders"
@@ -413,7 +412,7 @@ func queueDocument(b *pgx.Batch, projectID, orderID, orderNo, paymentRef string,
 		doc.ID, projectID, orderID, orderNo, orders.Nullable(paymentRef), inv.Number, rangeKey, seq, kind, string(inv.TypeCode),
 		string(inv.Format), doc.Status, inv.IssueDate, inv.Currency, int64(inv.Totals.TaxBasisCents), int64(inv.Totals.TaxCents),
 		int64(inv.Totals.GrandCents), int64(inv.Totals.DueCents), inv.Test, inv.OSSReport, inv.ECSalesList,
-		append([]string{}, doc.FailedRules...), xml, document, orders.Nullable(cancels), now).Exec(func(pgconn.CommandTag) error { return nil })
+		append([]string{}, doc.FailedRules...), xml, document, orders.Nullable(cancels), now)
 	data := event.Invoice{ID: doc.ID, ProjectID: projectID, OrderID: orderID, OrderNo: orderNo, PaymentRef: paymentRef,
 		Number: inv.Number, Status: doc.Status, Version: 1, Type: kind, Format: string(inv.Format),
 		IssueDate: inv.IssueDate.Format(time.DateOnly), Currency: inv.Currency, TotalNetCents: int64(inv.Totals.TaxBasisCents),
