@@ -265,19 +265,38 @@ func loadStatus(ctx context.Context, q interface {
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	projects := make([]string, len(refs))
-	orders := make([]string, len(refs))
-	for i, r := range refs {
-		projects[i], orders[i] = r.projectID, r.orderNo
-	}
-	rows, err := q.Query(ctx, `SELECT v.project_id::text, v.order_no, v.rev, v.status, v.fulfillment_status, v.invoices, v.waiting_for,
-		v.waiting_for_all, v.holds, v.payment
-		FROM unnest($1::uuid[], $2::text[]) AS k(project_id, order_no)
-		JOIN `+table+` v ON v.project_id = k.project_id AND v.order_no = k.order_no`, projects, orders)
+	sql, projects, orders := statusQuery(table, refs)
+	rows, err := q.Query(ctx, sql, projects, orders)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, scanStatus)
+}
+
+// queueLoadStatus adds loadStatus to b: the records are stored in dst when
+// the batch's results are read, after the batch's writes before it.
+func queueLoadStatus(b *pgx.Batch, table string, refs []orderRef, dst *[]statusRow) {
+	if len(refs) == 0 {
+		return
+	}
+	sql, projects, orders := statusQuery(table, refs)
+	b.Queue(sql, projects, orders).Query(func(rows pgx.Rows) error {
+		var err error
+		*dst, err = pgx.CollectRows(rows, scanStatus)
+		return err
+	})
+}
+
+func statusQuery(table string, refs []orderRef) (sql string, projects, orders []string) {
+	projects = make([]string, len(refs))
+	orders = make([]string, len(refs))
+	for i, r := range refs {
+		projects[i], orders[i] = r.projectID, r.orderNo
+	}
+	return `SELECT v.project_id::text, v.order_no, v.rev, v.status, v.fulfillment_status, v.invoices, v.waiting_for,
+		v.waiting_for_all, v.holds, v.payment
+		FROM unnest($1::uuid[], $2::text[]) AS k(project_id, order_no)
+		JOIN ` + table + ` v ON v.project_id = k.project_id AND v.order_no = k.order_no`, projects, orders
 }
 
 func scanStatus(row pgx.CollectableRow) (statusRow, error) {
