@@ -57,10 +57,11 @@ type orderState struct {
 	paymentGateway    string
 }
 
-// queue adds the statements that apply ev to b, or for order events its
-// state to orders (written by queueOrders, one statement per batch), and
-// returns the order whose status record the event touches.
-func queue(b *pgx.Batch, orders map[orderRef]orderState, t Tables, ev event.Event) (orderRef, error) {
+// queue adds what ev sets to orders (order events: the order's state,
+// written by queueOrders) or invoices (invoice events: the document's row,
+// written by queueInvoices), one statement per batch each, and returns the
+// order whose status record the event touches.
+func queue(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, ev event.Event) (orderRef, error) {
 	switch ev.Type {
 	case event.OrderCreated, event.OrderUpdated, event.OrderFulfilled, event.OrderFulfillmentUpdated:
 		if ev.Version != 1 {
@@ -124,6 +125,46 @@ func queue(b *pgx.Batch, orders map[orderRef]orderState, t Tables, ev event.Even
 		if inv.OrderNo == "" || !isUUID(ev.ProjectID) || !isUUID(inv.ID) {
 			return orderRef{}, poisonError{fmt.Errorf("%s without orderNo, or with an invalid projectId or id", ev.Type)}
 		}
+		row := invoiceRow{projectID: canonicalUUID(ev.ProjectID), inv: inv}
+		row.inv.ID = canonicalUUID(inv.ID)
+		// Of several events of one document in a batch the newest wins, as
+		// it would statement by statement (the upsert is version-guarded).
+		key := [2]string{row.projectID, row.inv.ID}
+		if cur, ok := invoices[key]; !ok || inv.Version > cur.inv.Version {
+			invoices[key] = row
+		}
+		return orderRef{canonicalUUID(ev.ProjectID), inv.OrderNo}, nil
+	}
+	return orderRef{}, poisonError{fmt.Errorf("unknown event type %q", ev.Type)}
+}
+
+// invoiceRow is what an invoice event sets in invoice_view: the event's
+// document, its project id and id in canonical form (the keys of the
+// batch's upsert).
+type invoiceRow struct {
+	projectID string
+	inv       event.Invoice
+}
+
+// queueInvoices adds one version-guarded upsert of every document of the
+// batch, then one statement that derives the document list of each of
+// their orders from the invoice rows (so it is right whatever order the
+// invoice events arrive in). Both come before queueOrders' upsert, as the
+// statements of each event did.
+func queueInvoices(b *pgx.Batch, t Tables, invoices map[[2]string]invoiceRow) {
+	if len(invoices) == 0 {
+		return
+	}
+	var projects, ids, numbers, statuses, orderNos, types, formats, issueDates, currencies []string
+	var paymentRefs, failureReasons, failureTasks []*string
+	var versions, nets, taxes, grosses []int64
+	var tests []bool
+	var created []time.Time
+	var archived []*time.Time
+	seen := map[orderRef]bool{}
+	var refProjects, refOrders []string
+	for _, r := range invoices {
+		inv := r.inv
 		var paymentRef, failureReason, failureTask *string
 		if inv.PaymentRef != "" {
 			paymentRef = &inv.PaymentRef
@@ -136,29 +177,47 @@ func queue(b *pgx.Batch, orders map[orderRef]orderState, t Tables, ev event.Even
 		if inv.Status == "failed" && isUUID(inv.TaskID) {
 			failureTask = &inv.TaskID
 		}
-		b.Queue(`INSERT INTO `+t.Invoices+` AS v (project_id, id, version, number, status, order_no, payment_ref, type, format,
-				issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, test_mode, created_at, archived_at,
-				failure_reason, failure_task_id, rev)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, nextval('read_model_rev'))
-			ON CONFLICT (project_id, id) DO UPDATE SET version = EXCLUDED.version, number = EXCLUDED.number,
-				status = EXCLUDED.status, payment_ref = EXCLUDED.payment_ref, archived_at = EXCLUDED.archived_at,
-				failure_reason = EXCLUDED.failure_reason, failure_task_id = EXCLUDED.failure_task_id, rev = EXCLUDED.rev
-			WHERE v.version < EXCLUDED.version`,
-			ev.ProjectID, inv.ID, inv.Version, inv.Number, inv.Status, inv.OrderNo, paymentRef, inv.Type, inv.Format,
-			inv.IssueDate, inv.Currency, inv.TotalNetCents, inv.TotalTaxCents, inv.TotalGrossCents, inv.TestMode,
-			inv.CreatedAt, inv.ArchivedAt, failureReason, failureTask)
-		// The order's list of documents is derived from the invoice rows, so
-		// it is right whatever order the invoice events arrive in.
-		b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, invoices, rev, updated_at)
-			SELECT $1, $2, coalesce(jsonb_agg(jsonb_build_object('id', i.id, 'number', i.number, 'status', i.status,
-					'url', '/v1/invoices/' || i.id, 'type', i.type) ORDER BY i.created_at, i.seq), '[]'::jsonb), nextval('read_model_rev'), now()
-			FROM `+t.Invoices+` i WHERE i.project_id = $1 AND i.order_no = $2
-			ON CONFLICT (project_id, order_no) DO UPDATE SET invoices = EXCLUDED.invoices, rev = EXCLUDED.rev, updated_at = now()
-			WHERE v.invoices IS DISTINCT FROM EXCLUDED.invoices`,
-			ev.ProjectID, inv.OrderNo)
-		return orderRef{canonicalUUID(ev.ProjectID), inv.OrderNo}, nil
+		projects, ids, versions = append(projects, r.projectID), append(ids, inv.ID), append(versions, inv.Version)
+		numbers, statuses, orderNos = append(numbers, inv.Number), append(statuses, inv.Status), append(orderNos, inv.OrderNo)
+		paymentRefs, types, formats = append(paymentRefs, paymentRef), append(types, inv.Type), append(formats, inv.Format)
+		issueDates, currencies = append(issueDates, inv.IssueDate), append(currencies, inv.Currency)
+		nets, taxes, grosses = append(nets, inv.TotalNetCents), append(taxes, inv.TotalTaxCents), append(grosses, inv.TotalGrossCents)
+		tests, created, archived = append(tests, inv.TestMode), append(created, inv.CreatedAt), append(archived, inv.ArchivedAt)
+		failureReasons, failureTasks = append(failureReasons, failureReason), append(failureTasks, failureTask)
+		if ref := (orderRef{r.projectID, inv.OrderNo}); !seen[ref] {
+			seen[ref] = true
+			refProjects, refOrders = append(refProjects, ref.projectID), append(refOrders, ref.orderNo)
+		}
 	}
-	return orderRef{}, poisonError{fmt.Errorf("unknown event type %q", ev.Type)}
+	b.Queue(`INSERT INTO `+t.Invoices+` AS v (project_id, id, version, number, status, order_no, payment_ref, type, format,
+			issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, test_mode, created_at, archived_at,
+			failure_reason, failure_task_id, rev)
+		SELECT k.project_id, k.id, k.version, k.number, k.status, k.order_no, k.payment_ref, k.type, k.format,
+			k.issue_date::date, k.currency, k.net, k.tax, k.gross, k.test_mode, k.created_at, k.archived_at,
+			k.failure_reason, k.failure_task_id::uuid, nextval('read_model_rev')
+		FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+				$10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::boolean[], $16::timestamptz[], $17::timestamptz[],
+				$18::text[], $19::text[])
+			AS k(project_id, id, version, number, status, order_no, payment_ref, type, format, issue_date, currency, net, tax, gross,
+				test_mode, created_at, archived_at, failure_reason, failure_task_id)
+		ORDER BY k.project_id, k.id
+		ON CONFLICT (project_id, id) DO UPDATE SET version = EXCLUDED.version, number = EXCLUDED.number,
+			status = EXCLUDED.status, payment_ref = EXCLUDED.payment_ref, archived_at = EXCLUDED.archived_at,
+			failure_reason = EXCLUDED.failure_reason, failure_task_id = EXCLUDED.failure_task_id, rev = EXCLUDED.rev
+		WHERE v.version < EXCLUDED.version`,
+		projects, ids, versions, numbers, statuses, orderNos, paymentRefs, types, formats, issueDates, currencies,
+		nets, taxes, grosses, tests, created, archived, failureReasons, failureTasks)
+	b.Queue(`INSERT INTO `+t.Orders+` AS v (project_id, order_no, invoices, rev, updated_at)
+		SELECT k.project_id, k.order_no,
+			(SELECT coalesce(jsonb_agg(jsonb_build_object('id', i.id, 'number', i.number, 'status', i.status,
+					'url', '/v1/invoices/' || i.id, 'type', i.type) ORDER BY i.created_at, i.seq), '[]'::jsonb)
+				FROM `+t.Invoices+` i WHERE i.project_id = k.project_id AND i.order_no = k.order_no),
+			nextval('read_model_rev'), now()
+		FROM unnest($1::uuid[], $2::text[]) AS k(project_id, order_no)
+		ORDER BY k.project_id, k.order_no
+		ON CONFLICT (project_id, order_no) DO UPDATE SET invoices = EXCLUDED.invoices, rev = EXCLUDED.rev, updated_at = now()
+		WHERE v.invoices IS DISTINCT FROM EXCLUDED.invoices`,
+		refProjects, refOrders)
 }
 
 // queueOrders adds one version-guarded upsert of every order state of the
@@ -206,19 +265,38 @@ func loadStatus(ctx context.Context, q interface {
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	projects := make([]string, len(refs))
-	orders := make([]string, len(refs))
-	for i, r := range refs {
-		projects[i], orders[i] = r.projectID, r.orderNo
-	}
-	rows, err := q.Query(ctx, `SELECT v.project_id::text, v.order_no, v.rev, v.status, v.fulfillment_status, v.invoices, v.waiting_for,
-		v.waiting_for_all, v.holds, v.payment
-		FROM unnest($1::uuid[], $2::text[]) AS k(project_id, order_no)
-		JOIN `+table+` v ON v.project_id = k.project_id AND v.order_no = k.order_no`, projects, orders)
+	sql, projects, orders := statusQuery(table, refs)
+	rows, err := q.Query(ctx, sql, projects, orders)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, scanStatus)
+}
+
+// queueLoadStatus adds loadStatus to b: the records are stored in dst when
+// the batch's results are read, after the batch's writes before it.
+func queueLoadStatus(b *pgx.Batch, table string, refs []orderRef, dst *[]statusRow) {
+	if len(refs) == 0 {
+		return
+	}
+	sql, projects, orders := statusQuery(table, refs)
+	b.Queue(sql, projects, orders).Query(func(rows pgx.Rows) error {
+		var err error
+		*dst, err = pgx.CollectRows(rows, scanStatus)
+		return err
+	})
+}
+
+func statusQuery(table string, refs []orderRef) (sql string, projects, orders []string) {
+	projects = make([]string, len(refs))
+	orders = make([]string, len(refs))
+	for i, r := range refs {
+		projects[i], orders[i] = r.projectID, r.orderNo
+	}
+	return `SELECT v.project_id::text, v.order_no, v.rev, v.status, v.fulfillment_status, v.invoices, v.waiting_for,
+		v.waiting_for_all, v.holds, v.payment
+		FROM unnest($1::uuid[], $2::text[]) AS k(project_id, order_no)
+		JOIN ` + table + ` v ON v.project_id = k.project_id AND v.order_no = k.order_no`, projects, orders
 }
 
 func scanStatus(row pgx.CollectableRow) (statusRow, error) {

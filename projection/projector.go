@@ -218,6 +218,7 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 	}
 	touched := map[orderRef]bool{}
 	orders := map[orderRef]orderState{}
+	invoices := map[[2]string]invoiceRow{}
 	var refs []orderRef
 	var events []event.Event
 	var dead []kafka.Message
@@ -229,7 +230,7 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 		ev, err := event.Decode(m.Value)
 		var ref orderRef
 		if err == nil {
-			ref, err = queue(&b, orders, p.tables, ev)
+			ref, err = queue(orders, invoices, ev)
 		} else {
 			err = poisonError{err}
 		}
@@ -251,26 +252,23 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 	if err := resolveWaiting(ctx, p.pool, orders); err != nil {
 		return err
 	}
+	queueInvoices(&b, p.tables, invoices)
 	queueOrders(&b, p.tables, orders)
 	for i, m := range dead {
 		b.Queue(`INSERT INTO projection_dead_letters (projector, topic, partition, "offset", msg_key, payload, error)
 			VALUES ($1, $2, $3, $4, $5, $6, $7)`, p.group, m.Topic, m.Partition, m.Offset, string(m.Key), m.Value, deadErr[i])
 	}
+	// The status records are read back in the same batch, after its writes.
+	// The batch is one round trip and one transaction: an implicit one (a
+	// pipeline of statements ends with one Sync), whose failure anywhere
+	// rolls back all of it, as BEGIN and COMMIT around it did.
 	var rows []statusRow
+	if !p.shadow {
+		queueLoadStatus(&b, p.tables.Orders, refs, &rows)
+	}
 	tctx, cancel := context.WithTimeout(ctx, txTimeout)
 	defer cancel()
-	err := pgx.BeginFunc(tctx, p.pool, func(tx pgx.Tx) error {
-		if err := tx.SendBatch(tctx, &b).Close(); err != nil {
-			return err
-		}
-		var err error
-		if p.shadow {
-			return nil
-		}
-		rows, err = loadStatus(tctx, tx, p.tables.Orders, refs)
-		return err
-	})
-	if err != nil {
+	if err := p.pool.SendBatch(tctx, &b).Close(); err != nil {
 		return fmt.Errorf("apply %d events: %w", len(msgs), err)
 	}
 	for i, m := range dead {

@@ -257,8 +257,44 @@ func TestDuplicateAndOutOfOrderDeliveryChangeNothing(t *testing.T) {
 			t.Errorf("versions %v in one batch: fulfillmentStatus %q, want the newest (fulfilled)", batch, got.FulfillmentStatus)
 		}
 	}
-	// A stale record never overwrites a newer one in Redis either.
+	// Documents in one batch: two of one order, one of another, a
+	// document's created and archived events in either order (the newest
+	// version of each document wins, each order lists all its documents).
 	ctx := context.Background()
+	for i, order := range [][]int{{0, 1, 2, 3}, {1, 0, 3, 2}, {3, 2, 1, 0}} {
+		no, other := fmt.Sprintf("B-docs-%d", i), fmt.Sprintf("B-docs-%d-other", i)
+		a, b, c := uuid.NewString(), uuid.NewString(), uuid.NewString()
+		t0 := time.Now()
+		evs := []event.Event{
+			invoiceEvent(t, event.InvoiceCreated, f.project, no, a, "TEST-A-"+no, "created", 1, t0),
+			invoiceEvent(t, event.InvoiceArchived, f.project, no, a, "TEST-A-"+no, "archived", 2, t0),
+			invoiceEvent(t, event.InvoiceCreated, f.project, no, b, "TEST-B-"+no, "created", 1, t0.Add(time.Millisecond)),
+			invoiceEvent(t, event.InvoiceCreated, f.project, other, c, "TEST-C-"+no, "created", 1, t0),
+		}
+		var batch []event.Event
+		for _, j := range order {
+			batch = append(batch, evs[j])
+		}
+		f.apply(batch...)
+		got, _ := f.status(no)
+		if len(got.Invoices) != 2 || got.Invoices[0].Number != "TEST-A-"+no || got.Invoices[0].Status != "archived" ||
+			got.Invoices[1].Number != "TEST-B-"+no || got.Invoices[1].Status != "created" {
+			t.Errorf("batch order %v: documents %+v, want A archived and B created", order, got.Invoices)
+		}
+		if got, _ := f.status(other); len(got.Invoices) != 1 || got.Invoices[0].Number != "TEST-C-"+no {
+			t.Errorf("batch order %v: the other order's documents %+v, want C", order, got.Invoices)
+		}
+		var version int64
+		var archivedAt *time.Time
+		if err := f.pool.QueryRow(ctx, `SELECT version, archived_at FROM `+f.tables.Invoices+` WHERE project_id = $1 AND id = $2`,
+			f.project, a).Scan(&version, &archivedAt); err != nil {
+			t.Fatal(err)
+		}
+		if version != 2 || archivedAt == nil {
+			t.Errorf("batch order %v: document A at version %d, archived_at %v; want version 2, archived", order, version, archivedAt)
+		}
+	}
+	// A stale record never overwrites a newer one in Redis either.
 	p := f.rdb.Pipeline()
 	readmodel.Put(ctx, p, f.project, "B-1", rev-1, []byte(`{"stale":true}`))
 	if _, err := p.Exec(ctx); err != nil {

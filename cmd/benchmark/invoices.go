@@ -77,6 +77,9 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	if err := b.serveRoles(ctx, "api,relay,projector"); err != nil {
 		return nil, err
 	}
+	// Statement statistics of the backlog's acceptance (API, relay,
+	// projector) and, apart, of the drain.
+	stats := resetStatements(ctx, b.pool)
 	var drainProjects, keys []string
 	for range cfg.projects {
 		id, k, err := b.newProject(ctx, "bench invoices drain "+time.Now().Format(time.RFC3339), max(1, 16/cfg.projects))
@@ -121,6 +124,14 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	if cfg.profile != "" {
 		env = append(env, "O2I_DEBUG_ADDR="+invoicerDebugAddr)
 	}
+	if stats {
+		if accepted, err := readStatements(ctx, b.pool); err != nil {
+			log.Printf("invoices: statement statistics: %v", err)
+		} else {
+			log.Printf("invoices: backlog accepted (API, relay, projector), %s", statementReport(accepted, cfg.backlog, 15))
+		}
+		stats = resetStatements(ctx, b.pool)
+	}
 	counts0, err := b.counts(ctx)
 	if err != nil {
 		return nil, err
@@ -159,7 +170,10 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("only %d of %d invoices archived %s after the invoicer started", archived, cfg.backlog, limit)
 		}
-		sleep(ctx, 100*time.Millisecond)
+		// Each poll counts the project's invoices: a statement of the
+		// bench on the PostgreSQL under measurement, so not too often (the
+		// rate is taken from archived_at, not from the polls).
+		sleep(ctx, 500*time.Millisecond)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -188,6 +202,13 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	}
 	requests := counts0.perInvoice(counts1, cfg.backlog)
 	log.Printf("invoices: drain: %s", requests)
+	if stats {
+		if drained, err := readStatements(ctx, b.pool); err != nil {
+			log.Printf("invoices: statement statistics: %v", err)
+		} else {
+			log.Printf("invoices: drain (invoicer, relay, projector), %s", statementReport(drained, cfg.backlog, 40))
+		}
+	}
 	shared := ""
 	if others > 0 {
 		shared = fmt.Sprintf(" (%d other invoicers joined the group during the drain and took partitions: not this invoicer's figure alone)", others)

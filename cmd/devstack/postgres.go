@@ -43,6 +43,12 @@ func pgSettings(cfg *config) string {
 		"timezone = 'UTC'",
 		"log_timezone = 'UTC'",
 		"log_min_messages = warning",
+		// Statement statistics for the bench (cmd/benchmark prints the
+		// statements per archived invoice); nested statements of functions
+		// and triggers are counted too.
+		"shared_preload_libraries = 'pg_stat_statements'",
+		"pg_stat_statements.track = all",
+		"pg_stat_statements.max = 5000",
 	}
 	return strings.Join(lines, "\n") + "\n"
 }
@@ -280,6 +286,7 @@ func ensurePostgres(cfg *config, deadline time.Time) error {
 			if err := pgEnsureDB(cfg, false, limitFor(30*time.Second, deadline)); err != nil {
 				return withLog(err, cfg.rel(logPath))
 			}
+			pgEnsureStatements(cfg, limitFor(30*time.Second, deadline))
 			logf("postgres: already running on 127.0.0.1:%d", cfg.pgPort)
 			return nil
 		}
@@ -305,6 +312,7 @@ func ensurePostgres(cfg *config, deadline time.Time) error {
 	if err := pgEnsureDB(cfg, fresh, limitFor(30*time.Second, deadline)); err != nil {
 		return withLog(err, cfg.rel(logPath))
 	}
+	pgEnsureStatements(cfg, limitFor(30*time.Second, deadline))
 	logf("postgres: started on 127.0.0.1:%d in %s (data %s)", cfg.pgPort, time.Since(start).Round(100*time.Millisecond), cfg.rel(dataDir))
 	return nil
 }
@@ -436,6 +444,49 @@ func pgEnsureDB(cfg *config, fresh bool, limit time.Duration) error {
 		logf("postgres: created role %s and database %s", cfg.pgUser, cfg.pgDB)
 	}
 	return pgPing(ctx, appURL)
+}
+
+// pgStatementsSetup creates pg_stat_statements in the service's database
+// and lets the service's role read every statement's text and reset the
+// counters. Creating the extension needs the superuser, which production
+// databases may not grant, so it is done here and not in a migration.
+func pgStatementsSetup(role string) []string {
+	ident := pgx.Identifier{role}.Sanitize()
+	return []string{
+		"CREATE EXTENSION IF NOT EXISTS pg_stat_statements",
+		"GRANT pg_read_all_stats TO " + ident,
+		"GRANT EXECUTE ON FUNCTION pg_stat_statements_reset TO " + ident,
+	}
+}
+
+// pgEnsureStatements runs pgStatementsSetup as the superuser. The bench
+// reads the statistics when they are there; a failure is logged, not fatal
+// (a cluster started before the library was preloaded, or no superuser
+// password).
+func pgEnsureStatements(cfg *config, limit time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	pwb, err := os.ReadFile(cfg.path("pg-superuser.pw"))
+	if err != nil {
+		logf("postgres: pg_stat_statements not set up: the superuser password (.dev/pg-superuser.pw) is missing")
+		return
+	}
+	conn, err := pgx.Connect(ctx, pgURL("postgres", strings.TrimSpace(string(pwb)), cfg.pgDB, cfg.pgPort))
+	if err != nil {
+		logf("postgres: pg_stat_statements not set up: %v", err)
+		return
+	}
+	defer conn.Close(context.Background())
+	var preloaded string
+	if err := conn.QueryRow(ctx, "SHOW shared_preload_libraries").Scan(&preloaded); err != nil || !strings.Contains(preloaded, "pg_stat_statements") {
+		logf("postgres: pg_stat_statements is not preloaded; restart to collect statement statistics (make down && make stack)")
+	}
+	for _, q := range pgStatementsSetup(cfg.pgUser) {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			logf("postgres: pg_stat_statements not set up: %s: %v", q, err)
+			return
+		}
+	}
 }
 
 func pgPing(ctx context.Context, connURL string) error {

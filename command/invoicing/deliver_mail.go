@@ -2,6 +2,7 @@ package invoicing
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/command/orders"
+	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/mail"
 	"github.com/o2i-service/o2i/internal/project"
@@ -122,6 +124,21 @@ type dueDelivery struct {
 	invoiceID, taskID, replyTo                         *string
 	attempts                                           int
 	token                                              string
+
+	// Read with the claim, for the message: the document (nil when the
+	// delivery names none or it is gone) and the project's name and
+	// settings (nil when the project is gone).
+	doc             *mailDocument
+	projectName     *string
+	projectSettings []byte
+}
+
+// mailDocument is what a document's e-mail says of it.
+type mailDocument struct {
+	number, typ, format, currency string
+	gross, due                    int64
+	issue                         time.Time
+	iban, reference               *string
 }
 
 // SendDue tries up to limit deliveries that are due when it starts, once
@@ -201,15 +218,31 @@ func (m *Mailer) claim(ctx context.Context, dueBy *time.Time) (dueDelivery, bool
 	lease := m.Timeout + m.LeaseMargin
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := m.svc.pool.QueryRow(qctx, `UPDATE mail_deliveries
+	// The document and the project the message needs come with the claim:
+	// composing reads nothing more from the database.
+	var doc mailDocument
+	var number, typ, format, currency *string
+	var gross, due *int64
+	var issue *time.Time
+	err := m.svc.pool.QueryRow(qctx, `WITH c AS (UPDATE mail_deliveries
 		SET claim_token = $1, lease_until = now() + $2::bigint * interval '1 millisecond', next_attempt_at = now() + $2::bigint * interval '1 millisecond',
 			message_id = COALESCE(message_id, $3)
 		WHERE id = (SELECT id FROM mail_deliveries WHERE status = 'pending' AND next_attempt_at <= LEAST(now(), $5::timestamptz)
 			AND (lease_until IS NULL OR lease_until <= now()) AND ($4 = '' OR project_id::text = $4)
 			ORDER BY next_attempt_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING id::text, project_id::text, kind, order_no, recipient, invoice_id::text, task_id::text, reply_to, attempts, message_id`,
+		RETURNING id, project_id, kind, order_no, recipient, invoice_id, task_id, reply_to, attempts, message_id)
+		SELECT c.id::text, c.project_id::text, c.kind, c.order_no, c.recipient, c.invoice_id::text, c.task_id::text, c.reply_to, c.attempts, c.message_id,
+			i.number, i.type, i.format, i.currency, i.total_gross_cents, i.due_cents, i.issue_date, t.iban, t.reference, p.name, p.settings
+		FROM c LEFT JOIN invoices i ON i.project_id = c.project_id AND i.id = c.invoice_id
+			LEFT JOIN provider_transfers t ON t.order_id = i.order_id AND t.cancelled_at IS NULL
+			LEFT JOIN projects p ON p.id = c.project_id`,
 		d.token, lease.Milliseconds(), m.sender.NewMessageID(), m.ProjectID, dueBy).
-		Scan(&d.id, &d.projectID, &d.kind, &d.orderNo, &d.recipient, &d.invoiceID, &d.taskID, &d.replyTo, &d.attempts, &d.messageID)
+		Scan(&d.id, &d.projectID, &d.kind, &d.orderNo, &d.recipient, &d.invoiceID, &d.taskID, &d.replyTo, &d.attempts, &d.messageID,
+			&number, &typ, &format, &currency, &gross, &due, &issue, &doc.iban, &doc.reference, &d.projectName, &d.projectSettings)
+	if err == nil && number != nil && typ != nil && format != nil && currency != nil && gross != nil && due != nil && issue != nil {
+		doc.number, doc.typ, doc.format, doc.currency, doc.gross, doc.due, doc.issue = *number, *typ, *format, *currency, *gross, *due, *issue
+		d.doc = &doc
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, false, nil
 	}
@@ -281,21 +314,19 @@ var documentTitles = map[string]string{"invoice": "Rechnung", "voucher_sale": "B
 // invoice, as well; the project's sender name on the From header and its
 // reply address (else the invoice contact) as Reply-To.
 func (m *Mailer) documentMessage(ctx context.Context, d dueDelivery) (mail.Message, error) {
-	var number, typ, format, currency string
-	var gross, due int64
-	var issue time.Time
-	var iban, reference *string
-	err := m.svc.pool.QueryRow(ctx, `SELECT i.number, i.type, i.format, i.currency, i.total_gross_cents, i.due_cents, i.issue_date, t.iban, t.reference
-		FROM invoices i LEFT JOIN provider_transfers t ON t.order_id = i.order_id AND t.cancelled_at IS NULL
-		WHERE i.project_id = $1 AND i.id = $2`, d.projectID, *d.invoiceID).
-		Scan(&number, &typ, &format, &currency, &gross, &due, &issue, &iban, &reference)
-	if err != nil {
-		return mail.Message{}, fmt.Errorf("invoice %s: %w", *d.invoiceID, err)
+	if d.doc == nil {
+		return mail.Message{}, fmt.Errorf("invoice %s: %w", *d.invoiceID, pgx.ErrNoRows)
 	}
-	p, err := project.Get(ctx, m.svc.pool, d.projectID)
-	if err != nil {
-		return mail.Message{}, err
+	if d.projectName == nil {
+		return mail.Message{}, apperr.New(apperr.NotFound, "project_not_found", "no project %q", d.projectID)
 	}
+	var p project.Project
+	p.Name = *d.projectName
+	if err := json.Unmarshal(d.projectSettings, &p.Settings); err != nil {
+		return mail.Message{}, fmt.Errorf("project %s settings: %w", d.projectID, err)
+	}
+	number, typ, format, currency := d.doc.number, d.doc.typ, d.doc.format, d.doc.currency
+	gross, due, issue, iban, reference := d.doc.gross, d.doc.due, d.doc.issue, d.doc.iban, d.doc.reference
 	if m.archive == nil {
 		return mail.Message{}, errors.New("no archive configured: the documents cannot be read")
 	}
@@ -401,19 +432,29 @@ func (m *Mailer) record(ctx context.Context, d dueDelivery, cause error) error {
 		slog.Warn("mailer: stale claim, outcome dropped", "deliveryId", d.id, "orderNo", d.orderNo, "sent", cause == nil)
 		return nil
 	}
-	return store.WithTx(ctx, m.svc.pool, func(tx pgx.Tx) error {
-		if cause == nil {
-			tag, err := tx.Exec(ctx, `UPDATE mail_deliveries SET status = 'sent', sent_at = now(), attempts = $3,
+	if cause == nil {
+		// Sent, and a delivery-failed task of the order resolved, in one
+		// statement (one round trip, atomic): the task only when the
+		// delivery was still this worker's.
+		var recorded bool
+		err := m.svc.pool.QueryRow(ctx, `WITH sent AS (
+				UPDATE mail_deliveries SET status = 'sent', sent_at = now(), attempts = $3,
 					last_attempt_at = now(), claim_token = NULL, lease_until = NULL, version = version + 1
-				WHERE id = $1 AND claim_token = $2`, d.id, d.token, attempts)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				return stale()
-			}
-			return orders.ResolveTasks(ctx, tx, d.projectID, []string{TaskMailDeliveryFailed}, d.orderNo, "sent to "+d.recipient)
+				WHERE id = $1 AND claim_token = $2 RETURNING id),
+			resolved AS (
+				UPDATE tasks SET status = 'resolved', resolved_at = now(), resolution = $6
+				WHERE EXISTS (SELECT 1 FROM sent) AND project_id = $4 AND kind = $5 AND subject = $7 AND status = 'open')
+			SELECT EXISTS (SELECT 1 FROM sent)`,
+			d.id, d.token, attempts, d.projectID, TaskMailDeliveryFailed, "sent to "+d.recipient, d.orderNo).Scan(&recorded)
+		if err != nil {
+			return err
 		}
+		if !recorded {
+			return stale()
+		}
+		return nil
+	}
+	return store.WithTx(ctx, m.svc.pool, func(tx pgx.Tx) error {
 		wait := m.Backoff << min(attempts-1, 20)
 		if wait <= 0 || wait > m.MaxBackoff {
 			wait = m.MaxBackoff

@@ -111,28 +111,33 @@ func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, 
 }
 
 func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID string, d IssueDates) ([]Issued, *HeldError, string, error) {
-	o, err := orders.Lock(ctx, tx, projectID, "id", orderID)
+	// The order's lock and the project in one round trip.
+	var o orders.Locked
+	var p project.Project
+	var b pgx.Batch
+	orders.QueueLock(&b, projectID, "id", orderID, &o)
+	if err := project.Queue(&b, projectID, &p); err != nil {
+		return nil, nil, "", err
+	}
+	err := tx.SendBatch(ctx, &b).Close()
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, "", apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
 	}
 	if err != nil {
 		return nil, nil, "", err
 	}
-	out, held, err := s.issueLockedTx(ctx, tx, projectID, &o, d)
+	out, held, err := s.issueLockedTx(ctx, tx, projectID, &o, p, d)
 	return out, held, o.OrderNo, err
 }
 
-// issueLockedTx is issueTx on the locked order o.
-func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string, o *orders.Locked, d IssueDates) ([]Issued, *HeldError, error) {
+// issueLockedTx is issueTx on the locked order o of project p.
+func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string, o *orders.Locked, p project.Project, d IssueDates) ([]Issued, *HeldError, error) {
 	orderID := o.ID
 	var content event.OrderContent
 	if err := json.Unmarshal(o.Content, &content); err != nil {
 		return nil, nil, fmt.Errorf("order content: %w", err)
 	}
-	p, err := project.Get(ctx, tx, projectID)
-	if err != nil {
-		return nil, nil, err
-	}
+	var err error
 	seller := p.Seller()
 	seller.TestMode = o.TestMode // the order's mode, fixed when it was received; not the project's now
 	now := time.Now().UTC()
@@ -150,10 +155,14 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		issued, err := issuedOf(ctx, tx, orderID)
 		return issued, nil, err
 	case "cancelled":
-		if err := orders.ReleaseHeldTx(ctx, tx, o.ID); err != nil {
+		var b pgx.Batch
+		if orders.MayBeHeld(o.Holds) {
+			orders.QueueReleaseHeld(&b, o.ID)
+		}
+		if err := queueSaveOrder(ctx, &b, projectID, o, content, o.Status, now, evs); err != nil {
 			return nil, nil, err
 		}
-		return out, nil, saveOrderTx(ctx, tx, projectID, o, content, o.Status, now, evs)
+		return out, nil, tx.SendBatch(ctx, &b).Close()
 	}
 	// hold holds the order by the task of h.Kind about subject: its own
 	// number (a cause of the order, details naming it) or a shared subject
@@ -251,8 +260,11 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	if err != nil {
 		return nil, nil, err
 	}
+	// What the documents, the release of the order's holds and its new
+	// status write goes in one round trip at the end (write).
+	var write pgx.Batch
 	for i, inv := range docs {
-		doc, ev, err := recordDocumentTx(ctx, tx, projectID, o.ID, o.OrderNo, content.PaymentRef, inv, rangeKey, first+int64(i), "", now)
+		doc, ev, err := queueDocument(&write, projectID, o.ID, o.OrderNo, content.PaymentRef, inv, rangeKey, first+int64(i), "", now)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -309,16 +321,21 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		}
 	}
 	// Whatever held the order has cleared: its own hold tasks are resolved,
-	// a shared one once it holds no order any more.
-	if err := orders.ReleaseHeldTx(ctx, tx, o.ID); err != nil {
-		return nil, nil, err
-	}
-	if err := orders.ResolveTasks(ctx, tx, projectID, orders.HoldKinds, o.OrderNo, "released: invoiced as "+strings.Join(numbers, ", ")); err != nil {
-		return nil, nil, err
+	// a shared one once it holds no order any more. An order that no task
+	// holds (o.Holds, kept by every hold) has nothing to release.
+	if orders.MayBeHeld(o.Holds) {
+		orders.QueueReleaseHeld(&write, o.ID)
+		orders.QueueResolveTasks(&write, projectID, orders.HoldKinds, o.OrderNo, "released: invoiced as "+strings.Join(numbers, ", "))
 	}
 	// The order is invoiced: its invoice-relevant content is frozen until a
 	// correction.
-	return out, nil, saveOrderTx(ctx, tx, projectID, o, content, "invoiced", now, evs)
+	if err := queueSaveOrder(ctx, &write, projectID, o, content, "invoiced", now, evs); err != nil {
+		return nil, nil, err
+	}
+	if err := tx.SendBatch(ctx, &write).Close(); err != nil {
+		return nil, nil, err
+	}
+	return out, nil, nil
 }
 
 // takeNumbers takes n consecutive numbers of pattern's range for year from
@@ -348,6 +365,18 @@ func takeNumbers(ctx context.Context, tx pgx.Tx, projectID string, pattern billi
 // document and its invoice.created event.
 func recordDocumentTx(ctx context.Context, tx pgx.Tx, projectID, orderID, orderNo, paymentRef string, inv billing.Invoice,
 	rangeKey string, seq int64, cancels string, now time.Time) (Issued, event.Event, error) {
+	var b pgx.Batch
+	doc, ev, err := queueDocument(&b, projectID, orderID, orderNo, paymentRef, inv, rangeKey, seq, cancels, now)
+	if err != nil {
+		return Issued{}, event.Event{}, err
+	}
+	return doc, ev, tx.SendBatch(ctx, &b).Close()
+}
+
+// queueDocument is recordDocumentTx with the insert added to b (sent by
+// the caller, in its transaction).
+func queueDocument(b *pgx.Batch, projectID, orderID, orderNo, paymentRef string, inv billing.Invoice,
+	rangeKey string, seq int64, cancels string, now time.Time) (Issued, event.Event, error) {
 	xml, err := render.CII(inv)
 	if err != nil {
 		return Issued{}, event.Event{}, err
@@ -376,7 +405,7 @@ func recordDocumentTx(ctx context.Context, tx pgx.Tx, projectID, orderID, orderN
 	if inv.Kind == billing.KindCancellation {
 		kind = "cancellation"
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO invoices (id, project_id, order_id, order_no, payment_ref, number, range_key, seq, type, type_code,
+	b.Queue(`INSERT INTO invoices (id, project_id, order_id, order_no, payment_ref, number, range_key, seq, type, type_code,
 			format, status, issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, due_cents, test_mode,
 			oss_report, ec_sales_list, failed_rules, xml, document, cancels, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
@@ -384,9 +413,6 @@ func recordDocumentTx(ctx context.Context, tx pgx.Tx, projectID, orderID, orderN
 		string(inv.Format), doc.Status, inv.IssueDate, inv.Currency, int64(inv.Totals.TaxBasisCents), int64(inv.Totals.TaxCents),
 		int64(inv.Totals.GrandCents), int64(inv.Totals.DueCents), inv.Test, inv.OSSReport, inv.ECSalesList,
 		append([]string{}, doc.FailedRules...), xml, document, orders.Nullable(cancels), now)
-	if err != nil {
-		return Issued{}, event.Event{}, fmt.Errorf("record invoice %s: %w", inv.Number, err)
-	}
 	data := event.Invoice{ID: doc.ID, ProjectID: projectID, OrderID: orderID, OrderNo: orderNo, PaymentRef: paymentRef,
 		Number: inv.Number, Status: doc.Status, Version: 1, Type: kind, Format: string(inv.Format),
 		IssueDate: inv.IssueDate.Format(time.DateOnly), Currency: inv.Currency, TotalNetCents: int64(inv.Totals.TaxBasisCents),
@@ -417,18 +443,42 @@ func (e *invalidDocument) Error() string {
 // saveOrderTx stores the order's new status after invoicing or cancelling
 // (no correction pending any more) and enqueues evs with its order.updated.
 func saveOrderTx(ctx context.Context, tx pgx.Tx, projectID string, o *orders.Locked, c event.OrderContent, status string, now time.Time, evs []event.Event) error {
-	err := tx.QueryRow(ctx, `UPDATE orders SET status = $2, correction_pending = false, version = version + 1, updated_at = $3,
-			invoiced_at = CASE WHEN $2 = 'invoiced' THEN $3 ELSE invoiced_at END, holds = '[]'
-		WHERE id = $1 RETURNING version, updated_at, invoiced_at`, o.ID, status, now).Scan(&o.Version, &o.UpdatedAt, &o.InvoicedAt)
-	if err != nil {
+	var b pgx.Batch
+	if err := queueSaveOrder(ctx, &b, projectID, o, c, status, now, evs); err != nil {
 		return err
+	}
+	return tx.SendBatch(ctx, &b).Close()
+}
+
+// queueSaveOrder is saveOrderTx with its statements added to b, to be sent
+// in the transaction that locked o. The order's new version and times are
+// known before the update (the row is locked: version + 1, updated_at now);
+// the update checks the version it gives, and a mismatch fails the batch,
+// so the order.updated event always carries the stored state.
+func queueSaveOrder(ctx context.Context, b *pgx.Batch, projectID string, o *orders.Locked, c event.OrderContent, status string, now time.Time, evs []event.Event) error {
+	version, at := o.Version+1, now.Truncate(time.Microsecond) // as the database stores it
+	b.Queue(`UPDATE orders SET status = $2, correction_pending = false, version = version + 1, updated_at = $3,
+			invoiced_at = CASE WHEN $2 = 'invoiced' THEN $3 ELSE invoiced_at END, holds = '[]'
+		WHERE id = $1 RETURNING version`, o.ID, status, at).QueryRow(func(row pgx.Row) error {
+		var stored int64
+		if err := row.Scan(&stored); err != nil {
+			return fmt.Errorf("save order %s: %w", o.OrderNo, err)
+		}
+		if stored != version {
+			return fmt.Errorf("save order %s: version %d stored, %d expected", o.OrderNo, stored, version)
+		}
+		return nil
+	})
+	o.Version, o.UpdatedAt = version, at
+	if status == "invoiced" {
+		o.InvoicedAt = &at
 	}
 	o.Status, o.CorrectionPending, o.Holds = status, false, nil
 	ev, err := event.New(event.OrderUpdated, projectID, "order", o.ID, o.OrderNo, o.Version, now, o.State(projectID, c))
 	if err != nil {
 		return err
 	}
-	return outbox.Enqueue(ctx, tx, append(evs, ev)...)
+	return outbox.Queue(ctx, b, append(evs, ev)...)
 }
 
 func errorsOnly(fs []einvoice.Finding) []einvoice.Finding {
@@ -466,6 +516,9 @@ func productSettings(ctx context.Context, tx pgx.Tx, c event.OrderContent) (map[
 		} else {
 			unrecognised = append(unrecognised, unrecognisedProduct{productID: it.ProductID})
 		}
+	}
+	if len(ids) == 0 { // no line bound to the catalogue: nothing to read
+		return map[string]orders.ProductDefaults{}, unrecognised, nil
 	}
 	rows, err := tx.Query(ctx, `SELECT id::text, coalesce(external_id, ''), default_tax_rate::text, revenue_recognition, default_period_months
 		FROM products WHERE id = ANY($1::uuid[]) ORDER BY id`, ids)

@@ -51,14 +51,28 @@ type Locked struct {
 // payment_ref) is value; pgx.ErrNoRows when there is none.
 func Lock(ctx context.Context, tx pgx.Tx, projectID, column, value string) (Locked, error) {
 	var o Locked
-	err := tx.QueryRow(ctx, `SELECT id::text, order_no, version, status, fulfillment_status, shipped_at, supplied_at, tracking_number,
+	err := tx.QueryRow(ctx, lockSQL(column), projectID, value).Scan(o.dest()...)
+	return o, err
+}
+
+// QueueLock adds Lock to b, for a transaction that sends it with other
+// statements in one round trip: the order is stored in dst when the
+// batch's results are read (pgx.ErrNoRows when there is none).
+func QueueLock(b *pgx.Batch, projectID, column, value string, dst *Locked) {
+	b.Queue(lockSQL(column), projectID, value).QueryRow(func(row pgx.Row) error { return row.Scan(dst.dest()...) })
+}
+
+func lockSQL(column string) string {
+	return `SELECT id::text, order_no, version, status, fulfillment_status, shipped_at, supplied_at, tracking_number,
   created_at, updated_at, invoiced_at, correction_pending, refund_pending_cents, requires_shipping, paid_at, paid_cents,
   refunded_cents, holds, content, test_mode
-FROM orders WHERE project_id = $1 AND `+column+` = $2 FOR UPDATE`, projectID, value).
-		Scan(&o.ID, &o.OrderNo, &o.Version, &o.Status, &o.FulfillmentStatus, &o.ShippedAt, &o.SuppliedAt, &o.TrackingNumber,
-			&o.CreatedAt, &o.UpdatedAt, &o.InvoicedAt, &o.CorrectionPending, &o.RefundPending, &o.RequiresShipping, &o.PaidAt, &o.PaidCents,
-			&o.RefundedCents, &o.Holds, &o.Content, &o.TestMode)
-	return o, err
+FROM orders WHERE project_id = $1 AND ` + column + ` = $2 FOR UPDATE`
+}
+
+func (o *Locked) dest() []any {
+	return []any{&o.ID, &o.OrderNo, &o.Version, &o.Status, &o.FulfillmentStatus, &o.ShippedAt, &o.SuppliedAt, &o.TrackingNumber,
+		&o.CreatedAt, &o.UpdatedAt, &o.InvoicedAt, &o.CorrectionPending, &o.RefundPending, &o.RequiresShipping, &o.PaidAt, &o.PaidCents,
+		&o.RefundedCents, &o.Holds, &o.Content, &o.TestMode}
 }
 
 // EnqueueState records event typ with the order's state after a change

@@ -1,6 +1,7 @@
 package orders
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,8 +124,28 @@ func HoldTx(ctx context.Context, tx pgx.Tx, projectID string, o *Locked, kind, s
 // invoiced or cancelled). A task of a cause of the order is resolved by
 // its caller; a shared one once it holds no order any more (ResolveReleased).
 func ReleaseHeldTx(ctx context.Context, tx pgx.Tx, orderID string) error {
-	_, err := tx.Exec(ctx, `UPDATE held_orders SET released_at = now(), claimed_until = NULL WHERE order_id = $1 AND released_at IS NULL`, orderID)
+	_, err := tx.Exec(ctx, releaseHeldSQL, orderID)
 	return err
+}
+
+const releaseHeldSQL = `UPDATE held_orders SET released_at = now(), claimed_until = NULL WHERE order_id = $1 AND released_at IS NULL`
+
+// QueueReleaseHeld adds ReleaseHeldTx to b, sent by the caller in its
+// transaction.
+func QueueReleaseHeld(b *pgx.Batch, orderID string) { b.Queue(releaseHeldSQL, orderID) }
+
+// MayBeHeld reports whether a task may hold the order whose holds column
+// (JSON [{type, taskId}], read with the order locked) is holds, so that
+// releasing it and resolving its hold tasks can change anything. Every
+// hold records its task there in the transaction that holds the order
+// (HoldTx, NoteHoldsTx), and only the transactions that release the order
+// from all its tasks (invoicing, cancelling) empty it; what the list names
+// is not checked (a task resolved since still counts as a hold: the release
+// then runs and changes nothing). The invoicer's sweep releases the rows of
+// any order that is no longer waiting, a safety net for rows this misses.
+func MayBeHeld(holds []byte) bool {
+	h := bytes.TrimSpace(holds)
+	return len(h) > 0 && !bytes.Equal(h, []byte("[]")) && !bytes.Equal(h, []byte("null"))
 }
 
 // ReportFixedTx records the cause of the task as reported fixed now (a
@@ -137,9 +158,17 @@ func ReportFixedTx(ctx context.Context, tx pgx.Tx, projectID, taskID, reason str
 
 // ResolveTasks resolves the open tasks of kinds about subject.
 func ResolveTasks(ctx context.Context, tx pgx.Tx, projectID string, kinds []string, subject, resolution string) error {
-	_, err := tx.Exec(ctx, `UPDATE tasks SET status = 'resolved', resolved_at = now(), resolution = $4
-		WHERE project_id = $1 AND kind = ANY($2) AND subject = $3 AND status = 'open'`, projectID, kinds, subject, resolution)
+	_, err := tx.Exec(ctx, resolveTasksSQL, projectID, kinds, subject, resolution)
 	return err
+}
+
+const resolveTasksSQL = `UPDATE tasks SET status = 'resolved', resolved_at = now(), resolution = $4
+		WHERE project_id = $1 AND kind = ANY($2) AND subject = $3 AND status = 'open'`
+
+// QueueResolveTasks adds ResolveTasks to b, sent by the caller in its
+// transaction.
+func QueueResolveTasks(b *pgx.Batch, projectID string, kinds []string, subject, resolution string) {
+	b.Queue(resolveTasksSQL, projectID, kinds, subject, resolution)
 }
 
 // ResolveTask resolves the open task of that kind and subject, if any.

@@ -55,3 +55,29 @@ func TestOpenTaskOnceUnderConcurrency(t *testing.T) {
 		t.Errorf("after the resolution: %d open, %d resolved, want 1 and 1", open, resolved)
 	}
 }
+
+// TestMayBeHeld: only an order whose holds column names a task needs its
+// holds released and its hold tasks resolved when it is invoiced.
+func TestMayBeHeld(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		holds string
+		want  bool
+	}{
+		{"", false},
+		{"[]", false},
+		{" [] ", false},
+		{"null", false},
+		{`[{"type":"order_not_invoiceable","taskId":"0b6f1a8e-6d7c-4f59-9d43-8d1b2f0e7c11"}]`, true},
+		{`[{"type":"seller_data_incomplete","taskId":"a"},{"type":"invoice_validation_failed","taskId":"b"}]`, true},
+		{"[ ]", true}, // not what PostgreSQL writes: treated as a hold, the release then changes nothing
+	} {
+		var holds []byte
+		if c.holds != "" {
+			holds = []byte(c.holds)
+		}
+		if got := MayBeHeld(holds); got != c.want {
+			t.Errorf("MayBeHeld(%q) = %v, want %v", c.holds, got, c.want)
+		}
+	}
+}

@@ -137,22 +137,48 @@ SELECT id, extract(year FROM created_at AT TIME ZONE 'UTC')::integer, $4 FROM p`
 	return Get(ctx, pool, id)
 }
 
+// getSQL reads one project ($1) with its accounting history.
+const getSQL = `SELECT id::text, name, test_mode, accounting, rate_limit_rps, rate_limit_burst, settings, created_at, updated_at,
+		(SELECT jsonb_agg(jsonb_build_object('fromYear', m.from_year, 'method', m.method) ORDER BY m.from_year)
+		   FROM accounting_methods m WHERE m.project_id = projects.id)
+		FROM projects WHERE id = $1`
+
 // Get loads a project; apperr NotFound when it does not exist.
 func Get(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, id string) (Project, error) {
 	if _, err := uuid.Parse(id); err != nil {
-		return Project{}, apperr.New(apperr.NotFound, "project_not_found", "no project %q", id)
+		return Project{}, notFound(id)
 	}
+	return scanProject(q.QueryRow(ctx, getSQL, id), id)
+}
+
+// Queue adds the reading of project id to b, for callers that send several
+// statements in one round trip: when the batch's results are read, the
+// project is stored in dst, and a project that does not exist is apperr
+// NotFound, as of Get.
+func Queue(b *pgx.Batch, id string, dst *Project) error {
+	if _, err := uuid.Parse(id); err != nil {
+		return notFound(id)
+	}
+	b.Queue(getSQL, id).QueryRow(func(row pgx.Row) error {
+		var err error
+		*dst, err = scanProject(row, id)
+		return err
+	})
+	return nil
+}
+
+func notFound(id string) error {
+	return apperr.New(apperr.NotFound, "project_not_found", "no project %q", id)
+}
+
+func scanProject(row pgx.Row, id string) (Project, error) {
 	var p Project
 	var raw, methods []byte
-	err := q.QueryRow(ctx, `SELECT id::text, name, test_mode, accounting, rate_limit_rps, rate_limit_burst, settings, created_at, updated_at,
-		(SELECT jsonb_agg(jsonb_build_object('fromYear', m.from_year, 'method', m.method) ORDER BY m.from_year)
-		   FROM accounting_methods m WHERE m.project_id = projects.id)
-		FROM projects WHERE id = $1`, id).
-		Scan(&p.ID, &p.Name, &p.TestMode, &p.Accounting, &p.RateLimitRPS, &p.RateLimitBurst, &raw, &p.CreatedAt, &p.UpdatedAt, &methods)
+	err := row.Scan(&p.ID, &p.Name, &p.TestMode, &p.Accounting, &p.RateLimitRPS, &p.RateLimitBurst, &raw, &p.CreatedAt, &p.UpdatedAt, &methods)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Project{}, apperr.New(apperr.NotFound, "project_not_found", "no project %q", id)
+		return Project{}, notFound(id)
 	}
 	if err != nil {
 		return Project{}, fmt.Errorf("get project %s: %w", id, err)
