@@ -63,7 +63,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (httpx.P
 	if !wellFormed(token) {
 		return httpx.Principal{}, unauthorized("malformed API key")
 	}
-	k := sha256.Sum256([]byte(token))
+	k := keyHash(token)
 	now := a.now()
 	a.mu.Lock()
 	c, ok := a.cache[k]
@@ -124,9 +124,20 @@ func (a *Authenticator) Known(token string) bool {
 		return false
 	}
 	a.mu.Lock()
-	c, ok := a.cache[sha256.Sum256([]byte(token))]
+	c, ok := a.cache[keyHash(token)]
 	a.mu.Unlock()
 	return ok && !c.unknown
+}
+
+// keyHash is the SHA-256 of a key. A key of up to 128 bytes is hashed
+// from a copy on the stack: converting the string to a []byte would
+// allocate one for every request.
+func keyHash(token string) [sha256.Size]byte {
+	var buf [128]byte
+	if len(token) <= len(buf) {
+		return sha256.Sum256(append(buf[:0], token...))
+	}
+	return sha256.Sum256([]byte(token))
 }
 
 func (a *Authenticator) load(ctx context.Context, h []byte) (cached, error) {

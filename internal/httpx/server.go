@@ -189,7 +189,7 @@ func (s *Server) Handler() http.Handler {
 					p, _ := PrincipalFrom(ctx)
 					s.Recorder.Record(Entry{
 						RequestID: id, ProjectID: p.ProjectID, KeyPrefix: p.KeyPrefix,
-						Method: logField(req.Method), Path: logField(req.URL.Path), Route: route, Status: status,
+						Method: logMethod(req.Method), Path: logField(req.URL.Path), Route: route, Status: status,
 						Duration: d, IdempotencyKey: logField(req.Header.Get("Idempotency-Key")), At: start,
 					})
 				}
@@ -255,7 +255,9 @@ func (s *Server) wrap(rt Route, sems *inFlight) http.Handler {
 				return
 			}
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		// The deadline makes its timer only when something waits on it
+		// (deadline.go): a request served from memory needs none.
+		ctx, cancel := withDeadline(r.Context(), time.Now().Add(timeout))
 		defer cancel()
 		if rt.Timeout > 0 {
 			// A route that may take longer than the server's write timeout
@@ -401,6 +403,15 @@ var knownMethods = map[string]string{
 	http.MethodGet: http.MethodGet, http.MethodHead: http.MethodHead, http.MethodPost: http.MethodPost,
 	http.MethodPut: http.MethodPut, http.MethodPatch: http.MethodPatch, http.MethodDelete: http.MethodDelete,
 	http.MethodOptions: http.MethodOptions,
+}
+
+// logMethod is the request log's method: a known method as its constant
+// (no copy of the request line per request), any other as logField.
+func logMethod(m string) string {
+	if l, ok := knownMethods[m]; ok {
+		return l
+	}
+	return logField(m)
 }
 
 func methodLabel(m string) string {
