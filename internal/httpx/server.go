@@ -145,13 +145,16 @@ func (s *Server) Handler() http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			start := time.Now()
 			id := newRequestID()
-			w.Header().Set("X-Request-Id", id)
+			rec := &statusRecorder{ResponseWriter: w, id: id}
+			// The header's value lives in the recorder: no slice of its own
+			// per request (Header.Set would make one).
+			rec.idHeader[0] = id
+			w.Header()["X-Request-Id"] = rec.idHeader[:]
 			req = withClientAddr(req, s.TrustedProxies)
 			// The request's span continues the caller's trace (traceparent);
 			// the request id on it finds the trace of any call.
 			ctx, span := tracing.Start(tracing.HTTP(req.Context(), req.Header), req.Method, trace.SpanKindServer,
 				tracing.RequestID.String(id), semconv.HTTPRequestMethodKey.String(req.Method))
-			rec := &statusRecorder{ResponseWriter: w, id: id}
 			ctx = context.WithValue(ctx, stateKey{}, rec)
 			req = req.WithContext(ctx)
 			defer func() {
@@ -350,6 +353,7 @@ type statusRecorder struct {
 	http.ResponseWriter
 	status        int
 	id            string
+	idHeader      [1]string // the X-Request-Id header's value, id
 	principal     Principal
 	authenticated bool
 }
