@@ -79,7 +79,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (httpx.P
 			return httpx.Principal{}, unauthorized("unknown API key")
 		}
 		var err error
-		c, err = a.load(ctx, k[:])
+		h := k // a copy the loaded entry keeps (k itself stays on the stack)
+		c, err = a.load(ctx, h[:])
 		if err != nil {
 			return httpx.Principal{}, err
 		}
