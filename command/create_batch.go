@@ -31,6 +31,10 @@ import (
 //   - A batch never holds two orders with the same idempotency key, orderNo
 //     or paymentRef; the later one waits for the next batch and then sees
 //     the earlier one as a committed row, as it would one statement later.
+//   - The statement reads the projects' test modes once and sets each
+//     order's itself; the orders_test_mode trigger runs only for rows that
+//     arrive without one (migration 00195), so a batch's orders cost no
+//     PL/pgSQL call and query each.
 //   - Any error of the batch statement (a paymentRef taken by an existing
 //     order, a deadlock, a lost connection) rolls the whole batch back, and
 //     each of its orders is then written alone on the one-statement path,
@@ -203,14 +207,17 @@ const createOrdersSQL = `WITH input AS (
   WITH ORDINALITY AS i(lock_key, project_id, key, id, order_no, payment_ref, requires_shipping,
     content, content_hash, invoice_hash, at, topic, msg_key, event_id, event_type, payload, body, traceparent, tracestate, n)),
 lk AS (SELECT i.*, pg_try_advisory_xact_lock(i.lock_key) AS ok FROM input i),
+mode AS (
+  SELECT p.id, p.test_mode FROM projects p WHERE p.id IN (SELECT DISTINCT project_id::uuid FROM input)),
 prev AS (
   SELECT lk.n, k.request_hash, k.response_status, k.response_body FROM lk
   JOIN idempotency_keys k ON k.project_id = lk.project_id::uuid AND k.endpoint = $18 AND k.key = lk.key),
 ins AS (
-  INSERT INTO orders (id, project_id, order_no, payment_ref, requires_shipping, content, content_hash, invoice_hash, created_at, updated_at)
+  INSERT INTO orders (id, project_id, order_no, payment_ref, requires_shipping, content, content_hash, invoice_hash, created_at, updated_at, test_mode)
   SELECT lk.id::uuid, lk.project_id::uuid, lk.order_no, lk.payment_ref, lk.requires_shipping, lk.content::jsonb,
-    lk.content_hash, lk.invoice_hash, lk.at, lk.at
-  FROM lk WHERE lk.ok AND NOT EXISTS (SELECT 1 FROM prev WHERE prev.n = lk.n) ORDER BY lk.n
+    lk.content_hash, lk.invoice_hash, lk.at, lk.at, coalesce(mode.test_mode, false)
+  FROM lk LEFT JOIN mode ON mode.id = lk.project_id::uuid
+  WHERE lk.ok AND NOT EXISTS (SELECT 1 FROM prev WHERE prev.n = lk.n) ORDER BY lk.n
   ON CONFLICT ON CONSTRAINT orders_order_no_key DO NOTHING
   RETURNING id::text),
 ob AS (

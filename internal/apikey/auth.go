@@ -63,7 +63,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (httpx.P
 	if !wellFormed(token) {
 		return httpx.Principal{}, unauthorized("malformed API key")
 	}
-	k := sha256.Sum256([]byte(token))
+	k := keyHash(token)
 	now := a.now()
 	a.mu.Lock()
 	c, ok := a.cache[k]
@@ -79,7 +79,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (httpx.P
 			return httpx.Principal{}, unauthorized("unknown API key")
 		}
 		var err error
-		c, err = a.load(ctx, k[:])
+		h := k // a copy the loaded entry keeps (k itself stays on the stack)
+		c, err = a.load(ctx, h[:])
 		if err != nil {
 			return httpx.Principal{}, err
 		}
@@ -124,9 +125,20 @@ func (a *Authenticator) Known(token string) bool {
 		return false
 	}
 	a.mu.Lock()
-	c, ok := a.cache[sha256.Sum256([]byte(token))]
+	c, ok := a.cache[keyHash(token)]
 	a.mu.Unlock()
 	return ok && !c.unknown
+}
+
+// keyHash is the SHA-256 of a key. A key of up to 128 bytes is hashed
+// from a copy on the stack: converting the string to a []byte would
+// allocate one for every request.
+func keyHash(token string) [sha256.Size]byte {
+	var buf [128]byte
+	if len(token) <= len(buf) {
+		return sha256.Sum256(append(buf[:0], token...))
+	}
+	return sha256.Sum256([]byte(token))
 }
 
 func (a *Authenticator) load(ctx context.Context, h []byte) (cached, error) {

@@ -145,13 +145,16 @@ func (s *Server) Handler() http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			start := time.Now()
 			id := newRequestID()
-			w.Header().Set("X-Request-Id", id)
+			rec := &statusRecorder{ResponseWriter: w, id: id}
+			// The header's value lives in the recorder: no slice of its own
+			// per request (Header.Set would make one).
+			rec.idHeader[0] = id
+			w.Header()["X-Request-Id"] = rec.idHeader[:]
 			req = withClientAddr(req, s.TrustedProxies)
 			// The request's span continues the caller's trace (traceparent);
 			// the request id on it finds the trace of any call.
 			ctx, span := tracing.Start(tracing.HTTP(req.Context(), req.Header), req.Method, trace.SpanKindServer,
 				tracing.RequestID.String(id), semconv.HTTPRequestMethodKey.String(req.Method))
-			rec := &statusRecorder{ResponseWriter: w, id: id}
 			ctx = context.WithValue(ctx, stateKey{}, rec)
 			req = req.WithContext(ctx)
 			defer func() {
@@ -189,7 +192,7 @@ func (s *Server) Handler() http.Handler {
 					p, _ := PrincipalFrom(ctx)
 					s.Recorder.Record(Entry{
 						RequestID: id, ProjectID: p.ProjectID, KeyPrefix: p.KeyPrefix,
-						Method: logField(req.Method), Path: logField(req.URL.Path), Route: route, Status: status,
+						Method: logMethod(req.Method), Path: logField(req.URL.Path), Route: route, Status: status,
 						Duration: d, IdempotencyKey: logField(req.Header.Get("Idempotency-Key")), At: start,
 					})
 				}
@@ -255,7 +258,9 @@ func (s *Server) wrap(rt Route, sems *inFlight) http.Handler {
 				return
 			}
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		// The deadline makes its timer only when something waits on it
+		// (deadline.go): a request served from memory needs none.
+		ctx, cancel := withDeadline(r.Context(), time.Now().Add(timeout))
 		defer cancel()
 		if rt.Timeout > 0 {
 			// A route that may take longer than the server's write timeout
@@ -348,6 +353,7 @@ type statusRecorder struct {
 	http.ResponseWriter
 	status        int
 	id            string
+	idHeader      [1]string // the X-Request-Id header's value, id
 	principal     Principal
 	authenticated bool
 }
@@ -401,6 +407,15 @@ var knownMethods = map[string]string{
 	http.MethodGet: http.MethodGet, http.MethodHead: http.MethodHead, http.MethodPost: http.MethodPost,
 	http.MethodPut: http.MethodPut, http.MethodPatch: http.MethodPatch, http.MethodDelete: http.MethodDelete,
 	http.MethodOptions: http.MethodOptions,
+}
+
+// logMethod is the request log's method: a known method as its constant
+// (no copy of the request line per request), any other as logField.
+func logMethod(m string) string {
+	if l, ok := knownMethods[m]; ok {
+		return l
+	}
+	return logField(m)
 }
 
 func methodLabel(m string) string {

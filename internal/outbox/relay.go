@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
@@ -264,13 +265,27 @@ func (r *Relay) lead(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	defer func() {
-		// Unlock unless the connection is gone (then the lock went with it).
+		// Unlock unless the connection is gone (then the lock went with it),
+		// and give the pool the connection with the server's plan choice.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
 			conn.Conn().Close(uctx)
+			return
+		}
+		if _, err := conn.Exec(uctx, `RESET plan_cache_mode`); err != nil {
+			conn.Conn().Close(uctx)
 		}
 	}()
+	// The leader's statements keep their generic plans. The read of the
+	// next rows (a hundred a second while idle, LIMIT $1 after a position)
+	// is otherwise planned anew at every execution: the generic plan,
+	// knowing neither the limit nor the position, costs more than any
+	// custom plan, though it is the same index scan. The purge, whose
+	// plan depends on its cutoff, runs with the server's choice.
+	if _, err := conn.Exec(actx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		return true, err
+	}
 	r.m.leader.Set(1)
 	pos, err := r.loadPosition(ctx, conn.Conn())
 	if err != nil {
@@ -713,7 +728,15 @@ func (r *Relay) purge(ctx context.Context, conn *pgx.Conn, pos position) error {
 	cutoff := time.Now().Add(-r.Retention)
 	for {
 		pctx, cancel := context.WithTimeout(ctx, dbTimeout)
-		tag, err := conn.Exec(pctx, r.sql.purge, cutoff, pos.txID, pos.id)
+		var tag pgconn.CommandTag
+		err := pgx.BeginFunc(pctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(pctx, `SET LOCAL plan_cache_mode = auto`); err != nil {
+				return err
+			}
+			var err error
+			tag, err = tx.Exec(pctx, r.sql.purge, cutoff, pos.txID, pos.id)
+			return err
+		})
 		cancel()
 		if err != nil {
 			return fmt.Errorf("purge sent outbox rows: %w", err)

@@ -869,3 +869,40 @@ func TestRelayReportsTheOldestWaitingRow(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "position past every row", func() bool { return f.unsent(t) == 0 })
 	testenv.Eventually(t, 15*time.Second, "age 0 once nothing waits", func() bool { return oldest() == 0 })
 }
+
+// TestLeaderPurgesSentRows: a relay that becomes leader deletes the rows it
+// sent longer than Retention ago (the purge runs with the server's own plan
+// choice, the reads with generic plans).
+func TestLeaderPurgesSentRows(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testTopic(t))
+	ctx := context.Background()
+	ids := f.enqueue(t, 2, 3)
+	newRelay := func() *Relay {
+		r := f.relay(testenv.KafkaBrokers())
+		r.Projects = nil // the purge is the unfiltered relay's
+		r.Retention = time.Millisecond
+		return r
+	}
+	r := newRelay()
+	stop := startRelay(t, r)
+	testenv.Eventually(t, 30*time.Second, "every row sent", func() bool {
+		n, err := backlogOf(ctx, f.pool, f.table, r.lockKey())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	stop()
+	var n int
+	if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM `+f.table).Scan(&n); err != nil || n != len(ids) {
+		t.Fatalf("%d rows before the purge (%v), want %d", n, err, len(ids))
+	}
+	startRelay(t, newRelay())
+	testenv.Eventually(t, 30*time.Second, "the sent rows purged", func() bool {
+		if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM `+f.table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+}

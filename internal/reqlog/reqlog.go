@@ -365,29 +365,72 @@ func (l *Log) writeEach(ctx context.Context, batch []httpx.Entry) error {
 type errRetryLater struct{ error }
 
 func (l *Log) write(ctx context.Context, batch []httpx.Entry) error {
-	// Values of the exact column types, so that COPY encodes them without
-	// conversions (this runs for every request).
-	rows := make([][]any, 0, len(batch))
-	for _, e := range batch {
+	_, err := l.pool.CopyFrom(ctx, pgx.Identifier{"request_log"},
+		[]string{"request_id", "at", "project_id", "key_prefix", "method", "path", "route", "status", "duration_us", "idempotency_key"},
+		newCopyRows(batch))
+	return err
+}
+
+// copyRows is a pgx.CopyFromSource over entries. Each row's values are of
+// the exact column types, so that COPY encodes them without conversions,
+// and they live in one row buffer that every row reuses: Values hands out
+// pointers into it (pgx encodes a row before it asks for the next), so
+// the rows cost no allocation per entry (this runs for every request).
+type copyRows struct {
+	batch []httpx.Entry
+	i     int
+	row   copyRow
+	vals  []any
+}
+
+type copyRow struct {
+	id, project                    pgtype.UUID
+	at                             pgtype.Timestamptz
+	keyPrefix, method, path, route pgtype.Text
+	idempotencyKey                 pgtype.Text
+	status                         pgtype.Int2
+	duration                       pgtype.Int8
+}
+
+func newCopyRows(batch []httpx.Entry) *copyRows {
+	c := &copyRows{batch: batch, i: -1}
+	r := &c.row
+	c.vals = []any{&r.id, &r.at, &r.project, &r.keyPrefix, &r.method, &r.path, &r.route, &r.status, &r.duration, &r.idempotencyKey}
+	return c
+}
+
+// Next moves to the next entry with a valid request id (entries without
+// one are skipped, as before).
+func (c *copyRows) Next() bool {
+	for c.i+1 < len(c.batch) {
+		c.i++
+		e := &c.batch[c.i]
 		id, err := uuid.Parse(e.RequestID)
 		if err != nil {
 			continue
 		}
-		project := pgtype.UUID{}
+		r := &c.row
+		r.id = pgtype.UUID{Bytes: id, Valid: true}
+		r.project = pgtype.UUID{}
 		if p, err := uuid.Parse(e.ProjectID); err == nil {
-			project = pgtype.UUID{Bytes: p, Valid: true}
+			r.project = pgtype.UUID{Bytes: p, Valid: true}
 		}
-		rows = append(rows, []any{pgtype.UUID{Bytes: id, Valid: true}, pgtype.Timestamptz{Time: e.At, Valid: true}, project,
-			pgtype.Text{String: e.KeyPrefix, Valid: e.KeyPrefix != ""}, pgtype.Text{String: e.Method, Valid: true},
-			pgtype.Text{String: e.Path, Valid: true}, pgtype.Text{String: e.Route, Valid: true},
-			pgtype.Int2{Int16: int16(e.Status), Valid: true}, pgtype.Int8{Int64: e.Duration.Microseconds(), Valid: true},
-			pgtype.Text{String: e.IdempotencyKey, Valid: e.IdempotencyKey != ""}})
+		r.at = pgtype.Timestamptz{Time: e.At, Valid: true}
+		r.keyPrefix = pgtype.Text{String: e.KeyPrefix, Valid: e.KeyPrefix != ""}
+		r.method = pgtype.Text{String: e.Method, Valid: true}
+		r.path = pgtype.Text{String: e.Path, Valid: true}
+		r.route = pgtype.Text{String: e.Route, Valid: true}
+		r.status = pgtype.Int2{Int16: int16(e.Status), Valid: true}
+		r.duration = pgtype.Int8{Int64: e.Duration.Microseconds(), Valid: true}
+		r.idempotencyKey = pgtype.Text{String: e.IdempotencyKey, Valid: e.IdempotencyKey != ""}
+		return true
 	}
-	_, err := l.pool.CopyFrom(ctx, pgx.Identifier{"request_log"},
-		[]string{"request_id", "at", "project_id", "key_prefix", "method", "path", "route", "status", "duration_us", "idempotency_key"},
-		pgx.CopyFromRows(rows))
-	return err
+	return false
 }
+
+func (c *copyRows) Values() ([]any, error) { return c.vals, nil }
+
+func (c *copyRows) Err() error { return nil }
 
 // EnsurePartitions creates the daily partitions from yesterday to three days
 // ahead and drops those older than Retention. Replicas serialise on an

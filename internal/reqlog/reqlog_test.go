@@ -145,3 +145,68 @@ func TestRefusedEntryNeverHoldsUpTheOthers(t *testing.T) {
 		return n == 3 && l.Dropped() == 1
 	})
 }
+
+// TestEntriesWrittenAsRecorded: every field of an entry reads back as it
+// was recorded, an entry without a project or key has them NULL, and an
+// entry whose request id is not a UUID is skipped without holding up the
+// entries around it in the same batch.
+func TestEntriesWrittenAsRecorded(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	ctx := context.Background()
+	if err := reqlog.EnsurePartitions(ctx, pool, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	l := reqlog.New(pool, 16)
+	project := uuid.NewString()
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	full := httpx.Entry{RequestID: uuid.Must(uuid.NewV7()).String(), ProjectID: project, KeyPrefix: "o2i_live_ab12",
+		Method: "POST", Path: "/v1/orders", Route: "/v1/orders", Status: 201, Duration: 1234 * time.Microsecond,
+		IdempotencyKey: "key-1", At: at}
+	bare := httpx.Entry{RequestID: uuid.Must(uuid.NewV7()).String(), Method: "GET", Path: "/v1/orders/A-1",
+		Route: "/v1/orders/{orderNo}", Status: 404, Duration: 7 * time.Microsecond, At: at.Add(time.Millisecond)}
+	l.Record(full)
+	l.Record(httpx.Entry{RequestID: "not-a-uuid", ProjectID: project, Method: "GET", Path: "/x", Route: "/x", At: at})
+	l.Record(bare)
+	rctx, stop := context.WithCancel(ctx)
+	go l.Run(rctx)
+	t.Cleanup(func() { stop(); l.Wait() })
+	var got []reqlog.Record
+	testenv.Eventually(t, 10*time.Second, "both entries written", func() bool {
+		got = got[:0]
+		for _, e := range []httpx.Entry{full, bare} {
+			r, err := reqlog.Show(ctx, pool, e.RequestID)
+			if err != nil {
+				return false
+			}
+			got = append(got, r)
+		}
+		return true
+	})
+	str := func(s string) *string { return &s }
+	want := []reqlog.Record{
+		{RequestID: full.RequestID, At: at, ProjectID: str(project), KeyPrefix: str("o2i_live_ab12"), Method: "POST",
+			Path: "/v1/orders", Route: "/v1/orders", Status: 201, DurationMicros: 1234, IdempotencyKey: str("key-1")},
+		{RequestID: bare.RequestID, At: at.Add(time.Millisecond), Method: "GET", Path: "/v1/orders/A-1",
+			Route: "/v1/orders/{orderNo}", Status: 404, DurationMicros: 7},
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if !g.At.Equal(w.At) {
+			t.Errorf("entry %d: at %v, want %v", i, g.At, w.At)
+		}
+		g.At, w.At = time.Time{}, time.Time{}
+		gj, _ := g.MarshalJSON()
+		wj, _ := w.MarshalJSON()
+		if string(gj) != string(wj) {
+			t.Errorf("entry %d:\n got %s\nwant %s", i, gj, wj)
+		}
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM request_log WHERE project_id = $1 AND at > now() - interval '1 hour'`, project).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("%d entries of the project written, want 1 (the one with a malformed request id is skipped)", n)
+	}
+}

@@ -1,0 +1,102 @@
+package httpx
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+type testKey struct{}
+
+func TestDeadlineExpires(t *testing.T) {
+	parent := context.WithValue(context.Background(), testKey{}, "v")
+	ctx, cancel := withDeadline(parent, time.Now().Add(20*time.Millisecond))
+	defer cancel()
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > 20*time.Millisecond {
+		t.Fatalf("deadline %v %v", d, ok)
+	}
+	if ctx.Value(testKey{}) != "v" {
+		t.Fatal("parent's value lost")
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("deadline never ended the context")
+	}
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) || !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		t.Fatalf("err %v, cause %v", ctx.Err(), context.Cause(ctx))
+	}
+}
+
+func TestDeadlinePassedUnwatched(t *testing.T) {
+	ctx, cancel := withDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancel()
+	// Nothing waited while it passed: the first look still sees it.
+	if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		t.Fatalf("cause %v", context.Cause(ctx))
+	}
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("err %v", ctx.Err())
+	}
+}
+
+func TestDeadlineChildren(t *testing.T) {
+	ctx, cancel := withDeadline(context.Background(), time.Now().Add(time.Hour))
+	child, childCancel := context.WithCancel(ctx)
+	defer childCancel()
+	fired := make(chan struct{})
+	context.AfterFunc(ctx, func() { close(fired) })
+	if child.Err() != nil {
+		t.Fatal("child ended early")
+	}
+	cancel()
+	select {
+	case <-child.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("child not cancelled with its parent's deadline")
+	}
+	select {
+	case <-fired:
+	case <-time.After(5 * time.Second):
+		t.Fatal("AfterFunc not run")
+	}
+	if !errors.Is(child.Err(), context.Canceled) || !errors.Is(ctx.Err(), context.Canceled) {
+		t.Fatalf("child %v, ctx %v", child.Err(), ctx.Err())
+	}
+}
+
+func TestDeadlineStoppedBeforeUse(t *testing.T) {
+	ctx, cancel := withDeadline(context.Background(), time.Now().Add(time.Hour))
+	cancel()
+	select {
+	case <-ctx.Done():
+	default:
+		t.Fatal("a released deadline's context is not done")
+	}
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		t.Fatalf("err %v", ctx.Err())
+	}
+}
+
+func TestDeadlineFollowsParent(t *testing.T) {
+	parent, parentCancel := context.WithCancel(context.Background())
+	ctx, cancel := withDeadline(parent, time.Now().Add(time.Hour))
+	defer cancel()
+	parentCancel()
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("parent's cancellation not seen")
+	}
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		t.Fatalf("err %v", ctx.Err())
+	}
+	early, earlyCancel := context.WithDeadline(context.Background(), time.Now().Add(time.Minute))
+	defer earlyCancel()
+	ctx2, cancel2 := withDeadline(early, time.Now().Add(time.Hour))
+	defer cancel2()
+	if d, _ := ctx2.Deadline(); d.After(time.Now().Add(2 * time.Minute)) {
+		t.Fatalf("the parent's earlier deadline was not kept: %v", d)
+	}
+}
