@@ -12,6 +12,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -130,7 +132,15 @@ func queue(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, ev
 		// Of several events of one document in a batch the newest wins, as
 		// it would statement by statement (the upsert is version-guarded).
 		key := [2]string{row.projectID, row.inv.ID}
-		if cur, ok := invoices[key]; !ok || inv.Version > cur.inv.Version {
+		// A document keeps the place of its first event in the batch: rows
+		// are inserted in that order, so invoice_view's seq follows the
+		// events (the newest document of an order is the last one inserted).
+		cur, ok := invoices[key]
+		row.pos = len(invoices)
+		if ok {
+			row.pos = cur.pos
+		}
+		if !ok || inv.Version > cur.inv.Version {
 			invoices[key] = row
 		}
 		return orderRef{canonicalUUID(ev.ProjectID), inv.OrderNo}, nil
@@ -144,6 +154,7 @@ func queue(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, ev
 type invoiceRow struct {
 	projectID string
 	inv       event.Invoice
+	pos       int // the place of the document's first event in the batch
 }
 
 // queueInvoices adds one version-guarded upsert of every document of the
@@ -163,7 +174,8 @@ func queueInvoices(b *pgx.Batch, t Tables, invoices map[[2]string]invoiceRow) {
 	var archived []*time.Time
 	seen := map[orderRef]bool{}
 	var refProjects, refOrders []string
-	for _, r := range invoices {
+	rows := slices.SortedFunc(maps.Values(invoices), func(a, b invoiceRow) int { return a.pos - b.pos })
+	for _, r := range rows {
 		inv := r.inv
 		var paymentRef, failureReason, failureTask *string
 		if inv.PaymentRef != "" {
@@ -198,9 +210,9 @@ func queueInvoices(b *pgx.Batch, t Tables, invoices map[[2]string]invoiceRow) {
 		FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
 				$10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::boolean[], $16::timestamptz[], $17::timestamptz[],
 				$18::text[], $19::text[])
-			AS k(project_id, id, version, number, status, order_no, payment_ref, type, format, issue_date, currency, net, tax, gross,
-				test_mode, created_at, archived_at, failure_reason, failure_task_id)
-		ORDER BY k.project_id, k.id
+			WITH ORDINALITY AS k(project_id, id, version, number, status, order_no, payment_ref, type, format, issue_date, currency, net, tax, gross,
+				test_mode, created_at, archived_at, failure_reason, failure_task_id, ord)
+		ORDER BY k.ord
 		ON CONFLICT (project_id, id) DO UPDATE SET version = EXCLUDED.version, number = EXCLUDED.number,
 			status = EXCLUDED.status, payment_ref = EXCLUDED.payment_ref, archived_at = EXCLUDED.archived_at,
 			failure_reason = EXCLUDED.failure_reason, failure_task_id = EXCLUDED.failure_task_id, rev = EXCLUDED.rev
