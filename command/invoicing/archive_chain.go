@@ -289,11 +289,7 @@ func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) (ma
 		chained = map[string][]byte{}
 		b := &pgx.Batch{}
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`, first.ProjectID, first.NumberRange)
-		for _, r := range batch {
-			for _, o := range r.m.Objects {
-				queueArchiveObject(b, r.m.ProjectID, r.m.InvoiceID, o.Kind, r.bucket, r.objs[o.Kind], o.EmbeddedIn)
-			}
-		}
+		queueAnchors(b, batch)
 		b.Queue(`SELECT chain_seq, sha256 FROM archive_manifests WHERE project_id = $1 AND range_key = $2
 			ORDER BY chain_seq DESC LIMIT 1`, first.ProjectID, first.NumberRange)
 		b.Queue(`SELECT invoice_id::text, body FROM archive_manifests WHERE invoice_id = ANY($1::uuid[])`, ids)
@@ -382,6 +378,48 @@ func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) (ma
 		return nil, err
 	}
 	return chained, nil
+}
+
+// queueAnchors queues the anchors of the objects of batch's documents as
+// one insert from arrays (each kept if its invoice has one of that kind
+// already), or nothing when there are none.
+func queueAnchors(b *pgx.Batch, batch []*chainRequest) {
+	var a anchorArrays
+	for _, r := range batch {
+		for _, o := range r.m.Objects {
+			a.add(r.m.ProjectID, r.m.InvoiceID, o.Kind, r.bucket, r.objs[o.Kind], o.EmbeddedIn)
+		}
+	}
+	if len(a.invoiceIDs) == 0 {
+		return
+	}
+	b.Queue(`INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until, embedded_in)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
+			$9::timestamptz[], $10::text[])
+		ON CONFLICT (invoice_id, kind) DO NOTHING`,
+		a.invoiceIDs, a.kinds, a.projectIDs, a.buckets, a.keys, a.versions, a.sha256s, a.sizes, a.retainUntil, a.embeddedIn)
+}
+
+// anchorArrays are the columns of the anchors of queueAnchors, one element
+// per object.
+type anchorArrays struct {
+	invoiceIDs, kinds, projectIDs, buckets, keys, versions, sha256s []string
+	sizes                                                           []int64
+	retainUntil                                                     []*time.Time
+	embeddedIn                                                      []*string
+}
+
+// add appends the anchor of one object; embeddedIn "pdf" for an XML that
+// lies only inside the PDF.
+func (a *anchorArrays) add(projectID, invoiceID, kind, bucket string, st archive.Stored, embeddedIn string) {
+	a.invoiceIDs, a.kinds, a.projectIDs = append(a.invoiceIDs, invoiceID), append(a.kinds, kind), append(a.projectIDs, projectID)
+	a.buckets, a.keys, a.versions = append(a.buckets, bucket), append(a.keys, st.Key), append(a.versions, st.VersionID)
+	a.sha256s, a.sizes, a.retainUntil = append(a.sha256s, st.SHA256), append(a.sizes, st.Size), append(a.retainUntil, retainUntil(st))
+	var in *string
+	if embeddedIn != "" {
+		in = &embeddedIn
+	}
+	a.embeddedIn = append(a.embeddedIn, in)
 }
 
 // queueCandidates queues the read of a range's archivable documents not

@@ -16,7 +16,6 @@ import (
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/outbox"
-	"github.com/o2i-service/o2i/internal/store"
 	"github.com/o2i-service/o2i/internal/tracing"
 	"github.com/o2i-service/o2i/render"
 )
@@ -192,17 +191,13 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 // changing (the error sends the event to the retry table).
 const maxMarkTries = 5
 
-// errChanged rolls markArchived back: the invoice is not in the state it
-// was read in.
-var errChanged = errors.New("the invoice changed since it was read")
-
 // markArchived anchors the manifest object, marks the manifest stored and
 // the invoice archived, records its e-mail delivery and enqueues
-// invoice.archived in one transaction of one round trip (with its BEGIN and
-// COMMIT). The event's version is the one the invoice was read with, plus
-// one; done is false, with nothing written, when the invoice has another
-// version or status by now (archived meanwhile, or changed): the caller then
-// reads it again.
+// invoice.archived in one statement (markArchivedSQL: one round trip, one
+// implicit transaction without BEGIN and COMMIT). The event's version is the
+// one the invoice was read with, plus one; done is false, with nothing
+// written, when the invoice has another version or status by now (archived
+// meanwhile, or changed): the caller then reads it again.
 func (s *Service) markArchived(ctx context.Context, arc *archive.Archive, inv event.Invoice, mSt archive.Stored, now time.Time) (done bool, err error) {
 	projectID := inv.ProjectID
 	read := inv.Version
@@ -212,41 +207,40 @@ func (s *Service) markArchived(ctx context.Context, arc *archive.Archive, inv ev
 	if err != nil {
 		return false, fmt.Errorf("event: %w", err)
 	}
-	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		queueManifestRecord(b, projectID, inv.ID, arc.Bucket(), mSt, now)
-		mark := b.Len() // the index of the status update in the batch
-		b.Queue(`UPDATE invoices SET status = 'archived', archived_at = $3, version = $4 + 1, failure_reason = NULL, failure_task_id = NULL
-			WHERE project_id = $1 AND id = $2 AND version = $4 AND (status = 'created' OR status = 'failed' AND failed_rules = '{}')`,
-			projectID, inv.ID, now, read)
-		// The document goes to the order's e-mail (blocked in test mode).
-		orders.QueueDocumentMail(b, projectID, inv.ID, inv.OrderID, inv.OrderNo, inv.TestMode)
-		if err := outbox.Queue(ctx, b, ev); err != nil {
-			return err
-		}
-		br := tx.SendBatch(ctx, b)
-		var errs []error
-		var marked int64
-		for i := range b.Len() {
-			tag, err := br.Exec()
-			errs = append(errs, err)
-			if i == mark {
-				marked = tag.RowsAffected()
-			}
-		}
-		if err := errors.Join(append(errs, br.Close())...); err != nil {
-			return err
-		}
-		if marked == 0 {
-			return errChanged // rolls the mail row and the event back
-		}
-		return nil
-	})
-	if errors.Is(err, errChanged) {
-		return false, nil
+	evRow, err := outbox.Values(ctx, ev)
+	if err != nil {
+		return false, err
 	}
-	return err == nil, err
+	args := append([]any{projectID, inv.ID, now, read}, anchorValues(arc.Bucket(), mSt)...)
+	// The document goes to the order's e-mail (blocked in test mode).
+	args = append(args, orders.DocumentMailArgs(projectID, inv.ID, inv.OrderID, inv.OrderNo, inv.TestMode)...)
+	args = append(args, evRow...)
+	var marked int64
+	if err := s.pool.QueryRow(ctx, markArchivedSQL, args...).Scan(&marked); err != nil {
+		return false, err
+	}
+	return marked == 1, nil
 }
+
+// markArchivedSQL is markArchived's statement. Every write hangs on the
+// status update (mark): when the invoice has another version or status, it
+// updates no row and nothing else is written. Its parameters: the project,
+// the invoice, the time, the version read ($1-$4), the manifest's anchor
+// (anchorValues, $5-$10), the mail delivery (orders.DocumentMailArgs,
+// $11-$16) and the event's outbox row (outbox.Values, $17-$24).
+var markArchivedSQL = `WITH mark AS (
+		UPDATE invoices SET status = 'archived', archived_at = $3, version = $4 + 1, failure_reason = NULL, failure_task_id = NULL
+		WHERE project_id = $1 AND id = $2 AND version = $4 AND (status = 'created' OR status = 'failed' AND failed_rules = '{}')
+		RETURNING id),
+	anchor AS (
+		INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until, embedded_in)
+		SELECT id, 'manifest', $1, $5, $6, $7, $8, $9, $10, NULL FROM mark ON CONFLICT (invoice_id, kind) DO NOTHING),
+	stored AS (
+		UPDATE archive_manifests SET stored_at = $3 WHERE invoice_id = $2 AND stored_at IS NULL AND EXISTS (SELECT FROM mark)),
+	mail AS (` + orders.DocumentMailSQL("mark", 11) + `),
+	ev AS (
+		INSERT INTO outbox (` + outbox.Columns + `) SELECT $17, $18, $19, $20, $21, $22, $23, $24 FROM mark)
+	SELECT count(*) FROM mark`
 
 // anchoredManifest returns the manifest recorded for the invoice by an
 // earlier attempt, or nil.
@@ -277,14 +271,24 @@ func queueManifestRecord(b *pgx.Batch, projectID, invoiceID, bucket string, st a
 // invoice has one of that kind already); embeddedIn "pdf" for an XML that
 // lies only inside the PDF.
 func queueArchiveObject(b *pgx.Batch, projectID, invoiceID, kind, bucket string, st archive.Stored, embeddedIn string) {
-	var until *time.Time
-	if !st.RetainUntil.IsZero() {
-		u := st.RetainUntil.UTC()
-		until = &u
-	}
 	b.Queue(`INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until, embedded_in)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (invoice_id, kind) DO NOTHING`,
-		invoiceID, kind, projectID, bucket, st.Key, st.VersionID, st.SHA256, st.Size, until, orders.Nullable(embeddedIn))
+		append(append([]any{invoiceID, kind, projectID}, anchorValues(bucket, st)...), orders.Nullable(embeddedIn))...)
+}
+
+// anchorValues are the values of an object's anchor: bucket, object key,
+// version, SHA-256, size and retention (NULL without one).
+func anchorValues(bucket string, st archive.Stored) []any {
+	return []any{bucket, st.Key, st.VersionID, st.SHA256, st.Size, retainUntil(st)}
+}
+
+// retainUntil is the anchor's retain_until of st: nil without retention.
+func retainUntil(st archive.Stored) *time.Time {
+	if st.RetainUntil.IsZero() {
+		return nil
+	}
+	u := st.RetainUntil.UTC()
+	return &u
 }
 
 // xmlEmbeddedOnly reports whether a document of format keeps its XML only

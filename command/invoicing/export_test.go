@@ -3,7 +3,16 @@ package invoicing
 import (
 	"context"
 	"time"
+
+	"github.com/o2i-service/o2i/archive"
+	"github.com/o2i-service/o2i/internal/event"
 )
+
+// MarkArchived is the archived mark of the invoice read as inv, its
+// manifest object stored as st.
+func (s *Service) MarkArchived(ctx context.Context, a *archive.Archive, inv event.Invoice, st archive.Stored, now time.Time) (bool, error) {
+	return s.markArchived(ctx, a, inv, st, now)
+}
 
 // Process exposes the invoicer's handling of one order event: its try,
 // then the retry table (with the task when the failure escalates) and the

@@ -229,14 +229,11 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	if err != nil {
 		return nil, nil, err
 	}
-	year := d.IssueDate.Year()
-	rangeKey, first, numbers, err := takeNumbers(ctx, tx, projectID, pattern, year, billing.Documents(order))
-	if err != nil {
-		return nil, nil, err
-	}
 	// What the buyer paid before issue: the invoice says so (BT-113) instead
 	// of asking again. A correction carries the payment of the invoice it
-	// replaces over.
+	// replaces over. Both are read before the numbers are taken (the order
+	// is locked already): the range's row lock is held from takeNumbers to
+	// the commit, so nothing that does not need the numbers runs after it.
 	paid, isPaid, err := appliedPaymentTx(ctx, tx, o, content.PaymentGateway)
 	if err != nil {
 		return nil, nil, err
@@ -252,11 +249,23 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 			}
 		}
 	}
+	// The documents' lines, taxes and totals need no number: computed
+	// before the numbers are taken. What needs them (the number itself, the
+	// CII XML and its validation) follows takeNumbers.
+	prepared, err := billing.Prepare(order, seller)
+	if err != nil {
+		return nil, nil, err
+	}
+	year := d.IssueDate.Year()
+	rangeKey, first, numbers, err := takeNumbers(ctx, tx, projectID, pattern, year, prepared.Documents())
+	if err != nil {
+		return nil, nil, err
+	}
 	supply := d.IssueDate
 	if o.SuppliedAt != nil {
 		supply = *o.SuppliedAt
 	}
-	docs, err := billing.Compute(order, seller, billing.Context{IssueDate: d.IssueDate, SupplyDate: supply, PaymentDate: d.PaymentDate, Numbers: numbers})
+	docs, err := prepared.Number(billing.Context{IssueDate: d.IssueDate, SupplyDate: supply, PaymentDate: d.PaymentDate, Numbers: numbers})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package orders
 import (
 	"context"
 	"log/slog"
+	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -23,15 +24,36 @@ const (
 // an order without e-mail gets none. A test document's delivery is recorded
 // as blocked.
 func QueueDocumentMail(b *pgx.Batch, projectID, invoiceID, orderID, orderNo string, test bool) {
+	b.Queue(documentMailSQL("", 1), DocumentMailArgs(projectID, invoiceID, orderID, orderNo, test)...)
+}
+
+// DocumentMailSQL is QueueDocumentMail's insert as a data-modifying CTE of
+// a larger statement: it records the delivery only when gate, a relation
+// of that statement (the CTE of the change the delivery belongs to), has a
+// row. Its parameters are DocumentMailArgs, numbered from $first.
+func DocumentMailSQL(gate string, first int) string { return documentMailSQL(gate, first) }
+
+// DocumentMailArgs are the parameters of DocumentMailSQL.
+func DocumentMailArgs(projectID, invoiceID, orderID, orderNo string, test bool) []any {
 	status := deliveryPending
 	if test {
 		status = deliveryBlocked
 	}
-	b.Queue(`INSERT INTO mail_deliveries (id, project_id, kind, invoice_id, order_no, recipient, reply_to, status)
-		SELECT $1, $2, 'invoice', $3, $4, NULLIF(o.content->>'email', ''), NULLIF(p.settings->>'contactEmail', ''), $6
-		FROM orders o JOIN projects p ON p.id = $2 WHERE o.id = $5 AND NULLIF(o.content->>'email', '') IS NOT NULL
-		ON CONFLICT (invoice_id) DO NOTHING`,
-		uuid.NewString(), projectID, invoiceID, orderNo, orderID, status)
+	return []any{uuid.NewString(), projectID, invoiceID, orderNo, orderID, status}
+}
+
+// documentMailSQL is the delivery's insert, its parameters numbered from
+// $first, gated on a row of gate when gate is not empty.
+func documentMailSQL(gate string, first int) string {
+	p := func(i int) string { return "$" + strconv.Itoa(first+i-1) }
+	cond := ""
+	if gate != "" {
+		cond = " AND EXISTS (SELECT FROM " + gate + ")"
+	}
+	return `INSERT INTO mail_deliveries (id, project_id, kind, invoice_id, order_no, recipient, reply_to, status)
+		SELECT ` + p(1) + `, ` + p(2) + `, 'invoice', ` + p(3) + `, ` + p(4) + `, NULLIF(o.content->>'email', ''), NULLIF(pr.settings->>'contactEmail', ''), ` + p(6) + `
+		FROM orders o JOIN projects pr ON pr.id = ` + p(2) + ` WHERE o.id = ` + p(5) + ` AND NULLIF(o.content->>'email', '') IS NOT NULL` + cond + `
+		ON CONFLICT (invoice_id) DO NOTHING`
 }
 
 // enqueueTaskMailTx records the notice of an urgent task to the project's

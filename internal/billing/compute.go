@@ -59,7 +59,10 @@ func hasShipping(o *Order) bool {
 // (out of range, or an invariant that does not hold) is a FieldError on the
 // input it comes from.
 func Validate(o Order, s Seller) error {
-	_, err := compute(&o, &s, nil)
+	pr, err := prepare(&o, &s)
+	if err == nil {
+		_, err = pr.number(&Context{Numbers: validationNumbers(&s)})
+	}
 	if err == nil {
 		return nil
 	}
@@ -90,8 +93,41 @@ func validationNumbers(s *Seller) []string {
 // FieldErrors when the order is invalid, and a plain error when ctx lacks
 // invoice numbers or a number is from the wrong range (test or live).
 func Compute(o Order, s Seller, ctx Context) ([]Invoice, error) {
-	return compute(&o, &s, &ctx)
+	pr, err := prepare(&o, &s)
+	if err != nil {
+		return nil, err
+	}
+	return pr.number(&ctx)
 }
+
+// Prepared is an order computed as far as it can be without the numbers
+// and dates of its documents: their lines, VAT breakdown and totals, the
+// checks of the amount payable and the credit redeemed, and whether it is a
+// small-amount invoice. Number completes it. Compute is Prepare and Number;
+// an invoicer prepares the documents before it takes their numbers, so
+// that the number range's lock is held only for what needs the numbers.
+type Prepared struct {
+	o         Order
+	s         Seller
+	plans     []*docPlan
+	invs      []Invoice // lines, VAT breakdown and totals of each document
+	credit    money.Cents
+	small     bool
+	cur, dest string
+}
+
+// Prepare computes the documents of o up to their numbers and dates
+// (Prepared). It returns FieldErrors when the order is invalid.
+func Prepare(o Order, s Seller) (*Prepared, error) { return prepare(&o, &s) }
+
+// Documents is how many documents the order makes, which is how many
+// invoice numbers Number needs (see Documents).
+func (pr *Prepared) Documents() int { return len(pr.invs) }
+
+// Number completes the prepared documents with ctx (their numbers and
+// dates) as Compute does: parties, dates, payment and settlement, notes,
+// report flags and the Invariants of each. It does not change pr.
+func (pr *Prepared) Number(ctx Context) ([]Invoice, error) { return pr.number(&ctx) }
 
 // draft is a line under construction.
 type draft struct {
@@ -105,8 +141,8 @@ type docPlan struct {
 	lines     []draft
 }
 
-// compute does the work; ctx nil means validation only.
-func compute(o *Order, s *Seller, ctx *Context) ([]Invoice, error) {
+// prepare does Prepare's work.
+func prepare(o *Order, s *Seller) (*Prepared, error) {
 	var errs FieldErrors
 	fail := func(field, format string, args ...any) {
 		errs = append(errs, &FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
@@ -201,18 +237,27 @@ func compute(o *Order, s *Seller, ctx *Context) ([]Invoice, error) {
 			return nil, incomplete
 		}
 	}
-	validating := ctx == nil
-	if validating {
-		ctx = &Context{Numbers: validationNumbers(s)}
+	return &Prepared{o: *o, s: *s, plans: plans, invs: invs, credit: credit, small: small, cur: cur, dest: dest}, nil
+}
+
+// number does Number's work.
+func (pr *Prepared) number(ctx *Context) ([]Invoice, error) {
+	o, s, cur, dest, small := &pr.o, &pr.s, pr.cur, pr.dest, pr.small
+	if len(ctx.Numbers) < len(pr.invs) {
+		return nil, fmt.Errorf("billing: order %s needs %d invoice numbers, got %d", o.OrderNo, len(pr.invs), len(ctx.Numbers))
 	}
-	if len(ctx.Numbers) < len(invs) {
-		return nil, fmt.Errorf("billing: order %s needs %d invoice numbers, got %d", o.OrderNo, len(invs), len(ctx.Numbers))
+	// Each call completes copies: the lines get their periods here.
+	invs := make([]Invoice, len(pr.invs))
+	for d := range invs {
+		invs[d] = pr.invs[d]
+		invs[d].Lines = slices.Clone(pr.invs[d].Lines)
+		invs[d].VAT = slices.Clone(pr.invs[d].VAT)
 	}
 
 	xr := strings.TrimSpace(o.BillingAddress.LeitwegID) != ""
-	left := credit
+	left := pr.credit
 	payments := appliedPayments(o.Payments)
-	for d, p := range plans {
+	for d, p := range pr.plans {
 		inv := &invs[d]
 		num := ctx.Numbers[d]
 		if isTest := strings.HasPrefix(num, "TEST-"); isTest != s.TestMode {
@@ -278,9 +323,6 @@ func compute(o *Order, s *Seller, ctx *Context) ([]Invoice, error) {
 		if err := Invariants(inv); err != nil {
 			return nil, fmt.Errorf("billing: order %s: %w", o.OrderNo, err)
 		}
-	}
-	if validating {
-		return nil, nil
 	}
 	return invs, nil
 }
