@@ -79,9 +79,29 @@ func nextRetry(n int, cause error, now time.Time) time.Duration {
 
 // escalate reports whether a failure opens the review task: a permanent
 // one at once, another after p.retriesBeforeTask retries or p.taskAfter of
-// failing.
-func escalate(p retryPolicy, permanent bool, retries int, failingFor time.Duration) bool {
+// failing. A document that only waits for the one before it in its number
+// range (waiting, ErrChainPending) opens none: that one's own failure has
+// the task, and the wait ends when it is archived.
+func escalate(p retryPolicy, permanent, waiting bool, retries int, failingFor time.Duration) bool {
+	if waiting {
+		return false
+	}
 	return permanent || retries >= p.retriesBeforeTask || failingFor >= p.taskAfter
+}
+
+// onlyWaiting reports whether every failure in cause is ErrChainPending (a
+// joined failure of something else is not only a wait).
+func onlyWaiting(cause error) bool {
+	if joined, ok := cause.(interface{ Unwrap() []error }); ok {
+		errs := joined.Unwrap()
+		for _, e := range errs {
+			if !onlyWaiting(e) {
+				return false
+			}
+		}
+		return len(errs) > 0
+	}
+	return errors.Is(cause, ErrChainPending)
 }
 
 // recordFailure puts an order event whose try failed with cause into the
@@ -108,7 +128,7 @@ func (s *Service) recordFailure(ctx context.Context, j orderJob, cause error, gr
 			return err
 		}
 		d.projectID, d.orderNo = j.projectID, j.order.OrderNo
-		if !d.taskOpen && !escalate(p, perm, d.retries, time.Duration(failingMillis)*time.Millisecond) {
+		if !d.taskOpen && !escalate(p, perm, onlyWaiting(cause), d.retries, time.Duration(failingMillis)*time.Millisecond) {
 			return nil
 		}
 		taskOpen = true
@@ -195,7 +215,7 @@ func (s *Service) retryDeadLetterLater(ctx context.Context, d deadLetter, cause 
 		if err != nil {
 			return err
 		}
-		if !d.taskOpen && !escalate(p, permanent(cause), d.retries, time.Duration(failingMillis)*time.Millisecond) {
+		if !d.taskOpen && !escalate(p, permanent(cause), onlyWaiting(cause), d.retries, time.Duration(failingMillis)*time.Millisecond) {
 			return nil
 		}
 		return openFailureTaskTx(ctx, tx, d, cause)

@@ -53,25 +53,33 @@ func TestEscalate(t *testing.T) {
 	tests := []struct {
 		name       string
 		permanent  bool
+		waiting    bool
 		retries    int
 		failingFor time.Duration
 		want       bool
 	}{
-		{"first failure of a dependency: a retry, no task", false, 0, 0, false},
-		{"four retries within minutes: no task yet", false, 4, 2 * time.Minute, false},
-		{"the fifth retry fails: task", false, 5, 2 * time.Minute, true},
-		{"failing ten minutes (the breaker kept refusing): task", false, 1, 10 * time.Minute, true},
-		{"a failure that never goes away: task at once", true, 0, 0, true},
+		{"first failure of a dependency: a retry, no task", false, false, 0, 0, false},
+		{"four retries within minutes: no task yet", false, false, 4, 2 * time.Minute, false},
+		{"the fifth retry fails: task", false, false, 5, 2 * time.Minute, true},
+		{"failing ten minutes (the breaker kept refusing): task", false, false, 1, 10 * time.Minute, true},
+		{"a failure that never goes away: task at once", true, false, 0, 0, true},
+		{"waiting for the range's document before it, retried 50 times: no task (that one has it)", false, true, 50, time.Hour, false},
 	}
 	for _, tt := range tests {
-		if got := escalate(p, tt.permanent, tt.retries, tt.failingFor); got != tt.want {
+		if got := escalate(p, tt.permanent, tt.waiting, tt.retries, tt.failingFor); got != tt.want {
 			t.Errorf("%s: escalate = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 	// RetriesBeforeTask 0: every failure opens the task (the behaviour
 	// before the retry table had a retry state).
-	if !escalate(retryPolicy{retriesBeforeTask: 0, taskAfter: time.Hour}, false, 0, 0) {
+	if !escalate(retryPolicy{retriesBeforeTask: 0, taskAfter: time.Hour}, false, false, 0, 0) {
 		t.Error("retriesBeforeTask 0 does not open the task at the first failure")
+	}
+	// Only a wait for the document before it is a wait.
+	pending := fmt.Errorf("archive invoice x: %w", ErrChainPending)
+	if !onlyWaiting(pending) || !onlyWaiting(errors.Join(pending, pending)) ||
+		onlyWaiting(errors.Join(pending, errors.New("object store down"))) || onlyWaiting(errors.New("object store down")) {
+		t.Error("onlyWaiting: a wait (also joined with another wait) is one; joined with another failure it is not")
 	}
 	// The permanent errors are those that open the task at once.
 	if !permanent(fmt.Errorf("issue: %w", billing.FieldErrors{{Field: "items[0].quantity", Message: "x"}})) ||
