@@ -61,8 +61,10 @@ func TestSweepSkipsAnUnreadableHeldOrderAndGoesOn(t *testing.T) {
 		sql string
 		arg string
 	}{
-		{`UPDATE projects SET settings = settings || '{"sellerName":"Muster Handel GmbH"}' WHERE id = $1`, v.project},
+		// Unreadable before the cause is fixed: an invoicer beside the test
+		// could otherwise invoice the order from its event in between.
 		{`UPDATE orders SET content = jsonb_set(content, '{items}', '"unreadable"') WHERE id = $1`, ids[1]},
+		{`UPDATE projects SET settings = settings || '{"sellerName":"Muster Handel GmbH"}' WHERE id = $1`, v.project},
 		{`UPDATE held_orders SET checked_at = '2000-01-01' WHERE project_id = $1`, v.project},
 		{`UPDATE held_orders SET checked_at = '1999-01-01' WHERE order_id = $1`, ids[1]},
 	} {
