@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -297,16 +298,20 @@ func (r *Relay) lead(ctx context.Context) (bool, error) {
 	defer func() { w.Close() }()
 	backoff := newBackoff(r.MaxBackoff)
 	var lastBacklog, lastPurge time.Time
+	purging := false // a purge has more rows to delete: one chunk per round
 	for ctx.Err() == nil {
 		if time.Since(lastBacklog) > 5*time.Second {
 			r.sampleBacklog(ctx, pos)
 			lastBacklog = time.Now()
 		}
-		if len(r.Projects) == 0 && time.Since(lastPurge) > time.Minute {
-			if err := r.purge(ctx, conn.Conn(), pos); err != nil {
+		if len(r.Projects) == 0 && (purging || time.Since(lastPurge) > time.Minute) {
+			more, err := r.purge(ctx, conn.Conn(), pos)
+			if err != nil {
 				return true, err
 			}
-			lastPurge = time.Now()
+			if purging = more; !more {
+				lastPurge = time.Now()
+			}
 		}
 		n, err := r.relayBatch(ctx, conn.Conn(), w, &pos)
 		var pub *publishError
@@ -425,7 +430,7 @@ func newRelaySQL(table string) relaySQL {
   ON CONFLICT (relay) DO UPDATE SET tx_id = EXCLUDED.tx_id, id = EXCLUDED.id, updated_at = now()`,
 		loadPosition: `SELECT tx_id::text, id FROM outbox_relay_positions WHERE relay = $1`,
 		purge: `DELETE FROM ` + table + ` WHERE ctid = ANY (ARRAY(
-  SELECT ctid FROM ` + table + ` WHERE created_at < $1 AND (tx_id, id) <= ($2::text::xid8, $3::bigint) LIMIT 10000))`,
+  SELECT ctid FROM ` + table + ` WHERE created_at < $1 AND (tx_id, id) <= ($2::text::xid8, $3::bigint) LIMIT ` + strconv.Itoa(purgeChunk) + `))`,
 		backlog:         `SELECT count(*) FROM (SELECT 1 FROM ` + table + ` WHERE (tx_id, id) > ($1::text::xid8, $2::bigint) LIMIT 10000000) o`,
 		backlogProjects: `SELECT count(*) FROM ` + table + ` WHERE (tx_id, id) > ($1::text::xid8, $2::bigint) AND project_id = ANY($3::uuid[])`,
 		// The next row to publish is about the oldest waiting (a late commit's row can be older; it is near).
@@ -722,30 +727,32 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// purge deletes published (or dead-lettered) rows written longer than
-// Retention ago.
-func (r *Relay) purge(ctx context.Context, conn *pgx.Conn, pos position) error {
+// purge deletes one chunk (10,000) of the published (or dead-lettered)
+// rows written longer than Retention ago and reports whether more may be
+// left. The relay deletes a chunk per round between its publishing, so a
+// large purge (after a burst of millions of orders) never holds publishing
+// back for longer than one chunk.
+func (r *Relay) purge(ctx context.Context, conn *pgx.Conn, pos position) (more bool, err error) {
 	cutoff := time.Now().Add(-r.Retention)
-	for {
-		pctx, cancel := context.WithTimeout(ctx, dbTimeout)
-		var tag pgconn.CommandTag
-		err := pgx.BeginFunc(pctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(pctx, `SET LOCAL plan_cache_mode = auto`); err != nil {
-				return err
-			}
-			var err error
-			tag, err = tx.Exec(pctx, r.sql.purge, cutoff, pos.txID, pos.id)
+	pctx, cancel := context.WithTimeout(ctx, dbTimeout)
+	defer cancel()
+	var tag pgconn.CommandTag
+	err = pgx.BeginFunc(pctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(pctx, `SET LOCAL plan_cache_mode = auto`); err != nil {
 			return err
-		})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("purge sent outbox rows: %w", err)
 		}
-		if tag.RowsAffected() < 10000 {
-			return nil
-		}
+		var err error
+		tag, err = tx.Exec(pctx, r.sql.purge, cutoff, pos.txID, pos.id)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("purge sent outbox rows: %w", err)
 	}
+	return tag.RowsAffected() == purgeChunk, nil
 }
+
+// purgeChunk is the most rows one purge statement deletes.
+const purgeChunk = 10000
 
 // Backlog counts the outbox rows the service's relay has not published yet.
 func Backlog(ctx context.Context, pool *pgxpool.Pool) (int64, error) {

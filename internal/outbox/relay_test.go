@@ -906,3 +906,58 @@ func TestLeaderPurgesSentRows(t *testing.T) {
 		return n == 0
 	})
 }
+
+// TestPurgeLeavesPublishingBetweenChunks: a purge of more rows than one
+// chunk deletes a chunk per round and publishes in between, so an event
+// written while millions of old rows wait to be purged is not held back
+// until all of them are gone.
+func TestPurgeLeavesPublishingBetweenChunks(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testTopic(t))
+	ctx := context.Background()
+	f.enqueue(t, 1, 1)
+	r := f.relay(testenv.KafkaBrokers())
+	r.Projects = nil // the purge is the unfiltered relay's
+	r.Retention = time.Millisecond
+	// Three chunks of rows the relay has sent already (its position is past
+	// them), then one it has not.
+	if _, err := f.pool.Exec(ctx, `INSERT INTO `+f.table+` (`+Columns+`)
+		SELECT project_id, topic, msg_key || '-' || g, gen_random_uuid(), event_type, payload, traceparent, tracestate
+		FROM `+f.table+`, generate_series(1, $1) AS g`, 3*purgeChunk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pool.Exec(ctx, `INSERT INTO outbox_relay_positions (relay, tx_id, id)
+		SELECT $1, max(tx_id), max(id) FROM `+f.table+` WHERE tx_id = (SELECT max(tx_id) FROM `+f.table+`)
+		ON CONFLICT (relay) DO UPDATE SET tx_id = EXCLUDED.tx_id, id = EXCLUDED.id`, r.lockKey()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		f.pool.Exec(context.Background(), `DELETE FROM outbox_relay_positions WHERE relay = $1`, r.lockKey())
+	})
+	f.enqueue(t, 1, 1)
+	// The rows left when the relay reads the new event (on its own
+	// goroutine, before its next round).
+	var left atomic.Int64
+	left.Store(-1)
+	r.afterRead = func(n int) {
+		if n == 0 || left.Load() >= 0 {
+			return
+		}
+		var c int64
+		if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+f.table).Scan(&c); err == nil {
+			left.Store(c)
+		}
+	}
+	startRelay(t, r)
+	testenv.Eventually(t, 30*time.Second, "the new event read", func() bool { return left.Load() >= 0 })
+	if left := left.Load(); left <= purgeChunk {
+		t.Errorf("%d rows left when the new event was published, want more than a chunk (%d): the purge held publishing back", left, purgeChunk)
+	}
+	testenv.Eventually(t, 60*time.Second, "every sent row purged", func() bool {
+		var n int
+		if err := f.pool.QueryRow(ctx, `SELECT count(*) FROM `+f.table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+}
