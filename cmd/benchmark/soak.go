@@ -91,6 +91,11 @@ func (b *bench) soak(ctx context.Context, cfg soakConfig) ([]result, error) {
 	names := map[string]bool{}
 	var samples []map[string]int64
 	var redisKeys []int64 // Redis's keys at each sample: what it holds grows with the orders
+	// The service's heap goal at each sample: the heap live at the last
+	// collection times 1 + GOGC/100, which a leak raises; its resident
+	// memory also holds the collector's headroom, which follows the
+	// highest goal since the start and is returned slowly.
+	var heapGoal []float64
 	at := []time.Duration{0, cfg.d / 2, cfg.d}
 	start := time.Now()
 	for _, t := range at {
@@ -107,7 +112,12 @@ func (b *bench) soak(ctx context.Context, cfg soakConfig) ([]result, error) {
 			return nil, fmt.Errorf("soak: Redis keys: %w", err)
 		}
 		redisKeys = append(redisKeys, keys)
-		log.Printf("soak: %s: %d orders accepted, RSS %s; Redis keys %d", t.Round(time.Second), accepted.Load(), rssLine(s), keys)
+		goal, err := metricSum(benchMetricsAddr, "go_memstats_next_gc_bytes")
+		if err != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("soak: the service's heap goal: %w", err)
+		}
+		heapGoal = append(heapGoal, goal)
+		log.Printf("soak: %s: %d orders accepted, RSS %s; Redis keys %d; service heap goal %.0f MB", t.Round(time.Second), accepted.Load(), rssLine(s), keys, goal/(1<<20))
 	}
 	cancel()
 	wg.Wait()
@@ -138,6 +148,9 @@ func (b *bench) soak(ctx context.Context, cfg soakConfig) ([]result, error) {
 				grew = append(grew, "Redis per key")
 			}
 			continue
+		}
+		if strings.HasPrefix(n, "service") {
+			parts[len(parts)-1] += fmt.Sprintf(" (heap goal %.0f / %.0f / %.0f MB)", heapGoal[0]/(1<<20), heapGoal[1]/(1<<20), heapGoal[2]/(1<<20))
 		}
 		if end > mid+mid/10 && end-mid > 8<<20 {
 			grew = append(grew, n)
