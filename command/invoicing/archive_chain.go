@@ -380,9 +380,8 @@ func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) (ma
 	return chained, nil
 }
 
-// queueAnchors queues the anchors of the objects of batch's documents as
-// one insert from arrays (each kept if its invoice has one of that kind
-// already), or nothing when there are none.
+// queueAnchors queues the anchors of the objects of batch's documents
+// (anchorArrays.queue).
 func queueAnchors(b *pgx.Batch, batch []*chainRequest) {
 	var a anchorArrays
 	for _, r := range batch {
@@ -390,6 +389,12 @@ func queueAnchors(b *pgx.Batch, batch []*chainRequest) {
 			a.add(r.m.ProjectID, r.m.InvoiceID, o.Kind, r.bucket, r.objs[o.Kind], o.EmbeddedIn)
 		}
 	}
+	a.queue(b)
+}
+
+// queue queues the anchors as one insert from arrays (each kept if its
+// invoice has one of that kind already), or nothing when there are none.
+func (a *anchorArrays) queue(b *pgx.Batch) {
 	if len(a.invoiceIDs) == 0 {
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -226,21 +228,35 @@ func (s *Service) markArchived(ctx context.Context, arc *archive.Archive, inv ev
 // status update (mark): when the invoice has another version or status, it
 // updates no row and nothing else is written. Its parameters: the project,
 // the invoice, the time, the version read ($1-$4), the manifest's anchor
-// (anchorValues, $5-$10), the mail delivery (orders.DocumentMailArgs,
-// $11-$16) and the event's outbox row (outbox.Values, $17-$24).
-var markArchivedSQL = `WITH mark AS (
+// (anchorValues), the mail delivery (orders.DocumentMailArgs) and the
+// event's outbox row (outbox.Values), numbered in that order.
+var markArchivedSQL = func() string {
+	anchorFirst := 5
+	mailFirst := anchorFirst + anchorParams
+	eventFirst := mailFirst + orders.DocumentMailParams
+	return `WITH mark AS (
 		UPDATE invoices SET status = 'archived', archived_at = $3, version = $4 + 1, failure_reason = NULL, failure_task_id = NULL
 		WHERE project_id = $1 AND id = $2 AND version = $4 AND (status = 'created' OR status = 'failed' AND failed_rules = '{}')
 		RETURNING id),
 	anchor AS (
 		INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until, embedded_in)
-		SELECT id, 'manifest', $1, $5, $6, $7, $8, $9, $10, NULL FROM mark ON CONFLICT (invoice_id, kind) DO NOTHING),
+		SELECT id, 'manifest', $1, ` + params(anchorFirst, anchorParams) + `, NULL FROM mark ON CONFLICT (invoice_id, kind) DO NOTHING),
 	stored AS (
 		UPDATE archive_manifests SET stored_at = $3 WHERE invoice_id = $2 AND stored_at IS NULL AND EXISTS (SELECT FROM mark)),
-	mail AS (` + orders.DocumentMailSQL("mark", 11) + `),
+	mail AS (` + orders.DocumentMailSQL("mark", mailFirst) + `),
 	ev AS (
-		INSERT INTO outbox (` + outbox.Columns + `) SELECT $17, $18, $19, $20, $21, $22, $23, $24 FROM mark)
+		INSERT INTO outbox (` + outbox.Columns + `) SELECT ` + params(eventFirst, strings.Count(outbox.Columns, ",")+1) + ` FROM mark)
 	SELECT count(*) FROM mark`
+}()
+
+// params is "$first, …, $(first+n-1)".
+func params(first, n int) string {
+	ps := make([]string, n)
+	for i := range ps {
+		ps[i] = "$" + strconv.Itoa(first+i)
+	}
+	return strings.Join(ps, ", ")
+}
 
 // anchoredManifest returns the manifest recorded for the invoice by an
 // earlier attempt, or nil.
@@ -256,25 +272,16 @@ func (s *Service) anchoredManifest(ctx context.Context, invoiceID string) ([]byt
 // recordManifest anchors the written manifest object and marks the
 // manifest stored.
 func recordManifest(ctx context.Context, tx pgx.Tx, projectID, invoiceID, bucket string, st archive.Stored, now time.Time) error {
+	var a anchorArrays
+	a.add(projectID, invoiceID, "manifest", bucket, st, "")
 	b := &pgx.Batch{}
-	queueManifestRecord(b, projectID, invoiceID, bucket, st, now)
+	a.queue(b)
+	b.Queue(`UPDATE archive_manifests SET stored_at = $2 WHERE invoice_id = $1 AND stored_at IS NULL`, invoiceID, now)
 	return tx.SendBatch(ctx, b).Close()
 }
 
-// queueManifestRecord queues recordManifest's two statements.
-func queueManifestRecord(b *pgx.Batch, projectID, invoiceID, bucket string, st archive.Stored, now time.Time) {
-	queueArchiveObject(b, projectID, invoiceID, "manifest", bucket, st, "")
-	b.Queue(`UPDATE archive_manifests SET stored_at = $2 WHERE invoice_id = $1 AND stored_at IS NULL`, invoiceID, now)
-}
-
-// queueArchiveObject queues the anchor of one archived object (kept if the
-// invoice has one of that kind already); embeddedIn "pdf" for an XML that
-// lies only inside the PDF.
-func queueArchiveObject(b *pgx.Batch, projectID, invoiceID, kind, bucket string, st archive.Stored, embeddedIn string) {
-	b.Queue(`INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until, embedded_in)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (invoice_id, kind) DO NOTHING`,
-		append(append([]any{invoiceID, kind, projectID}, anchorValues(bucket, st)...), orders.Nullable(embeddedIn))...)
-}
+// anchorParams is the number of anchorValues.
+const anchorParams = 6
 
 // anchorValues are the values of an object's anchor: bucket, object key,
 // version, SHA-256, size and retention (NULL without one).

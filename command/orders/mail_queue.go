@@ -24,14 +24,11 @@ const (
 // an order without e-mail gets none. A test document's delivery is recorded
 // as blocked.
 func QueueDocumentMail(b *pgx.Batch, projectID, invoiceID, orderID, orderNo string, test bool) {
-	b.Queue(documentMailSQL("", 1), DocumentMailArgs(projectID, invoiceID, orderID, orderNo, test)...)
+	b.Queue(DocumentMailSQL("", 1), DocumentMailArgs(projectID, invoiceID, orderID, orderNo, test)...)
 }
 
-// DocumentMailSQL is QueueDocumentMail's insert as a data-modifying CTE of
-// a larger statement: it records the delivery only when gate, a relation
-// of that statement (the CTE of the change the delivery belongs to), has a
-// row. Its parameters are DocumentMailArgs, numbered from $first.
-func DocumentMailSQL(gate string, first int) string { return documentMailSQL(gate, first) }
+// DocumentMailParams is the number of DocumentMailArgs.
+const DocumentMailParams = 6
 
 // DocumentMailArgs are the parameters of DocumentMailSQL.
 func DocumentMailArgs(projectID, invoiceID, orderID, orderNo string, test bool) []any {
@@ -42,9 +39,12 @@ func DocumentMailArgs(projectID, invoiceID, orderID, orderNo string, test bool) 
 	return []any{uuid.NewString(), projectID, invoiceID, orderNo, orderID, status}
 }
 
-// documentMailSQL is the delivery's insert, its parameters numbered from
-// $first, gated on a row of gate when gate is not empty.
-func documentMailSQL(gate string, first int) string {
+// DocumentMailSQL is the delivery's insert, its parameters
+// (DocumentMailArgs) numbered from $first. With gate it is a data-modifying
+// CTE of a larger statement that records the delivery only when gate, a
+// relation of that statement (the CTE of the change the delivery belongs
+// to), has a row.
+func DocumentMailSQL(gate string, first int) string {
 	p := func(i int) string { return "$" + strconv.Itoa(first+i-1) }
 	cond := ""
 	if gate != "" {
