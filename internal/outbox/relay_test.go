@@ -934,7 +934,17 @@ func TestPurgeLeavesPublishingBetweenChunks(t *testing.T) {
 	t.Cleanup(func() {
 		f.pool.Exec(context.Background(), `DELETE FROM outbox_relay_positions WHERE relay = $1`, r.lockKey())
 	})
-	f.enqueue(t, 1, 1)
+	newIDs := f.enqueue(t, 1, 1)
+	// The relay reads a row once no transaction older than it is open;
+	// the relay starts when the new event is readable.
+	testenv.Eventually(t, 30*time.Second, "the new event readable", func() bool {
+		var ok bool
+		if err := f.pool.QueryRow(ctx, `SELECT tx_id < pg_snapshot_xmin(pg_current_snapshot()) FROM `+f.table+` WHERE event_id = $1`,
+			newIDs[0]).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	})
 	// The rows left when the relay reads the new event (on its own
 	// goroutine, before its next round).
 	var left atomic.Int64
