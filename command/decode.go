@@ -13,7 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	fastjson "github.com/segmentio/encoding/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/money"
@@ -56,27 +56,18 @@ func decodeObject(body []byte) (obj, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return obj{}, apperr.New(apperr.Invalid, "invalid_json", "the request body is empty")
 	}
-	// Well-formed bodies take the fast decoder (the same values, several
-	// times faster); anything else is decoded again by encoding/json, whose
-	// errors we report.
-	var fast any
-	if rest, err := fastjson.Parse(body, &fast, fastjson.UseNumber); err == nil && len(bytes.TrimSpace(rest)) == 0 {
-		if m, ok := fast.(map[string]any); ok {
-			return obj{m: m}, nil
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
+	// The body is decoded by the JSON v2 module's implementation of
+	// encoding/json's semantics (the same values, in one pass); a body it
+	// refuses is decoded again by encoding/json, whose errors we report.
+	dec := jsonv1.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return obj{}, apperr.New(apperr.Invalid, "invalid_json", "malformed JSON at byte %d: %v", se.Offset, se)
-		}
-		return obj{}, apperr.New(apperr.Invalid, "invalid_json", "malformed JSON: %v", err)
+	err := dec.Decode(&v)
+	if err == nil && len(bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n")) != 0 {
+		err = errors.New("unexpected data after the JSON object")
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return obj{}, apperr.New(apperr.Invalid, "invalid_json", "unexpected data after the JSON object")
+	if err != nil {
+		return obj{}, decodeError(body, err)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -84,6 +75,27 @@ func decodeObject(body []byte) (obj, error) {
 	}
 	return obj{m: m}, nil
 }
+
+// decodeError describes why body is not one JSON value: encoding/json's
+// syntax error (its byte offset) when it finds one, else err.
+func decodeError(body []byte, err error) error {
+	std := json.NewDecoder(bytes.NewReader(body))
+	var v any
+	if serr := std.Decode(&v); serr != nil {
+		var se *json.SyntaxError
+		if errors.As(serr, &se) {
+			return apperr.New(apperr.Invalid, "invalid_json", "malformed JSON at byte %d: %v", se.Offset, se)
+		}
+		return apperr.New(apperr.Invalid, "invalid_json", "malformed JSON: %v", serr)
+	}
+	if _, serr := std.Token(); serr != io.EOF {
+		return apperr.New(apperr.Invalid, "invalid_json", "unexpected data after the JSON object")
+	}
+	return apperr.New(apperr.Invalid, "invalid_json", "malformed JSON: %v", err)
+}
+
+// jsonNumber is a number of a decoded body: its literal text.
+type jsonNumber = jsonv1.Number
 
 // obj is a JSON object at a path ("" for the body itself).
 type obj struct {
@@ -117,7 +129,7 @@ func kindOf(v any) string {
 		return "null"
 	case string:
 		return "a string"
-	case json.Number:
+	case jsonNumber:
 		return "a number"
 	case bool:
 		return "a boolean"
@@ -256,7 +268,7 @@ func (o obj) cents(key string, min int64) (*int64, error) {
 	if !ok {
 		return nil, nil
 	}
-	n, isNum := v.(json.Number)
+	n, isNum := v.(jsonNumber)
 	if !isNum {
 		return nil, typeErr(o.at(key), "an integer number of cents", v)
 	}
@@ -283,7 +295,7 @@ func (o obj) decimal(key string) (*money.Decimal, error) {
 	if !ok {
 		return nil, nil
 	}
-	n, isNum := v.(json.Number)
+	n, isNum := v.(jsonNumber)
 	if !isNum {
 		return nil, typeErr(o.at(key), "a number", v)
 	}

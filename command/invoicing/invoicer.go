@@ -237,32 +237,53 @@ type orderJob struct {
 // parseOrderEvent reads an order event; other events, and events it cannot
 // read, are not the invoicer's (the projector keeps those as dead letters).
 func parseOrderEvent(raw []byte) (orderJob, bool) {
-	ev, err := event.Decode(raw)
-	if err != nil || ev.AggregateType != "order" || ev.Version != 1 {
+	ev, err := event.DecodeAs[orderHead](raw)
+	if err != nil {
+		// Not an order's data: decode the envelope alone to tell another
+		// aggregate's event (skipped) from an undecodable one (logged).
+		return parseOtherEvent(raw)
+	}
+	if ev.AggregateType != "order" || ev.Version != 1 {
 		return orderJob{}, false
 	}
-	// Only what the decision needs: the lines and addresses stay undecoded.
-	var head struct {
-		ID                string                   `json:"id"`
-		OrderNo           string                   `json:"orderNo"`
-		Status            string                   `json:"status"`
-		FulfillmentStatus string                   `json:"fulfillmentStatus"`
-		RequiresShipping  bool                     `json:"requiresShipping"`
-		PaymentGateway    string                   `json:"paymentGateway"`
-		FinancialStatus   string                   `json:"financialStatus"`
-		GrossTotalCents   *int64                   `json:"grossTotalCents"`
-		CreditRedemptions []event.CreditRedemption `json:"creditRedemptions"`
-		CorrectionPending bool                     `json:"correctionPending"`
-		RefundPending     int64                    `json:"refundPendingCents"`
-	}
-	if err := ev.DecodeData(&head); err != nil || head.ID == "" {
-		slog.Warn("invoicer: undecodable order event", "eventId", ev.ID, "err", err)
+	head := ev.Data
+	if head.ID == "" {
+		slog.Warn("invoicer: undecodable order event", "eventId", ev.ID, "err", "no order id")
 		return orderJob{}, false
 	}
 	o := event.Order{ID: head.ID, Status: head.Status, FulfillmentStatus: head.FulfillmentStatus, CorrectionPending: head.CorrectionPending, RefundPendingCents: head.RefundPending, OrderContent: event.OrderContent{
 		OrderNo: head.OrderNo, RequiresShipping: head.RequiresShipping, PaymentGateway: head.PaymentGateway,
 		FinancialStatus: head.FinancialStatus, GrossTotalCents: head.GrossTotalCents, CreditRedemptions: head.CreditRedemptions}}
 	return orderJob{eventID: ev.ID, projectID: ev.ProjectID, order: o, raw: raw}, true
+}
+
+// orderHead is what the invoicer's decision needs of an order event's data:
+// the lines and addresses stay undecoded.
+type orderHead struct {
+	ID                string                   `json:"id"`
+	OrderNo           string                   `json:"orderNo"`
+	Status            string                   `json:"status"`
+	FulfillmentStatus string                   `json:"fulfillmentStatus"`
+	RequiresShipping  bool                     `json:"requiresShipping"`
+	PaymentGateway    string                   `json:"paymentGateway"`
+	FinancialStatus   string                   `json:"financialStatus"`
+	GrossTotalCents   *int64                   `json:"grossTotalCents"`
+	CreditRedemptions []event.CreditRedemption `json:"creditRedemptions"`
+	CorrectionPending bool                     `json:"correctionPending"`
+	RefundPending     int64                    `json:"refundPendingCents"`
+}
+
+// parseOtherEvent handles an event whose data did not decode as an order's:
+// another aggregate's event is skipped, an order event is undecodable.
+func parseOtherEvent(raw []byte) (orderJob, bool) {
+	ev, err := event.Decode(raw)
+	if err != nil || ev.AggregateType != "order" || ev.Version != 1 {
+		return orderJob{}, false
+	}
+	var head orderHead
+	err = ev.DecodeData(&head)
+	slog.Warn("invoicer: undecodable order event", "eventId", ev.ID, "err", err)
+	return orderJob{}, false
 }
 
 // invoice cancels the order's documents that no longer match it, issues

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
@@ -297,23 +296,27 @@ func (r *Relay) lead(ctx context.Context) (bool, error) {
 	w := r.newWriter()
 	defer func() { w.Close() }()
 	backoff := newBackoff(r.MaxBackoff)
-	var lastBacklog, lastPurge time.Time
-	purging := false // a purge has more rows to delete: one chunk per round
+	var lastBacklog, lastPurge, lastChunk time.Time
+	var purged position // the last row the purge deleted
+	purging := false    // a purge has more rows to delete
+	behind := false     // the last batch was full: more rows wait to be published
 	for ctx.Err() == nil {
 		if time.Since(lastBacklog) > 5*time.Second {
 			r.sampleBacklog(ctx, pos)
 			lastBacklog = time.Now()
 		}
-		if len(r.Projects) == 0 && (purging || time.Since(lastPurge) > time.Minute) {
-			more, err := r.purge(ctx, conn.Conn(), pos)
+		if len(r.Projects) == 0 && purgeDue(purging, behind, time.Since(lastChunk), time.Since(lastPurge)) {
+			more, err := r.purge(ctx, conn.Conn(), pos, &purged)
 			if err != nil {
 				return true, err
 			}
+			lastChunk = time.Now()
 			if purging = more; !more {
-				lastPurge = time.Now()
+				lastPurge = lastChunk
 			}
 		}
 		n, err := r.relayBatch(ctx, conn.Conn(), w, &pos)
+		behind = err == nil && n >= r.BatchSize
 		var pub *publishError
 		switch {
 		case errors.As(err, &pub):
@@ -429,8 +432,23 @@ func newRelaySQL(table string) relaySQL {
 		savePosition: `INSERT INTO outbox_relay_positions (relay, tx_id, id) VALUES ($1, $2::text::xid8, $3)
   ON CONFLICT (relay) DO UPDATE SET tx_id = EXCLUDED.tx_id, id = EXCLUDED.id, updated_at = now()`,
 		loadPosition: `SELECT tx_id::text, id FROM outbox_relay_positions WHERE relay = $1`,
-		purge: `DELETE FROM ` + table + ` WHERE ctid = ANY (ARRAY(
-  SELECT ctid FROM ` + table + ` WHERE created_at < $1 AND (tx_id, id) <= ($2::text::xid8, $3::bigint) LIMIT ` + strconv.Itoa(purgeChunk) + `))`,
+		// The next chunk in position order after the purge's cursor, up to
+		// the relay's position: its leading rows written before the cutoff
+		// are deleted, up to the first newer one (where the purge stops).
+		// The index range starts at the cursor, so the dead entries of the
+		// chunks deleted before are not walked again.
+		purge: `WITH chunk AS MATERIALIZED (
+  SELECT ctid, tx_id, id, created_at < $1 AS old FROM ` + table + `
+  WHERE (tx_id, id) > ($2::text::xid8, $3::bigint) AND (tx_id, id) <= ($4::text::xid8, $5::bigint)
+  ORDER BY tx_id, id LIMIT ` + strconv.Itoa(purgeChunk) + `),
+stop AS (SELECT tx_id, id FROM chunk WHERE NOT old ORDER BY tx_id, id LIMIT 1),
+gone AS (
+  DELETE FROM ` + table + ` o USING chunk c
+  WHERE o.ctid = c.ctid AND c.old AND NOT EXISTS (SELECT 1 FROM stop s WHERE (c.tx_id, c.id) > (s.tx_id, s.id))
+  RETURNING c.tx_id, c.id)
+SELECT (SELECT count(*) FROM chunk), EXISTS (SELECT 1 FROM stop),
+  coalesce((SELECT tx_id::text FROM gone ORDER BY tx_id DESC, id DESC LIMIT 1), ''),
+  coalesce((SELECT id FROM gone ORDER BY tx_id DESC, id DESC LIMIT 1), 0)`,
 		backlog:         `SELECT count(*) FROM (SELECT 1 FROM ` + table + ` WHERE (tx_id, id) > ($1::text::xid8, $2::bigint) LIMIT 10000000) o`,
 		backlogProjects: `SELECT count(*) FROM ` + table + ` WHERE (tx_id, id) > ($1::text::xid8, $2::bigint) AND project_id = ANY($3::uuid[])`,
 		// The next row to publish is about the oldest waiting (a late commit's row can be older; it is near).
@@ -727,32 +745,51 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// purge deletes one chunk (10,000) of the published (or dead-lettered)
-// rows written longer than Retention ago and reports whether more may be
-// left. The relay deletes a chunk per round between its publishing, so a
-// large purge (after a burst of millions of orders) never holds publishing
-// back for longer than one chunk.
-func (r *Relay) purge(ctx context.Context, conn *pgx.Conn, pos position) (more bool, err error) {
+// purge deletes the next chunk (at most 10,000) of the published (or
+// dead-lettered) rows written longer than Retention ago, in position order
+// from *cursor (the last row it deleted; the start when zero), and reports
+// whether more may be left. The relay deletes a chunk per round between its
+// publishing (see purgeDue), so a large purge (after a burst of millions of
+// orders) never holds publishing back for longer than one chunk.
+func (r *Relay) purge(ctx context.Context, conn *pgx.Conn, pos position, cursor *position) (more bool, err error) {
 	cutoff := time.Now().Add(-r.Retention)
+	from := *cursor
+	if from.txID == "" {
+		from = position{txID: "0"}
+	}
 	pctx, cancel := context.WithTimeout(ctx, dbTimeout)
 	defer cancel()
-	var tag pgconn.CommandTag
+	var chunk int
+	var stopped bool
+	var last position
 	err = pgx.BeginFunc(pctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(pctx, `SET LOCAL plan_cache_mode = auto`); err != nil {
 			return err
 		}
-		var err error
-		tag, err = tx.Exec(pctx, r.sql.purge, cutoff, pos.txID, pos.id)
-		return err
+		return tx.QueryRow(pctx, r.sql.purge, cutoff, from.txID, from.id, pos.txID, pos.id).Scan(&chunk, &stopped, &last.txID, &last.id)
 	})
 	if err != nil {
 		return false, fmt.Errorf("purge sent outbox rows: %w", err)
 	}
-	return tag.RowsAffected() == purgeChunk, nil
+	if last.txID != "" {
+		*cursor = last
+	}
+	return chunk == purgeChunk && !stopped, nil
 }
 
 // purgeChunk is the most rows one purge statement deletes.
 const purgeChunk = 10000
+
+// purgeDue decides whether the relay deletes a chunk of old rows before its
+// next batch. A purge starts a minute after the last one ended; while it has
+// more to delete, it takes a chunk each round once the relay has caught up
+// (its last batch was not full), but at most one chunk a second while rows
+// wait to be published. So a backlog of old rows (after a burst of millions
+// of orders) never slows publishing under load by more than one chunk a
+// second, and still shrinks faster than any sustained peak adds rows.
+func purgeDue(purging, behind bool, sinceChunk, sincePurge time.Duration) bool {
+	return (purging || sincePurge > time.Minute) && (!behind || sinceChunk > time.Second)
+}
 
 // Backlog counts the outbox rows the service's relay has not published yet.
 func Backlog(ctx context.Context, pool *pgxpool.Pool) (int64, error) {

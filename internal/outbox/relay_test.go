@@ -971,3 +971,88 @@ func TestPurgeLeavesPublishingBetweenChunks(t *testing.T) {
 		return n == 0
 	})
 }
+
+// TestPurgeDue: a purge starts a minute after the last one ended and goes on
+// chunk by chunk, at most one chunk a second while the relay is behind.
+func TestPurgeDue(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name                  string
+		purging, behind       bool
+		sinceChunk, sincePurg time.Duration
+		want                  bool
+	}{
+		{"idle, purged a minute ago", false, false, 2 * time.Minute, 61 * time.Second, true},
+		{"idle, purged just now", false, false, 2 * time.Minute, 30 * time.Second, false},
+		{"behind, a minute since the purge, a chunk long ago", false, true, 2 * time.Minute, 61 * time.Second, true},
+		{"purging, caught up", true, false, time.Millisecond, time.Hour, true},
+		{"purging, behind, chunk just now", true, true, 100 * time.Millisecond, time.Hour, false},
+		{"purging, behind, chunk a second ago", true, true, 1100 * time.Millisecond, time.Hour, true},
+		{"not purging, behind, chunk just now", false, true, 100 * time.Millisecond, time.Hour, false},
+	} {
+		if got := purgeDue(c.purging, c.behind, c.sinceChunk, c.sincePurg); got != c.want {
+			t.Errorf("%s: purgeDue = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestPurgeDeletesOldRowsInPositionOrder: a purge deletes the published rows
+// written before the cutoff in position order from its cursor, stops at the
+// first newer row (the rows after it wait for a later purge, even when they
+// are old), and never deletes a row past the relay's position.
+func TestPurgeDeletesOldRowsInPositionOrder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testTopic(t))
+	ctx := context.Background()
+	ids := f.enqueue(t, 6, 1) // six rows, in position order
+	age := func(i int) {
+		if _, err := f.pool.Exec(ctx, `UPDATE `+f.table+` SET created_at = now() - interval '2 hours' WHERE event_id = $1`, ids[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := func() []string {
+		rows, err := f.pool.Query(ctx, `SELECT event_id::text FROM `+f.table+` ORDER BY tx_id, id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for _, i := range []int{0, 1, 3, 4, 5} {
+		age(i)
+	}
+	// The relay's position: the fifth row (the sixth is not published).
+	var pos position
+	if err := f.pool.QueryRow(ctx, `SELECT tx_id::text, id FROM `+f.table+` WHERE event_id = $1`, ids[4]).Scan(&pos.txID, &pos.id); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := f.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	r := f.relay(nil)
+	r.Retention = time.Hour
+	r.sql = newRelaySQL(f.table)
+	var cursor position
+	more, err := r.purge(ctx, conn.Conn(), pos, &cursor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := left(), ids[2:]; more || !slices.Equal(got, want) {
+		t.Fatalf("first purge: more %v, left %v, want %v (stopped at the third row, the newer one)", more, got, want)
+	}
+	age(2)
+	if more, err = r.purge(ctx, conn.Conn(), pos, &cursor); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := left(), ids[5:]; more || !slices.Equal(got, want) {
+		t.Fatalf("second purge: more %v, left %v, want %v (the unpublished row stays)", more, got, want)
+	}
+	if cursor != pos {
+		t.Errorf("cursor %+v, want the last row deleted %+v", cursor, pos)
+	}
+}
