@@ -69,52 +69,11 @@ func queue(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, ev
 		if ev.Version != 1 {
 			return orderRef{}, poisonError{fmt.Errorf("%s schema version %d is not supported", ev.Type, ev.Version)}
 		}
-		var o struct { // what the status record needs; lines and addresses stay undecoded
-			ID                string     `json:"id"`
-			OrderNo           string     `json:"orderNo"`
-			Status            string     `json:"status"`
-			Version           int64      `json:"version"`
-			FulfillmentStatus string     `json:"fulfillmentStatus"`
-			RequiresShipping  bool       `json:"requiresShipping"`
-			PaymentGateway    string     `json:"paymentGateway"`
-			FinancialStatus   string     `json:"financialStatus"`
-			GrossTotalCents   *int64     `json:"grossTotalCents"`
-			PaidAt            *time.Time `json:"paidAt"`
-			CreditRedemptions []struct {
-				AmountCents int64 `json:"amountCents"`
-			} `json:"creditRedemptions"`
-			Holds []struct {
-				Type   string `json:"type"`
-				TaskID string `json:"taskId"`
-			} `json:"holds"`
-		}
+		var o orderData
 		if err := ev.DecodeData(&o); err != nil {
 			return orderRef{}, poisonError{fmt.Errorf("decode %s: %w", ev.Type, err)}
 		}
-		if o.OrderNo == "" || !isUUID(ev.ProjectID) || !isUUID(o.ID) {
-			return orderRef{}, poisonError{fmt.Errorf("%s without orderNo, or with an invalid projectId or id", ev.Type)}
-		}
-		// The canonical form: one order is one key of the batch's upsert,
-		// however its project id was spelt (else: cardinality violation).
-		ref := orderRef{canonicalUUID(ev.ProjectID), o.OrderNo}
-		// Of several events of one order in a batch the newest wins, as it
-		// would statement by statement (the upsert is version-guarded).
-		if cur, ok := orders[ref]; !ok || o.Version > cur.version {
-			credits := make([]int64, len(o.CreditRedemptions))
-			for i, c := range o.CreditRedemptions {
-				credits[i] = c.AmountCents
-			}
-			st := orderState{orderID: o.ID, version: o.Version, status: o.Status, fulfillmentStatus: o.FulfillmentStatus,
-				holds: []byte("[]"), paymentGateway: o.PaymentGateway, facts: lifecycle.Facts{
-					Status: o.Status, RequiresShipping: o.RequiresShipping, Fulfilled: o.FulfillmentStatus == "fulfilled",
-					Paid: o.PaidAt != nil, CoveredByCredit: lifecycle.CoveredByCredit(o.FinancialStatus, o.GrossTotalCents, credits),
-				}}
-			if len(o.Holds) > 0 {
-				st.holds, _ = json.Marshal(o.Holds)
-			}
-			orders[ref] = st
-		}
-		return ref, nil
+		return queueOrder(orders, ev.Type, ev.ProjectID, o)
 
 	case event.InvoiceCreated, event.InvoiceArchived, event.InvoiceFailed:
 		if ev.Version != 1 {
@@ -124,28 +83,122 @@ func queue(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, ev
 		if err := ev.DecodeData(&inv); err != nil {
 			return orderRef{}, poisonError{fmt.Errorf("decode %s: %w", ev.Type, err)}
 		}
-		if inv.OrderNo == "" || !isUUID(ev.ProjectID) || !isUUID(inv.ID) {
-			return orderRef{}, poisonError{fmt.Errorf("%s without orderNo, or with an invalid projectId or id", ev.Type)}
-		}
-		row := invoiceRow{projectID: canonicalUUID(ev.ProjectID), inv: inv}
-		row.inv.ID = canonicalUUID(inv.ID)
-		// Of several events of one document in a batch the newest wins, as
-		// it would statement by statement (the upsert is version-guarded).
-		key := [2]string{row.projectID, row.inv.ID}
-		// A document keeps the place of its first event in the batch: rows
-		// are inserted in that order, so invoice_view's seq follows the
-		// events (the newest document of an order is the last one inserted).
-		cur, ok := invoices[key]
-		row.pos = len(invoices)
-		if ok {
-			row.pos = cur.pos
-		}
-		if !ok || inv.Version > cur.inv.Version {
-			invoices[key] = row
-		}
-		return orderRef{canonicalUUID(ev.ProjectID), inv.OrderNo}, nil
+		return queueInvoice(invoices, ev.Type, ev.ProjectID, inv)
 	}
 	return orderRef{}, poisonError{fmt.Errorf("unknown event type %q", ev.Type)}
+}
+
+// queueDecoded is queue for a message of a topic whose events all carry one
+// kind of data: envelope and data are decoded in one pass. It reports false
+// when the message is not such an event of a known type and schema version
+// 1 (or does not decode so); the caller then takes queue's path, which
+// names the reason.
+func queueDecoded(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, topic string, raw []byte) (orderRef, appliedEvent, bool) {
+	switch topic {
+	case event.TopicOrders:
+		ev, err := event.DecodeAs[orderData](raw)
+		if err != nil || ev.Version != 1 || !isOrderEvent(ev.Type) {
+			return orderRef{}, appliedEvent{}, false
+		}
+		ref, err := queueOrder(orders, ev.Type, ev.ProjectID, ev.Data)
+		return ref, appliedEvent{ev.Type, ev.OccurredAt}, err == nil
+	case event.TopicInvoices:
+		ev, err := event.DecodeAs[event.Invoice](raw)
+		if err != nil || ev.Version != 1 || !isInvoiceEvent(ev.Type) {
+			return orderRef{}, appliedEvent{}, false
+		}
+		ref, err := queueInvoice(invoices, ev.Type, ev.ProjectID, ev.Data)
+		return ref, appliedEvent{ev.Type, ev.OccurredAt}, err == nil
+	}
+	return orderRef{}, appliedEvent{}, false
+}
+
+// appliedEvent is what the projector's metrics need of an applied event.
+type appliedEvent struct {
+	typ        string
+	occurredAt time.Time
+}
+
+func isOrderEvent(typ string) bool {
+	return typ == event.OrderCreated || typ == event.OrderUpdated || typ == event.OrderFulfilled || typ == event.OrderFulfillmentUpdated
+}
+
+func isInvoiceEvent(typ string) bool {
+	return typ == event.InvoiceCreated || typ == event.InvoiceArchived || typ == event.InvoiceFailed
+}
+
+// orderData is what the status record needs of an order event's data;
+// lines and addresses stay undecoded.
+type orderData struct {
+	ID                string     `json:"id"`
+	OrderNo           string     `json:"orderNo"`
+	Status            string     `json:"status"`
+	Version           int64      `json:"version"`
+	FulfillmentStatus string     `json:"fulfillmentStatus"`
+	RequiresShipping  bool       `json:"requiresShipping"`
+	PaymentGateway    string     `json:"paymentGateway"`
+	FinancialStatus   string     `json:"financialStatus"`
+	GrossTotalCents   *int64     `json:"grossTotalCents"`
+	PaidAt            *time.Time `json:"paidAt"`
+	CreditRedemptions []struct {
+		AmountCents int64 `json:"amountCents"`
+	} `json:"creditRedemptions"`
+	Holds []struct {
+		Type   string `json:"type"`
+		TaskID string `json:"taskId"`
+	} `json:"holds"`
+}
+
+// queueOrder adds an order event's data to orders.
+func queueOrder(orders map[orderRef]orderState, typ, projectID string, o orderData) (orderRef, error) {
+	if o.OrderNo == "" || !isUUID(projectID) || !isUUID(o.ID) {
+		return orderRef{}, poisonError{fmt.Errorf("%s without orderNo, or with an invalid projectId or id", typ)}
+	}
+	// The canonical form: one order is one key of the batch's upsert,
+	// however its project id was spelt (else: cardinality violation).
+	ref := orderRef{canonicalUUID(projectID), o.OrderNo}
+	// Of several events of one order in a batch the newest wins, as it
+	// would statement by statement (the upsert is version-guarded).
+	if cur, ok := orders[ref]; !ok || o.Version > cur.version {
+		credits := make([]int64, len(o.CreditRedemptions))
+		for i, c := range o.CreditRedemptions {
+			credits[i] = c.AmountCents
+		}
+		st := orderState{orderID: o.ID, version: o.Version, status: o.Status, fulfillmentStatus: o.FulfillmentStatus,
+			holds: []byte("[]"), paymentGateway: o.PaymentGateway, facts: lifecycle.Facts{
+				Status: o.Status, RequiresShipping: o.RequiresShipping, Fulfilled: o.FulfillmentStatus == "fulfilled",
+				Paid: o.PaidAt != nil, CoveredByCredit: lifecycle.CoveredByCredit(o.FinancialStatus, o.GrossTotalCents, credits),
+			}}
+		if len(o.Holds) > 0 {
+			st.holds, _ = json.Marshal(o.Holds)
+		}
+		orders[ref] = st
+	}
+	return ref, nil
+}
+
+// queueInvoice adds an invoice event's document to invoices.
+func queueInvoice(invoices map[[2]string]invoiceRow, typ, projectID string, inv event.Invoice) (orderRef, error) {
+	if inv.OrderNo == "" || !isUUID(projectID) || !isUUID(inv.ID) {
+		return orderRef{}, poisonError{fmt.Errorf("%s without orderNo, or with an invalid projectId or id", typ)}
+	}
+	row := invoiceRow{projectID: canonicalUUID(projectID), inv: inv}
+	row.inv.ID = canonicalUUID(inv.ID)
+	// Of several events of one document in a batch the newest wins, as
+	// it would statement by statement (the upsert is version-guarded).
+	key := [2]string{row.projectID, row.inv.ID}
+	// A document keeps the place of its first event in the batch: rows
+	// are inserted in that order, so invoice_view's seq follows the
+	// events (the newest document of an order is the last one inserted).
+	cur, ok := invoices[key]
+	row.pos = len(invoices)
+	if ok {
+		row.pos = cur.pos
+	}
+	if !ok || inv.Version > cur.inv.Version {
+		invoices[key] = row
+	}
+	return orderRef{canonicalUUID(projectID), inv.OrderNo}, nil
 }
 
 // invoiceRow is what an invoice event sets in invoice_view: the event's

@@ -220,19 +220,25 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 	orders := map[orderRef]orderState{}
 	invoices := map[[2]string]invoiceRow{}
 	var refs []orderRef
-	var events []event.Event
+	var events []appliedEvent
 	var dead []kafka.Message
 	var deadErr []string
 	if extra != nil {
 		dead, deadErr = append(dead, extra.m), append(deadErr, extra.err)
 	}
 	for _, m := range msgs {
-		ev, err := event.Decode(m.Value)
-		var ref orderRef
-		if err == nil {
-			ref, err = queue(orders, invoices, ev)
-		} else {
-			err = poisonError{err}
+		ref, applied, ok := queueDecoded(orders, invoices, m.Topic, m.Value)
+		var err error
+		if !ok {
+			// Another topic's event, or one that is not what its topic
+			// carries: decoded again to apply it or name why it cannot be.
+			var ev event.Event
+			if ev, err = event.Decode(m.Value); err == nil {
+				ref, err = queue(orders, invoices, ev)
+				applied = appliedEvent{ev.Type, ev.OccurredAt}
+			} else {
+				err = poisonError{err}
+			}
 		}
 		var poison poisonError
 		if errors.As(err, &poison) {
@@ -243,7 +249,7 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 		if err != nil {
 			return err
 		}
-		events = append(events, ev)
+		events = append(events, applied)
 		if !touched[ref] {
 			touched[ref] = true
 			refs = append(refs, ref)
@@ -282,8 +288,8 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 	}
 	now := time.Now()
 	for _, ev := range events {
-		p.applied.WithLabelValues(ev.Type).Inc()
-		p.lag.Observe(now.Sub(ev.OccurredAt).Seconds())
+		p.applied.WithLabelValues(ev.typ).Inc()
+		p.lag.Observe(now.Sub(ev.occurredAt).Seconds())
 	}
 	return nil
 }
