@@ -13,7 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	jsonv1 "github.com/go-json-experiment/json/v1"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/money"
@@ -56,15 +56,15 @@ func decodeObject(body []byte) (obj, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return obj{}, apperr.New(apperr.Invalid, "invalid_json", "the request body is empty")
 	}
-	// The body is decoded by the JSON v2 module's implementation of
-	// encoding/json's semantics (the same values, in one pass); a body it
-	// refuses is decoded again by encoding/json, whose errors we report.
-	dec := jsonv1.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	err := dec.Decode(&v)
-	if err == nil && len(bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n")) != 0 {
-		err = errors.New("unexpected data after the JSON object")
+	// The body is read by the JSON v2 module's tokenizer into the values
+	// encoding/json gives with UseNumber; a body it refuses is decoded
+	// again by encoding/json, whose errors we report.
+	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	v, err := readValue(dec)
+	if err == nil {
+		if _, end := dec.ReadToken(); end != io.EOF {
+			err = errors.New("unexpected data after the JSON object")
+		}
 	}
 	if err != nil {
 		return obj{}, decodeError(body, err)
@@ -74,6 +74,53 @@ func decodeObject(body []byte) (obj, error) {
 		return obj{}, apperr.New(apperr.Invalid, "invalid_json", "the request body must be a JSON object, got %s", kindOf(v))
 	}
 	return obj{m: m}, nil
+}
+
+// readValue reads the next JSON value of dec as encoding/json decodes one
+// into an any with UseNumber: objects as map[string]any (of duplicate names
+// the last wins), arrays as []any, numbers as their literal text, strings
+// with invalid UTF-8 replaced by U+FFFD.
+func readValue(dec *jsontext.Decoder) (any, error) {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	switch tok.Kind() {
+	case '{':
+		m := map[string]any{}
+		for dec.PeekKind() != '}' {
+			name, err := dec.ReadToken()
+			if err != nil {
+				return nil, err
+			}
+			key := name.String() // the token is void after the next read
+			v, err := readValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			m[key] = v
+		}
+		_, err := dec.ReadToken()
+		return m, err
+	case '[':
+		a := []any{}
+		for dec.PeekKind() != ']' {
+			v, err := readValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, v)
+		}
+		_, err := dec.ReadToken()
+		return a, err
+	case '"':
+		return tok.String(), nil
+	case '0':
+		return json.Number(tok.String()), nil
+	case 't', 'f':
+		return tok.Bool(), nil
+	}
+	return nil, nil // null
 }
 
 // decodeError describes why body is not one JSON value: encoding/json's
@@ -93,9 +140,6 @@ func decodeError(body []byte, err error) error {
 	}
 	return apperr.New(apperr.Invalid, "invalid_json", "malformed JSON: %v", err)
 }
-
-// jsonNumber is a number of a decoded body: its literal text.
-type jsonNumber = jsonv1.Number
 
 // obj is a JSON object at a path ("" for the body itself).
 type obj struct {
@@ -129,7 +173,7 @@ func kindOf(v any) string {
 		return "null"
 	case string:
 		return "a string"
-	case jsonNumber:
+	case json.Number:
 		return "a number"
 	case bool:
 		return "a boolean"
@@ -268,7 +312,7 @@ func (o obj) cents(key string, min int64) (*int64, error) {
 	if !ok {
 		return nil, nil
 	}
-	n, isNum := v.(jsonNumber)
+	n, isNum := v.(json.Number)
 	if !isNum {
 		return nil, typeErr(o.at(key), "an integer number of cents", v)
 	}
@@ -295,7 +339,7 @@ func (o obj) decimal(key string) (*money.Decimal, error) {
 	if !ok {
 		return nil, nil
 	}
-	n, isNum := v.(jsonNumber)
+	n, isNum := v.(json.Number)
 	if !isNum {
 		return nil, typeErr(o.at(key), "a number", v)
 	}

@@ -3,13 +3,14 @@ package command
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"reflect"
 	"testing"
 )
 
 // The decoder must give exactly what encoding/json gives for every body it
-// accepts (its numbers are the v1 module's Number, the same literal text);
-// bodies it refuses go to encoding/json anyway.
+// accepts; bodies it refuses go to encoding/json anyway.
 func TestDecodeObjectAgreesWithEncodingJSON(t *testing.T) {
 	bodies := []string{
 		`{"orderNo":"A-1","items":[{"name":"Kaffee","quantity":2,"unitGrossCents":1899,"taxRate":7}]}`,
@@ -20,6 +21,7 @@ func TestDecodeObjectAgreesWithEncodingJSON(t *testing.T) {
 		"{\"invalid\":\"\xff\xfe\"}",
 		`  {"nested":{"deep":[[],{},[1,[2,[3]]]]}}  `,
 		`{"":"empty key","k":""}`,
+		`{"a":[],"b":{},"c":[null,[{}]],"d":"\u0000\u001f","e":-1.5E+10}`,
 	}
 	for _, b := range bodies {
 		got, err := decodeObject([]byte(b))
@@ -33,30 +35,46 @@ func TestDecodeObjectAgreesWithEncodingJSON(t *testing.T) {
 		if err := dec.Decode(&want); err != nil {
 			t.Fatalf("%s: encoding/json: %v", b, err)
 		}
-		if want = ownNumbers(want); !reflect.DeepEqual(got.m, want) {
+		if !reflect.DeepEqual(got.m, want) {
 			t.Errorf("%s:\n got %#v\nwant %#v", b, got.m, want)
 		}
 	}
-	for _, b := range []string{`{"a":1}x`, `{"a":}`, `[1]`, `{"a":1,}`, `{"a":01}`, `"s"`} {
+	for _, b := range []string{`{"a":1}x`, `{"a":}`, `[1]`, `{"a":1,}`, `{"a":01}`, `"s"`, `{"a":1} {"b":2}`, `{"a":tru}`, `{"a":"\x"}`, "{\"a\":\"\x01\"}", `{"a"}`, `{"a":1`, `[`} {
 		if _, err := decodeObject([]byte(b)); err == nil {
 			t.Errorf("%s: accepted", b)
 		}
 	}
 }
 
-// ownNumbers returns v with encoding/json's numbers as the decoder's type.
-func ownNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		return jsonNumber(x)
-	case map[string]any:
-		for k, e := range x {
-			x[k] = ownNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = ownNumbers(e)
-		}
+// FuzzDecodeObject: for any body, the decoder accepts exactly what
+// encoding/json accepts as one JSON object, with the same values.
+func FuzzDecodeObject(f *testing.F) {
+	for _, b := range []string{`{"a":1}`, `{"a":[1,"x",{"b":null}],"c":true}`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}", `{"a":1}x`, `{"a":1e400}`, ` {"a":-0.0} `, `{"a":{"a":{"a":[]}}}`} {
+		f.Add([]byte(b))
 	}
-	return v
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := decodeObject(body)
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		var want any
+		stdErr := dec.Decode(&want)
+		if stdErr == nil {
+			if _, end := dec.Token(); end != io.EOF {
+				stdErr = errors.New("trailing data")
+			}
+		}
+		_, isObject := want.(map[string]any)
+		if stdErr != nil || !isObject {
+			if err == nil {
+				t.Fatalf("%q accepted, encoding/json: %v (%T)", body, stdErr, want)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("%q refused (%v), encoding/json accepts it", body, err)
+		}
+		if !reflect.DeepEqual(got.m, want) {
+			t.Fatalf("%q:\n got %#v\nwant %#v", body, got.m, want)
+		}
+	})
 }

@@ -294,7 +294,7 @@ func parseItem(it obj) (event.Item, error) {
 		switch p := v.(type) {
 		case string:
 			r.ProductID = p
-		case jsonNumber:
+		case json.Number:
 			r.ProductID = p.String()
 		default:
 			return r, typeErr(it.at("productId"), "a string", v)
