@@ -1056,3 +1056,40 @@ func TestPurgeDeletesOldRowsInPositionOrder(t *testing.T) {
 		t.Errorf("cursor %+v, want the last row deleted %+v", cursor, pos)
 	}
 }
+
+// TestKeyOrderTriggerSkipsNewOrders: the outbox's trigger raises a row's
+// tx_id to its key's largest, except for an order.created row, the first
+// event of its key (migration 00205). All in a transaction rolled back.
+func TestKeyOrderTriggerSkipsNewOrders(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	key := "trigger-test/" + uuid.NewString()
+	insert := func(typ, txID string) string {
+		var got string
+		// coalesce: the column's default when no tx_id is given.
+		if err := tx.QueryRow(ctx, `INSERT INTO outbox (topic, msg_key, event_id, event_type, payload, tx_id)
+			VALUES ('t', $1, gen_random_uuid(), $2, '{}', coalesce(nullif($3, '')::xid8, pg_current_xact_id())) RETURNING tx_id::text`,
+			key, typ, txID).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	var own string
+	if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text`).Scan(&own); err != nil {
+		t.Fatal(err)
+	}
+	// A row of the key with a larger tx_id than this transaction's.
+	larger := insert("order.updated", "999999999999")
+	if got := insert("order.created", ""); got != own {
+		t.Errorf("order.created row's tx_id %s, want its own transaction's %s (not raised)", got, own)
+	}
+	if got := insert("order.updated", ""); got != larger {
+		t.Errorf("order.updated row's tx_id %s, want the key's largest %s (raised)", got, larger)
+	}
+}
