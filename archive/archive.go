@@ -44,16 +44,19 @@ type Archive struct {
 	bucket string
 	locked bool     // objects get COMPLIANCE retention
 	test   *Archive // where test documents go; nil: this bucket, without retention
+	recent *recentObjects
 }
 
 // New returns the archive in bucket: documents with COMPLIANCE retention.
 func New(c *minio.Client, bucket string) *Archive {
-	return &Archive{c: c, bucket: bucket, locked: true}
+	return &Archive{c: c, bucket: bucket, locked: true, recent: newRecentObjects()}
 }
 
 // NewTest returns an archive of test documents in bucket: versioned, without
 // retention, so that a reset can remove them.
-func NewTest(c *minio.Client, bucket string) *Archive { return &Archive{c: c, bucket: bucket} }
+func NewTest(c *minio.Client, bucket string) *Archive {
+	return &Archive{c: c, bucket: bucket, recent: newRecentObjects()}
+}
 
 // WithTest makes t the archive of a's test documents and returns a.
 func (a *Archive) WithTest(t *Archive) *Archive {
@@ -229,7 +232,9 @@ func (a *Archive) Put(ctx context.Context, key string, data []byte, contentType 
 	if err != nil {
 		return Stored{}, fmt.Errorf("archive: put %s: %w", key, err)
 	}
-	return Stored{Key: key, VersionID: info.VersionID, SHA256: hexSum, Size: int64(len(data)), RetainUntil: retainUntil.UTC()}, nil
+	st := Stored{Key: key, VersionID: info.VersionID, SHA256: hexSum, Size: int64(len(data)), RetainUntil: retainUntil.UTC()}
+	a.recent.add(data, st)
+	return st, nil
 }
 
 // PutFirst is Put for renderings of one source (a PDF rendered again from
@@ -263,10 +268,14 @@ func (a *Archive) Stat(ctx context.Context, key string) (Stored, error) {
 }
 
 // Get returns the latest document under key after checking it against the
-// SHA-256 in its own metadata, in one request. Documents with an anchor in
-// the database are read with GetVersion and compared with that record
-// instead.
+// SHA-256 in its own metadata, in one request; none when this process
+// created the object lately (it is never replaced, see recentObjects).
+// Documents with an anchor in the database are read with GetVersion and
+// compared with that record instead.
 func (a *Archive) Get(ctx context.Context, key string) ([]byte, Stored, error) {
+	if data, st, ok := a.recent.get(key); ok {
+		return data, st, nil
+	}
 	var buf writerBuffer
 	st, meta, err := a.copyVersion(ctx, &buf, key, "")
 	if err != nil {

@@ -141,3 +141,38 @@ func TestConcurrentPutsOfOneKeyWriteOnce(t *testing.T) {
 		t.Errorf("PutFirst over an archived rendering: %+v written=%v %v", st, written, err)
 	}
 }
+
+// TestGetOfAnObjectJustCreatedNeedsNoRead: Get of an object this archive
+// created lately is answered without the store (the object was removed
+// behind its back and Get still has it); after RemoveKey it is gone.
+func TestGetOfAnObjectJustCreatedNeedsNoRead(t *testing.T) {
+	t.Parallel()
+	c := testenv.S3(t)
+	ctx := context.Background()
+	bucket := "test-recent-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
+	a := archive.NewTest(c, bucket)
+	if err := a.EnsureTestBucket(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.Put(ctx, "doc.pdf", []byte("%PDF-1.7 recent"), "application/pdf", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemoveObject(ctx, bucket, "doc.pdf", minio.RemoveObjectOptions{VersionID: st.VersionID}); err != nil {
+		t.Fatal(err)
+	}
+	data, got, err := a.Get(ctx, "doc.pdf")
+	if err != nil || string(data) != "%PDF-1.7 recent" || got.VersionID != st.VersionID || got.SHA256 != st.SHA256 {
+		t.Fatalf("Get after create: %q %+v %v", data, got, err)
+	}
+	// Reads that check the store go to it.
+	if _, _, err := a.GetVersion(ctx, "doc.pdf", st.VersionID); !errors.Is(err, archive.ErrNotFound) {
+		t.Errorf("GetVersion of the removed object: %v, want ErrNotFound", err)
+	}
+	if _, err := a.RemoveKey(ctx, "doc.pdf"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Get(ctx, "doc.pdf"); !errors.Is(err, archive.ErrNotFound) {
+		t.Errorf("Get after RemoveKey: %v, want ErrNotFound", err)
+	}
+}

@@ -174,6 +174,7 @@ func (a *Archive) RemoveKey(ctx context.Context, key string) (int, error) {
 		}
 		n++
 	}
+	a.recent.forget(key)
 	return n, nil
 }
 
