@@ -171,16 +171,8 @@ func Decode(b []byte) (Event, error) {
 // the envelope, into the type it expects (a topic's events all carry one
 // kind of data): half the work of Decode and DecodeData.
 type Envelope[T any] struct {
-	ID               string    `json:"eventId"`
-	Type             string    `json:"type"`
-	Version          int       `json:"version"`
-	ProjectID        string    `json:"projectId"`
-	AggregateType    string    `json:"aggregateType"`
-	AggregateID      string    `json:"aggregateId"`
-	AggregateKey     string    `json:"aggregateKey"`
-	AggregateVersion int64     `json:"aggregateVersion"`
-	OccurredAt       time.Time `json:"occurredAt"`
-	Data             T         `json:"data"`
+	header   // the envelope's fields, as in Event
+	Data   T `json:"data"`
 }
 
 // DecodeAs reads an envelope and its data as T in one pass. It fails where

@@ -88,3 +88,55 @@ func TestSpecsUnique(t *testing.T) {
 		seen[s.Type] = true
 	}
 }
+
+// TestDecodeAs: one pass gives the envelope Decode gives and the data
+// DecodeData gives; data of another shape, or no id, is an error.
+func TestDecodeAs(t *testing.T) {
+	t.Parallel()
+	o := sampleOrder()
+	ev, err := New(OrderFulfilled, "p", "order", o.ID, o.OrderNo, o.Version, o.UpdatedAt, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Encode(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeAs[Order](b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data Order
+	if err := two.DecodeData(&data); err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != two.ID || got.Type != two.Type || got.Version != two.Version || got.ProjectID != two.ProjectID ||
+		got.AggregateType != two.AggregateType || got.AggregateID != two.AggregateID || got.AggregateKey != two.AggregateKey ||
+		got.AggregateVersion != two.AggregateVersion || !got.OccurredAt.Equal(two.OccurredAt) {
+		t.Errorf("envelope %+v, want %+v", got.header, two)
+	}
+	if g, w := mustJSON(t, got.Data), mustJSON(t, data); g != w {
+		t.Errorf("data:\n%s\nwant\n%s", g, w)
+	}
+	if _, err := DecodeAs[struct {
+		Items string `json:"items"`
+	}](b); err == nil {
+		t.Error("data of another shape decoded")
+	}
+	if _, err := DecodeAs[Order]([]byte(`{"type":"order.created","data":{}}`)); err == nil {
+		t.Error("event without id decoded")
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
