@@ -256,9 +256,9 @@ func (c *Conn) Send(ctx context.Context, m Message) error {
 	defer cancel()
 	opts := []gomail.Option{gomail.WithPort(c.s.port), gomail.WithTimeout(c.s.phase()), gomail.WithoutRset()}
 	if c.s.implicit {
-		opts = append(opts, gomail.WithSSL())
+		opts = append(opts, gomail.WithSSL()) // go-mail's own TLS dialer
 	} else {
-		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic), gomail.WithDialContextFunc(dialBatched))
 	}
 	if c.s.user != "" {
 		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover), gomail.WithUsername(c.s.user), gomail.WithPassword(c.s.pass))
