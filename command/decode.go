@@ -215,7 +215,7 @@ func (o obj) text(key string, required bool, max int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return s, maxLen(o.at(key), s, max)
+	return s, o.maxLen(key, s, max)
 }
 
 // id is text for an identifier (orderNo, paymentRef, sku, productId,
@@ -227,14 +227,15 @@ func (o obj) id(key string, required bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return s, checkIdentifier(o.at(key), s)
+	return s, o.checkIdentifier(key, s)
 }
 
 // checkIdentifier refuses control and bidirectional formatting characters
-// in the identifier s at path.
-func checkIdentifier(path, s string) error {
+// in the identifier s of field key (its path is built only for the error).
+func (o obj) checkIdentifier(key, s string) error {
 	for i, r := range s {
 		if unicode.IsControl(r) || isBidiControl(r) {
+			path := o.at(key)
 			return apperr.Field(path, "%s must not contain control or bidirectional formatting characters (U+%04X at byte %d)", path, r, i)
 		}
 	}
@@ -254,12 +255,14 @@ func isBidiControl(r rune) bool {
 	return false
 }
 
-// maxLen refuses s at path when it has more than max characters.
-func maxLen(path, s string, max int) error {
+// maxLen refuses s, the value of field key, when it has more than max
+// characters.
+func (o obj) maxLen(key, s string, max int) error {
 	if len(s) <= max { // never more characters than bytes
 		return nil
 	}
 	if n := utf8.RuneCountInString(s); n > max {
+		path := o.at(key) // built only for the error
 		return apperr.Field(path, "%s must be at most %d characters, got %d", path, max, n)
 	}
 	return nil

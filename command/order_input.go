@@ -300,10 +300,10 @@ func parseItem(it obj) (event.Item, error) {
 			return r, typeErr(it.at("productId"), "a string", v)
 		}
 	}
-	if err := maxLen(it.at("productId"), r.ProductID, maxIDLength); err != nil {
+	if err := it.maxLen("productId", r.ProductID, maxIDLength); err != nil {
 		return r, err
 	}
-	return r, checkIdentifier(it.at("productId"), r.ProductID)
+	return r, it.checkIdentifier("productId", r.ProductID)
 }
 
 func parseServicePeriod(sp obj) (*event.ServicePeriod, error) {
