@@ -64,8 +64,8 @@ type orderState struct {
 // written by queueInvoices), one statement per batch each, and returns the
 // order whose status record the event touches.
 func queue(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, ev event.Event) (orderRef, error) {
-	switch ev.Type {
-	case event.OrderCreated, event.OrderUpdated, event.OrderFulfilled, event.OrderFulfillmentUpdated:
+	switch {
+	case isOrderEvent(ev.Type):
 		if ev.Version != 1 {
 			return orderRef{}, poisonError{fmt.Errorf("%s schema version %d is not supported", ev.Type, ev.Version)}
 		}
@@ -75,7 +75,7 @@ func queue(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, ev
 		}
 		return queueOrder(orders, ev.Type, ev.ProjectID, o)
 
-	case event.InvoiceCreated, event.InvoiceArchived, event.InvoiceFailed:
+	case isInvoiceEvent(ev.Type):
 		if ev.Version != 1 {
 			return orderRef{}, poisonError{fmt.Errorf("%s schema version %d is not supported", ev.Type, ev.Version)}
 		}
@@ -88,11 +88,27 @@ func queue(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, ev
 	return orderRef{}, poisonError{fmt.Errorf("unknown event type %q", ev.Type)}
 }
 
+// queueMessage is queue for a Kafka message: an event of the orders or
+// invoices topic is decoded with its data in one pass (queueDecoded); any
+// other message, and one that is not what its topic carries, is decoded
+// envelope first, which applies it or names why it cannot be (a
+// poisonError).
+func queueMessage(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, topic string, raw []byte) (orderRef, appliedEvent, error) {
+	if ref, applied, ok := queueDecoded(orders, invoices, topic, raw); ok {
+		return ref, applied, nil
+	}
+	ev, err := event.Decode(raw)
+	if err != nil {
+		return orderRef{}, appliedEvent{}, poisonError{err}
+	}
+	ref, err := queue(orders, invoices, ev)
+	return ref, appliedEvent{ev.Type, ev.OccurredAt}, err
+}
+
 // queueDecoded is queue for a message of a topic whose events all carry one
 // kind of data: envelope and data are decoded in one pass. It reports false
 // when the message is not such an event of a known type and schema version
-// 1 (or does not decode so); the caller then takes queue's path, which
-// names the reason.
+// 1 (or does not decode so), having queued nothing.
 func queueDecoded(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, topic string, raw []byte) (orderRef, appliedEvent, bool) {
 	switch topic {
 	case event.TopicOrders:

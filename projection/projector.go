@@ -227,19 +227,7 @@ func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *dead
 		dead, deadErr = append(dead, extra.m), append(deadErr, extra.err)
 	}
 	for _, m := range msgs {
-		ref, applied, ok := queueDecoded(orders, invoices, m.Topic, m.Value)
-		var err error
-		if !ok {
-			// Another topic's event, or one that is not what its topic
-			// carries: decoded again to apply it or name why it cannot be.
-			var ev event.Event
-			if ev, err = event.Decode(m.Value); err == nil {
-				ref, err = queue(orders, invoices, ev)
-				applied = appliedEvent{ev.Type, ev.OccurredAt}
-			} else {
-				err = poisonError{err}
-			}
-		}
+		ref, applied, err := queueMessage(orders, invoices, m.Topic, m.Value)
 		var poison poisonError
 		if errors.As(err, &poison) {
 			dead = append(dead, m)

@@ -2,7 +2,6 @@ package invoicing
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/command/orders"
-	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/mail"
 	"github.com/o2i-service/o2i/internal/project"
@@ -318,13 +316,13 @@ func (m *Mailer) documentMessage(ctx context.Context, d dueDelivery) (mail.Messa
 		return mail.Message{}, fmt.Errorf("invoice %s: %w", *d.invoiceID, pgx.ErrNoRows)
 	}
 	if d.projectName == nil {
-		return mail.Message{}, apperr.New(apperr.NotFound, "project_not_found", "no project %q", d.projectID)
+		return mail.Message{}, project.NotFound(d.projectID)
 	}
-	var p project.Project
-	p.Name = *d.projectName
-	if err := json.Unmarshal(d.projectSettings, &p.Settings); err != nil {
-		return mail.Message{}, fmt.Errorf("project %s settings: %w", d.projectID, err)
+	settings, err := project.DecodeSettings(d.projectID, d.projectSettings)
+	if err != nil {
+		return mail.Message{}, err
 	}
+	p := project.Project{Name: *d.projectName, Settings: settings}
 	number, typ, format, currency := d.doc.number, d.doc.typ, d.doc.format, d.doc.currency
 	gross, due, issue, iban, reference := d.doc.gross, d.doc.due, d.doc.issue, d.doc.iban, d.doc.reference
 	if m.archive == nil {
@@ -441,11 +439,9 @@ func (m *Mailer) record(ctx context.Context, d dueDelivery, cause error) error {
 				UPDATE mail_deliveries SET status = 'sent', sent_at = now(), attempts = $3,
 					last_attempt_at = now(), claim_token = NULL, lease_until = NULL, version = version + 1
 				WHERE id = $1 AND claim_token = $2 RETURNING id),
-			resolved AS (
-				UPDATE tasks SET status = 'resolved', resolved_at = now(), resolution = $6
-				WHERE EXISTS (SELECT 1 FROM sent) AND project_id = $4 AND kind = $5 AND subject = $7 AND status = 'open')
+			resolved AS (`+orders.ResolveTasksSQL("sent", 4)+`)
 			SELECT EXISTS (SELECT 1 FROM sent)`,
-			d.id, d.token, attempts, d.projectID, TaskMailDeliveryFailed, "sent to "+d.recipient, d.orderNo).Scan(&recorded)
+			d.id, d.token, attempts, d.projectID, []string{TaskMailDeliveryFailed}, d.orderNo, "sent to "+d.recipient).Scan(&recorded)
 		if err != nil {
 			return err
 		}

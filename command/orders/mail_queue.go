@@ -45,15 +45,26 @@ func DocumentMailArgs(projectID, invoiceID, orderID, orderNo string, test bool) 
 // relation of that statement (the CTE of the change the delivery belongs
 // to), has a row.
 func DocumentMailSQL(gate string, first int) string {
-	p := func(i int) string { return "$" + strconv.Itoa(first+i-1) }
-	cond := ""
-	if gate != "" {
-		cond = " AND EXISTS (SELECT FROM " + gate + ")"
-	}
+	p := paramFrom(first)
 	return `INSERT INTO mail_deliveries (id, project_id, kind, invoice_id, order_no, recipient, reply_to, status)
 		SELECT ` + p(1) + `, ` + p(2) + `, 'invoice', ` + p(3) + `, ` + p(4) + `, NULLIF(o.content->>'email', ''), NULLIF(pr.settings->>'contactEmail', ''), ` + p(6) + `
-		FROM orders o JOIN projects pr ON pr.id = ` + p(2) + ` WHERE o.id = ` + p(5) + ` AND NULLIF(o.content->>'email', '') IS NOT NULL` + cond + `
+		FROM orders o JOIN projects pr ON pr.id = ` + p(2) + ` WHERE o.id = ` + p(5) + ` AND NULLIF(o.content->>'email', '') IS NOT NULL` + gated(gate) + `
 		ON CONFLICT (invoice_id) DO NOTHING`
+}
+
+// paramFrom numbers a statement's parameters from $first: the statement is
+// a data-modifying CTE of a larger one, whose own parameters come first.
+func paramFrom(first int) func(int) string {
+	return func(i int) string { return "$" + strconv.Itoa(first+i-1) }
+}
+
+// gated is the condition that gate, a relation of the larger statement,
+// has a row ("" without a gate).
+func gated(gate string) string {
+	if gate == "" {
+		return ""
+	}
+	return " AND EXISTS (SELECT FROM " + gate + ")"
 }
 
 // enqueueTaskMailTx records the notice of an urgent task to the project's

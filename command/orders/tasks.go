@@ -162,8 +162,17 @@ func ResolveTasks(ctx context.Context, tx pgx.Tx, projectID string, kinds []stri
 	return err
 }
 
-const resolveTasksSQL = `UPDATE tasks SET status = 'resolved', resolved_at = now(), resolution = $4
-		WHERE project_id = $1 AND kind = ANY($2) AND subject = $3 AND status = 'open'`
+var resolveTasksSQL = ResolveTasksSQL("", 1)
+
+// ResolveTasksSQL is ResolveTasks' update, its parameters (the project,
+// the kinds, the subject, the resolution) numbered from $first. With gate
+// it is a CTE of a larger statement, as DocumentMailSQL, that resolves only
+// when gate has a row.
+func ResolveTasksSQL(gate string, first int) string {
+	p := paramFrom(first)
+	return `UPDATE tasks SET status = 'resolved', resolved_at = now(), resolution = ` + p(4) + `
+		WHERE project_id = ` + p(1) + ` AND kind = ANY(` + p(2) + `) AND subject = ` + p(3) + ` AND status = 'open'` + gated(gate)
+}
 
 // QueueResolveTasks adds ResolveTasks to b, sent by the caller in its
 // transaction.

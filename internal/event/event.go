@@ -164,7 +164,13 @@ func Decode(b []byte) (Event, error) {
 	if err := jsonv1.Unmarshal(b, &e); err != nil {
 		return Event{}, fmt.Errorf("event: decode: %w", err)
 	}
-	return e.checked()
+	if e.ID == "" || e.Type == "" {
+		return Event{}, errRequired
+	}
+	if s, ok := Lookup(e.Type); ok {
+		e.Topic = s.Topic
+	}
+	return e, nil
 }
 
 // Envelope is an event whose data a consumer decodes in the same pass as
@@ -190,15 +196,3 @@ func DecodeAs[T any](b []byte) (Envelope[T], error) {
 }
 
 var errRequired = errors.New("event: decode: eventId and type are required")
-
-// checked rejects an envelope without id or type and sets its topic from
-// the type's spec when known.
-func (e Event) checked() (Event, error) {
-	if e.ID == "" || e.Type == "" {
-		return Event{}, errRequired
-	}
-	if s, ok := Lookup(e.Type); ok {
-		e.Topic = s.Topic
-	}
-	return e, nil
-}

@@ -148,7 +148,7 @@ func Get(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, id string) (Project, error) {
 	if _, err := uuid.Parse(id); err != nil {
-		return Project{}, notFound(id)
+		return Project{}, NotFound(id)
 	}
 	return scanProject(q.QueryRow(ctx, getSQL, id), id)
 }
@@ -159,7 +159,7 @@ func Get(ctx context.Context, q interface {
 // NotFound, as of Get.
 func Queue(b *pgx.Batch, id string, dst *Project) error {
 	if _, err := uuid.Parse(id); err != nil {
-		return notFound(id)
+		return NotFound(id)
 	}
 	b.Queue(getSQL, id).QueryRow(func(row pgx.Row) error {
 		var err error
@@ -169,7 +169,8 @@ func Queue(b *pgx.Batch, id string, dst *Project) error {
 	return nil
 }
 
-func notFound(id string) error {
+// NotFound is the error of a project id that does not exist.
+func NotFound(id string) error {
 	return apperr.New(apperr.NotFound, "project_not_found", "no project %q", id)
 }
 
@@ -178,13 +179,13 @@ func scanProject(row pgx.Row, id string) (Project, error) {
 	var raw, methods []byte
 	err := row.Scan(&p.ID, &p.Name, &p.TestMode, &p.Accounting, &p.RateLimitRPS, &p.RateLimitBurst, &raw, &p.CreatedAt, &p.UpdatedAt, &methods)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Project{}, notFound(id)
+		return Project{}, NotFound(id)
 	}
 	if err != nil {
 		return Project{}, fmt.Errorf("get project %s: %w", id, err)
 	}
-	if err := json.Unmarshal(raw, &p.Settings); err != nil {
-		return Project{}, fmt.Errorf("project %s settings: %w", id, err)
+	if p.Settings, err = DecodeSettings(id, raw); err != nil {
+		return Project{}, err
 	}
 	if methods != nil {
 		if err := json.Unmarshal(methods, &p.AccountingHistory); err != nil {
@@ -194,6 +195,15 @@ func scanProject(row pgx.Row, id string) (Project, error) {
 		p.AccountingHistory = []accounting.MethodChange{{From: p.CreatedAt.UTC().Year(), Method: p.Accounting}}
 	}
 	return p, nil
+}
+
+// DecodeSettings reads the settings column of project id.
+func DecodeSettings(id string, raw []byte) (Settings, error) {
+	var st Settings
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return Settings{}, fmt.Errorf("project %s settings: %w", id, err)
+	}
+	return st, nil
 }
 
 // Update is a change to a project; nil fields stay as they are.
