@@ -327,17 +327,30 @@ func TestMailerPoolSessionsAtOnce(t *testing.T) {
 	v := newInvoicing(t, false, nil)
 	relay := newFakeRelay(t)
 	relay.holdFor, relay.holdMax = 4, 10*time.Second
-	// Twelve deliveries for four workers: a mailer of a service beside the
-	// tests may claim some of them first (it sends them to the stack's sink).
-	recipients, ids := taskDeliveries(t, v.pool, v.project, 12)
 	m := onceMailer(t, v, relay.url, 4, 45*time.Second)
-	due(t, v.pool, ids)
-	if _, err := m.SendDue(context.Background(), 100); err != nil {
-		t.Fatal(err)
+	// Twelve deliveries for four workers. A mailer of a service beside the
+	// tests may claim some of them first (it sends them to the stack's
+	// sink); when it left fewer than four at once, another twelve.
+	var recipients, ids []string
+	most := 0
+	for try := 0; try < 3 && most < 4; try++ {
+		relay.mu.Lock()
+		relay.maxData, relay.gathered = 0, make(chan struct{})
+		relay.mu.Unlock()
+		r, i := taskDeliveries(t, v.pool, v.project, 12)
+		recipients, ids = append(recipients, r...), append(ids, i...)
+		due(t, v.pool, i)
+		if _, err := m.SendDue(context.Background(), 100); err != nil {
+			t.Fatal(err)
+		}
+		relay.mu.Lock()
+		n := relay.maxData
+		relay.mu.Unlock()
+		if n > 4 {
+			t.Fatalf("%d sessions in DATA at once, want at most 4", n)
+		}
+		most = max(most, n)
 	}
-	relay.mu.Lock()
-	most := relay.maxData
-	relay.mu.Unlock()
 	if most != 4 {
 		t.Errorf("%d sessions in DATA at once at most, want 4", most)
 	}
