@@ -177,6 +177,9 @@ type wrkResult struct {
 	// allocs is the service's heap allocations per request during the
 	// measured run (all its roles); 0 when the target was not the service.
 	allocs float64
+	// peakRSS is the service's highest resident memory during the
+	// measured run in bytes; 0 when the target was not the service.
+	peakRSS int64
 }
 
 func (r wrkResult) String() string {
@@ -193,6 +196,9 @@ func (r wrkResult) cost() string {
 	s := "CPU s per 1,000 requests: " + perThousand(r.cpu, r.total)
 	if r.allocs > 0 {
 		s += fmt.Sprintf("; %.0f allocations per request (service)", r.allocs)
+	}
+	if r.peakRSS > 0 {
+		s += fmt.Sprintf("; peak RSS %.0f MB (service)", float64(r.peakRSS)/(1<<20))
 	}
 	return s
 }
@@ -223,6 +229,7 @@ func (b *bench) wrk(ctx context.Context, url, script string, conns int, d time.D
 		b.profileAs = ""
 	}
 	service := url == b.baseURL
+	peak := service && b.server != nil && b.server.Process != nil && resetPeakRSS(b.server.Process.Pid)
 	mallocs0 := b.counter("go_memstats_mallocs_total", service)
 	procs0 := processTimes()
 	var buf bytes.Buffer
@@ -232,6 +239,10 @@ func (b *bench) wrk(ctx context.Context, url, script string, conns int, d time.D
 	out := buf.Bytes()
 	procs1 := processTimes()
 	mallocs1 := b.counter("go_memstats_mallocs_total", service)
+	var rss int64
+	if peak {
+		rss = peakRSS(b.server.Process.Pid)
+	}
 	if wait != nil {
 		wait()
 	}
@@ -248,6 +259,7 @@ func (b *bench) wrk(ctx context.Context, url, script string, conns int, d time.D
 	if r.total > 0 && service {
 		r.allocs = (mallocs1 - mallocs0) / float64(r.total)
 	}
+	r.peakRSS = rss
 	return r, nil
 }
 

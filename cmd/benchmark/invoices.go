@@ -195,6 +195,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 		rate, last.Sub(first).Round(time.Millisecond), total.Round(time.Millisecond), first.Sub(started).Round(time.Millisecond),
 		100*busyShare, perItem(shares, cfg.backlog))
 	profiled.Wait()
+	invoicerPeak := peakRSS(b.worker.Process.Pid) // since it started: the drain
 	b.stopServer() // its connections end: PostgreSQL's counters include their last transactions
 	counts1, err := b.counts(ctx)
 	if err != nil {
@@ -331,8 +332,8 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 				"(own process, %d workers) issues them (compute, CII XML, EN 16931 validation), renders their PDF/A-3 and archives them (live project: the locked bucket, COMPLIANCE retention)",
 				cfg.backlog, projects(cfg.projects), workers),
 			Measured: fmt.Sprintf("%.0f archived invoices/s (first to last archived) = %.0f %% of the archive's ceiling, all %d archived %.1f s after the invoicer started; "+
-				"meanwhile the machine was %.0f %% busy; CPU ms per invoice by process: %s; %s%s",
-				rate, 100*rate/puts, cfg.backlog, total.Seconds(), 100*busyShare, perItem(shares, cfg.backlog), requests, shared),
+				"meanwhile the machine was %.0f %% busy; the invoicer's peak RSS %.0f MB; CPU ms per invoice by process: %s; %s%s",
+				rate, 100*rate/puts, cfg.backlog, total.Seconds(), 100*busyShare, float64(invoicerPeak)/(1<<20), perItem(shares, cfg.backlog), requests, shared),
 			Ceiling: fmt.Sprintf("archive alone, archive.Put of the same PDF (%s, the XML of %s embedded) and manifest (%s) with COMPLIANCE retention, %d workers: %.0f invoices/s (%.0f objects/s); "+
 				"render.PDF of the same XML alone: %.0f PDFs/s on one core, %.0f on %d cores",
 				kb(len(pdf)), kb(len(xml)), kb(len(manifest)), workers, puts, 2*puts, pdfOne, pdfAll, runtime.GOMAXPROCS(0)) + "; " + floor,

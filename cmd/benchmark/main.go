@@ -11,8 +11,8 @@
 //     one ~1 KB JSONB row per transaction at the same concurrency, and the
 //     projection lag while the writes run;
 //   - soak: the write load's orders at the order target for ten minutes
-//     (-soak-for), with the RSS of each process of the stack at 0, 5 and
-//     10 minutes (flat: no growth);
+//     (-soak-for) after a minute's warm-up (-soak-warmup), with the RSS of
+//     each process of the stack at 0, 5 and 10 minutes (flat: no growth);
 //   - invoices: a backlog of orders drained to archived invoices by the
 //     invoicer, next to the archive's PUTs and the PDF rendering alone, and
 //     order accepted → invoice archived under a steady order rate;
@@ -87,6 +87,7 @@ func main() {
 	)
 	flag.IntVar(&sc.rate, "soak-rate", 3000, "orders per second offered during the soak (the order target; soak stage)")
 	flag.DurationVar(&sc.d, "soak-for", 10*time.Minute, "length of the soak; RSS is sampled at its start, middle and end (soak stage)")
+	flag.DurationVar(&sc.warmup, "soak-warmup", time.Minute, "load at the soak's rate before its start, so that its samples compare warm processes (soak stage)")
 	flag.StringVar(&benchMetricsAddr, "metrics-addr", benchMetricsAddr, "address of the service under test's metrics")
 	flag.IntVar(&rc.invoices, "role-invoices", 1000, "orders the invoicer drains on one core (roles stage)")
 	flag.IntVar(&rc.mails, "role-mails", 300, "e-mails the mailer sends (roles stage)")

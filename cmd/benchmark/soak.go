@@ -15,11 +15,12 @@ import (
 	"time"
 )
 
-// soakConfig is the soak stage's load: rate orders/s for d, with RSS
-// samples at its start, its middle and its end.
+// soakConfig is the soak stage's load: rate orders/s for warmup and then
+// d, with RSS samples at the start of d, its middle and its end.
 type soakConfig struct {
-	rate int
-	d    time.Duration
+	rate   int
+	d      time.Duration
+	warmup time.Duration
 }
 
 // soak sends the write load's realistic orders at a steady rate (the order
@@ -96,11 +97,17 @@ func (b *bench) soak(ctx context.Context, cfg soakConfig) ([]result, error) {
 	// memory also holds the collector's headroom, which follows the
 	// highest goal since the start and is returned slowly.
 	var heapGoal []float64
+	// The samples begin after the warm-up: a process just started holds
+	// no heap, caches or buffers yet, and any would "grow" from there.
 	at := []time.Duration{0, cfg.d / 2, cfg.d}
-	start := time.Now()
-	for _, t := range at {
+	start := time.Now().Add(cfg.warmup)
+	var acceptedAtStart int64
+	for i, t := range at {
 		if sleep(ctx, time.Until(start.Add(t))); ctx.Err() != nil {
 			break
+		}
+		if i == 0 {
+			acceptedAtStart = accepted.Load()
 		}
 		s := b.rssByProcess()
 		for k := range s {
@@ -166,10 +173,10 @@ func (b *bench) soak(ctx context.Context, cfg soakConfig) ([]result, error) {
 		}
 		return fmt.Sprintf("%.1f", d.Minutes())
 	}
-	rate := float64(accepted.Load()) / cfg.d.Seconds()
+	rate := float64(accepted.Load()-acceptedAtStart) / cfg.d.Seconds()
 	return []result{{
-		What: fmt.Sprintf("soak: RSS (PSS) of each process at %s, %s and %s minutes of %d orders/s offered (POST /v1/orders, realistic orders, all roles in one process)",
-			mins(0), mins(cfg.d/2), mins(cfg.d), cfg.rate),
+		What: fmt.Sprintf("soak: RSS (PSS) of each process at %s, %s and %s minutes of %d orders/s offered (POST /v1/orders, realistic orders, all roles in one process), after %s min of warm-up at that rate",
+			mins(0), mins(cfg.d/2), mins(cfg.d), cfg.rate, mins(cfg.warmup)),
 		Measured: fmt.Sprintf("%s; %.0f orders/s accepted; %s", strings.Join(parts, "; "), rate, verdict),
 		Ceiling:  "-",
 		Target:   "flat (no growth)",
@@ -235,6 +242,28 @@ func pss(pid int) int64 {
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
 		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// resetPeakRSS starts a new peak of pid's resident memory (VmHWM) from
+// its current size; false when the kernel does not allow it.
+func resetPeakRSS(pid int) bool {
+	return os.WriteFile(filepath.Join("/proc", strconv.Itoa(pid), "clear_refs"), []byte("5"), 0) == nil
+}
+
+// peakRSS is the highest resident memory of pid (VmHWM) in bytes since it
+// started or since resetPeakRSS; 0 when it cannot be read.
+func peakRSS(pid int) int64 {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb << 10
 		}

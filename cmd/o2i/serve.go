@@ -11,6 +11,7 @@ import (
 	"net/http"
 	_ "net/http/pprof"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -94,11 +95,19 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 	}
 
 	// Under a container's memory limit, the collector works harder as the
-	// heap nears 90 % of it instead of the process being killed (GOMEMLIMIT,
-	// when set, wins).
-	if limit, err := memlimit.Set(memlimit.WithRatio(0.9), memlimit.WithProvider(memlimit.FromCgroup)); err == nil && limit > 0 {
-		slog.Info("memory limit from the container", "GOMEMLIMIT", limit)
+	// heap nears 90 % of it instead of the process being killed; outside
+	// one, a default per core keeps the resident memory from following
+	// the highest live heap since the start (GOMEMLIMIT, when set, wins).
+	container, err := memlimit.Set(memlimit.WithRatio(0.9), memlimit.WithProvider(memlimit.FromCgroup))
+	if err != nil {
+		container = 0
 	}
+	_, envSet := os.LookupEnv("GOMEMLIMIT")
+	limit, source := memoryLimit(envSet, container, runtime.GOMAXPROCS(0))
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+	slog.Info("memory limit", "GOMEMLIMIT", debug.SetMemoryLimit(-1), "from", source)
 	if getenvGOGC() == "" {
 		// The service holds little long-lived heap; collecting less often
 		// trades memory (plentiful) for latency under load.
