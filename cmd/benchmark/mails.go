@@ -118,7 +118,7 @@ func (b *bench) mails(ctx context.Context, cfg mailConfig) ([]result, error) {
 	}
 	ceiling := float64(cfg.messages) / time.Since(t0).Seconds()
 	return []result{{
-		What: fmt.Sprintf("mailer: %d task notices drained by one mailer of %d workers (one claim, lease renewal, send over the worker's open SMTP connection and record each) "+
+		What: fmt.Sprintf("mailer: %d task notices drained by one mailer of %d workers (one claim, send over the worker's open SMTP connection and record each) "+
 			"into the stack's SMTP sink (%d retried)", cfg.messages, cfg.concurrency, failed),
 		Measured: fmt.Sprintf("%.0f mails/s", rate),
 		Ceiling:  fmt.Sprintf("%.0f mails/s (the same messages over %d SMTP connections at once, no database)", ceiling, cfg.concurrency),

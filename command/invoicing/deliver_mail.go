@@ -32,12 +32,15 @@ import (
 //
 // Mail once. A pool of Concurrency workers per process each claims one
 // delivery at a time with a token of its own and a lease sized to one
-// delivery (Timeout and LeaseMargin), not to a batch; no other mailer claims
-// the row while the lease holds. Each worker keeps its SMTP connection open
-// from one delivery to the next while they follow each other. Right before
-// sending the worker renews the lease to cover the whole send (the sender's
-// SessionTimeout, which go-mail cannot exceed) and LeaseMargin for the
-// record; a claim that has run out or been taken over is given up unsent.
+// delivery (Timeout for composing, the sender's SessionTimeout for the send,
+// which go-mail cannot exceed, and LeaseMargin for the record), not to a
+// batch; no other mailer claims the row while the lease holds. Each worker
+// keeps its SMTP connection open from one delivery to the next while they
+// follow each other. Right before sending the worker checks, by its own
+// clock from before the claim, that the lease still covers the session and
+// the margin; only when composing took longer does it renew the lease in
+// the database, and a claim that has run out or been taken over is then
+// given up unsent.
 // The outcome is recorded only under the worker's own token: a stale
 // claimer's result is dropped. Every attempt of a delivery carries the one Message-ID stored at
 // its first claim, so that the resend that remains possible (the relay
@@ -71,8 +74,9 @@ type Mailer struct {
 	// Backoff is the wait after the first failure (doubling, at most MaxBackoff).
 	Backoff, MaxBackoff time.Duration
 	// Timeout bounds one delivery before its SMTP session: reading the
-	// documents and composing the message; the claim's lease is Timeout and
-	// LeaseMargin. The session itself is bounded by the sender.
+	// documents and composing the message; the claim's lease is Timeout,
+	// the sender's SessionTimeout (which bounds the session itself) and
+	// LeaseMargin.
 	Timeout time.Duration
 	// LeaseMargin is how long a lease outlasts the work it covers: the
 	// time left to record the outcome before another mailer may claim the
@@ -122,6 +126,11 @@ type dueDelivery struct {
 	invoiceID, taskID, replyTo                         *string
 	attempts                                           int
 	token                                              string
+	// claimedAt is this process's time right before the claim's statement
+	// was sent (the lease runs from the database's time after it); lease is
+	// the lease the claim took.
+	claimedAt time.Time
+	lease     time.Duration
 
 	// Read with the claim, for the message: the document (nil when the
 	// delivery names none or it is gone) and the project's name and
@@ -209,11 +218,12 @@ func (m *Mailer) sendOne(ctx context.Context, conn *mail.Conn, dueBy *time.Time)
 }
 
 // claim takes one delivery due at dueBy (nil: now) whose lease (if any) has
-// run out, under a new token and a lease of Timeout and LeaseMargin, and
-// gives it its Message-ID unless it has one. ok is false when none is due.
+// run out, under a new token and a lease of Timeout, the session and
+// LeaseMargin, and gives it its Message-ID unless it has one. ok is false
+// when none is due.
 func (m *Mailer) claim(ctx context.Context, dueBy *time.Time) (dueDelivery, bool, error) {
-	d := dueDelivery{token: uuid.NewString()}
-	lease := m.Timeout + m.LeaseMargin
+	lease := m.Timeout + m.sender.SessionTimeout() + m.LeaseMargin
+	d := dueDelivery{token: uuid.NewString(), claimedAt: time.Now(), lease: lease}
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	// The document and the project the message needs come with the claim:
@@ -250,6 +260,15 @@ func (m *Mailer) claim(ctx context.Context, dueBy *time.Time) (dueDelivery, bool
 	return d, true, nil
 }
 
+// claimCovers reports whether a claim taken elapsed ago (measured from
+// before its statement was sent) with lease still holds through a session of
+// at most session and the margin after it. Only the mailer's claims write a
+// claim, and they take a delivery only once its lease has run out, so such a
+// claim is still the worker's: it sends without asking the database.
+func claimCovers(elapsed, lease, session, margin time.Duration) bool {
+	return elapsed >= 0 && elapsed+session+margin <= lease
+}
+
 // renew checks, right before the SMTP session, that d's claim is still this
 // worker's and valid, and extends its lease over the whole session and
 // LeaseMargin. false: the lease ran out or another mailer holds the delivery
@@ -267,8 +286,9 @@ func (m *Mailer) renew(ctx context.Context, d dueDelivery) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
-// deliver composes d's message within Timeout, renews the claim and sends
-// it (the sender bounds the session). attempted is false when the claim was
+// deliver composes d's message within Timeout, renews the claim when what
+// is left of its lease no longer covers the session, and sends it (the
+// sender bounds the session). attempted is false when the claim was
 // lost before the session: nothing was sent and nothing is to be recorded;
 // else cause is the attempt's error.
 func (m *Mailer) deliver(ctx context.Context, conn *mail.Conn, d dueDelivery) (attempted bool, cause error) {
@@ -276,13 +296,15 @@ func (m *Mailer) deliver(ctx context.Context, conn *mail.Conn, d dueDelivery) (a
 	if err != nil {
 		return true, err
 	}
-	ok, err := m.renew(ctx, d)
-	if err != nil {
-		return true, err
-	}
-	if !ok {
-		slog.Warn("mailer: claim lost before sending (lease ran out or taken over), not sent", "deliveryId", d.id, "orderNo", d.orderNo)
-		return false, nil
+	if !claimCovers(time.Since(d.claimedAt), d.lease, m.sender.SessionTimeout(), m.LeaseMargin) {
+		ok, err := m.renew(ctx, d)
+		if err != nil {
+			return true, err
+		}
+		if !ok {
+			slog.Warn("mailer: claim lost before sending (lease ran out or taken over), not sent", "deliveryId", d.id, "orderNo", d.orderNo)
+			return false, nil
+		}
 	}
 	return true, conn.Send(ctx, msg)
 }

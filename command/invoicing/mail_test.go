@@ -378,9 +378,11 @@ func TestMailerStaleClaimDropped(t *testing.T) {
 	ctx := context.Background()
 	m1 := onceMailer(t, v, relay.url, 1, 10*time.Second)
 	m2 := onceMailer(t, v, relay.url, 1, 10*time.Second)
-	claim := func() (invoicing.Claim, string) {
+	// claim claims a delivery with m1's composing time set to compose:
+	// its lease is that, the session (10 s) and the margin (0.5 s).
+	claim := func(compose time.Duration) (invoicing.Claim, string) {
 		t.Helper()
-		m1.Timeout = time.Minute // a lease that holds through the test
+		m1.Timeout = compose
 		defer func() { m1.Timeout = 500 * time.Millisecond }()
 		for try := 0; ; try++ { // a service beside the tests may claim it first
 			recipients, ids := taskDeliveries(t, v.pool, v.project, 1)
@@ -411,11 +413,24 @@ func TestMailerStaleClaimDropped(t *testing.T) {
 		_, _ = v.pool.Exec(ctx, `UPDATE mail_deliveries SET status = 'blocked' WHERE id = $1`, id)
 	}
 
-	// Taken over before the session: not sent, nothing recorded.
-	c, to := claim()
+	leaseOf := func(id string) time.Time {
+		t.Helper()
+		var until time.Time
+		if err := v.pool.QueryRow(ctx, `SELECT lease_until FROM mail_deliveries WHERE id = $1`, id).Scan(&until); err != nil {
+			t.Fatal(err)
+		}
+		return until
+	}
+
+	// Taken over before the session: the claim no longer covered the
+	// session (composing took longer than its lease allowed for), so the
+	// worker asked the database, which names another claimer: not sent,
+	// nothing recorded.
+	c, to := claim(300 * time.Millisecond)
 	if n, err := m2.SendDue(ctx, 10); err != nil || n != 0 {
 		t.Errorf("second mailer during the lease: %d tried (%v), want none", n, err)
 	}
+	time.Sleep(400 * time.Millisecond) // more than the composing time the lease allows for
 	takeOver(c.ID())
 	if attempted, err := m1.Deliver(ctx, c); attempted || err != nil {
 		t.Errorf("delivery under a lost claim: attempted %v (%v), want not attempted", attempted, err)
@@ -433,10 +448,16 @@ func TestMailerStaleClaimDropped(t *testing.T) {
 	}
 	release(c.ID())
 
-	// Taken over after the session: the send is not recorded by the stale claimer.
-	c, to = claim()
+	// A claim that still covers the session sends without renewing its
+	// lease (no statement before the session); taken over after the
+	// session, the send is not recorded by the stale claimer.
+	c, to = claim(time.Minute)
+	before := leaseOf(c.ID())
 	if attempted, err := m1.Deliver(ctx, c); !attempted || err != nil {
 		t.Fatalf("delivery under its claim: attempted %v (%v)", attempted, err)
+	}
+	if after := leaseOf(c.ID()); !after.Equal(before) {
+		t.Errorf("the lease moved from %s to %s: renewed although the claim covered the session", before, after)
 	}
 	takeOver(c.ID())
 	if err := m1.Record(ctx, c, nil); err != nil {
@@ -449,4 +470,25 @@ func TestMailerStaleClaimDropped(t *testing.T) {
 		t.Errorf("received %q, want Message-ID %q once", got, c.MessageID())
 	}
 	release(c.ID())
+
+	// Composing took longer than the lease allows for, the claim is still
+	// the worker's: renewed over the session, then sent and recorded.
+	c, to = claim(300 * time.Millisecond)
+	before = leaseOf(c.ID())
+	time.Sleep(400 * time.Millisecond)
+	if attempted, err := m1.Deliver(ctx, c); !attempted || err != nil {
+		t.Fatalf("delivery under a claim renewed before the session: attempted %v (%v)", attempted, err)
+	}
+	if after := leaseOf(c.ID()); !after.After(before) {
+		t.Errorf("the lease stayed at %s (now %s): not renewed although composing outlasted what it allowed for", before, after)
+	}
+	if err := m1.Record(ctx, c, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := deliveryByID(t, v.pool, c.ID()); d.status != "sent" || d.attempts != 1 {
+		t.Errorf("after the record under a renewed claim %+v, want it sent after one attempt", d)
+	}
+	if got := relay.received(to); len(got) != 1 || got[0] != c.MessageID() {
+		t.Errorf("received %q, want Message-ID %q once", got, c.MessageID())
+	}
 }
