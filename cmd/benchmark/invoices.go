@@ -195,7 +195,8 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 		rate, last.Sub(first).Round(time.Millisecond), total.Round(time.Millisecond), first.Sub(started).Round(time.Millisecond),
 		100*busyShare, perItem(shares, cfg.backlog))
 	profiled.Wait()
-	invoicerPeak := peakRSS(b.worker.Process.Pid) // since it started: the drain
+	// The invoicer's peak RSS since it started: the drain's.
+	invoicerPeak := peakRSS(b.worker.Process.Pid)
 	b.stopServer() // its connections end: PostgreSQL's counters include their last transactions
 	counts1, err := b.counts(ctx)
 	if err != nil {
