@@ -368,7 +368,16 @@ func (b *bench) stackProcess(pid int, comm string) string {
 	case "minio":
 		return "MinIO"
 	case "devstack":
-		return "broker (kfake) and fakes"
+		// The local stack's own processes: the broker, and the fakes that
+		// stand in for what runs elsewhere in production (the SMTP relay,
+		// the payment provider).
+		switch pid {
+		case pidFile(".dev/kafka.pid"):
+			return "broker (kfake)"
+		case pidFile(".dev/smtp.pid"):
+			return "SMTP sink (the relay's stand-in)"
+		}
+		return "payment provider fakes"
 	case "redis-server":
 		return "Redis"
 	}

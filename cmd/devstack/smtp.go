@@ -104,19 +104,31 @@ func (s *sinkSession) Rcpt(to string, _ *smtp.RcptOptions) error {
 	return nil
 }
 
-// Data writes the message, atomically: a reader never sees half a file.
+// Data writes the message, atomically: a reader never sees half a file. It
+// streams into the file in large writes (no copy of the whole message).
 func (s *sinkSession) Data(r io.Reader) error {
-	raw, err := io.ReadAll(r)
+	name := fmt.Sprintf("%d-%06d.eml", time.Now().UnixNano(), s.b.seq.Add(1))
+	tmp := filepath.Join(s.b.dir, "."+name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	name := fmt.Sprintf("%d-%06d.eml", time.Now().UnixNano(), s.b.seq.Add(1))
-	tmp := filepath.Join(s.b.dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
+	buf := sinkBuffers.Get().(*[]byte)
+	_, err = io.CopyBuffer(struct{ io.Writer }{f}, r, *buf) // the file's ReadFrom would copy in 32 KB
+	sinkBuffers.Put(buf)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(s.b.dir, name))
 }
+
+// sinkBuffers are the copy buffers of Data (an invoice's message is about
+// 90 KB).
+var sinkBuffers = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
 
 func (s *sinkSession) Reset()        { s.to = nil }
 func (s *sinkSession) Logout() error { return nil }
