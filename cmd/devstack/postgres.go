@@ -37,6 +37,10 @@ func pgSettings(cfg *config) string {
 		"maintenance_work_mem = 128MB",
 		"effective_cache_size = 2GB",
 		"max_wal_size = 2GB",
+		// Full-page images (the first change of a page after each
+		// checkpoint) are about half of the WAL an invoice writes;
+		// compressed, the WAL is a fifth smaller for little CPU.
+		"wal_compression = lz4",
 		"random_page_cost = 1.1",
 		"synchronous_commit = on",
 		"fsync = on",
