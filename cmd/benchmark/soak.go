@@ -235,13 +235,17 @@ func (b *bench) rssByProcess() map[string]int64 {
 // with each page shared among n processes counted 1/n, so that the
 // backends of PostgreSQL, which all map its shared buffers, sum to what
 // they hold together.
-func pss(pid int) int64 {
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+func pss(pid int) int64 { return procKB(pid, "smaps_rollup", "Pss:") }
+
+// procKB is the field (its name with the colon) of pid's /proc file, a
+// size in kB, in bytes; 0 when it cannot be read.
+func procKB(pid int, file, field string) int64 {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), file))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb << 10
 		}
@@ -257,19 +261,7 @@ func resetPeakRSS(pid int) bool {
 
 // peakRSS is the highest resident memory of pid (VmHWM) in bytes since it
 // started or since resetPeakRSS; 0 when it cannot be read.
-func peakRSS(pid int) int64 {
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func peakRSS(pid int) int64 { return procKB(pid, "status", "VmHWM:") }
 
 func rssLine(s map[string]int64) string {
 	var parts []string
