@@ -430,7 +430,7 @@ func TestMailerStaleClaimDropped(t *testing.T) {
 	if n, err := m2.SendDue(ctx, 10); err != nil || n != 0 {
 		t.Errorf("second mailer during the lease: %d tried (%v), want none", n, err)
 	}
-	time.Sleep(400 * time.Millisecond) // more than the composing time the lease allows for
+	time.Sleep(800 * time.Millisecond) // more than the composing time the lease allows for
 	takeOver(c.ID())
 	if attempted, err := m1.Deliver(ctx, c); attempted || err != nil {
 		t.Errorf("delivery under a lost claim: attempted %v (%v), want not attempted", attempted, err)
@@ -475,7 +475,7 @@ func TestMailerStaleClaimDropped(t *testing.T) {
 	// the worker's: renewed over the session, then sent and recorded.
 	c, to = claim(300 * time.Millisecond)
 	before = leaseOf(c.ID())
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(800 * time.Millisecond) // the renewal moves the lease past the claim's even if the claim took a while
 	if attempted, err := m1.Deliver(ctx, c); !attempted || err != nil {
 		t.Fatalf("delivery under a claim renewed before the session: attempted %v (%v)", attempted, err)
 	}
