@@ -94,8 +94,8 @@ func queue(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, ev
 // envelope first, which applies it or names why it cannot be (a
 // poisonError).
 func queueMessage(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, topic string, raw []byte) (orderRef, appliedEvent, error) {
-	if ref, applied, ok := queueDecoded(orders, invoices, topic, raw); ok {
-		return ref, applied, nil
+	if ref, applied, ok, err := queueDecoded(orders, invoices, topic, raw); ok {
+		return ref, applied, err
 	}
 	ev, err := event.Decode(raw)
 	if err != nil {
@@ -106,27 +106,28 @@ func queueMessage(orders map[orderRef]orderState, invoices map[[2]string]invoice
 }
 
 // queueDecoded is queue for a message of a topic whose events all carry one
-// kind of data: envelope and data are decoded in one pass. It reports false
-// when the message is not such an event of a known type and schema version
-// 1 (or does not decode so), having queued nothing.
-func queueDecoded(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, topic string, raw []byte) (orderRef, appliedEvent, bool) {
+// kind of data: envelope and data are decoded in one pass, and the event is
+// queued or refused as queue would (err). ok is false when the message is
+// not such an event of a known type and schema version 1 (or does not
+// decode so), having queued nothing.
+func queueDecoded(orders map[orderRef]orderState, invoices map[[2]string]invoiceRow, topic string, raw []byte) (ref orderRef, applied appliedEvent, ok bool, err error) {
 	switch topic {
 	case event.TopicOrders:
-		ev, err := event.DecodeAs[orderData](raw)
-		if err != nil || ev.Version != 1 || !isOrderEvent(ev.Type) {
-			return orderRef{}, appliedEvent{}, false
+		ev, derr := event.DecodeAs[orderData](raw)
+		if derr != nil || ev.Version != 1 || !isOrderEvent(ev.Type) {
+			return orderRef{}, appliedEvent{}, false, nil
 		}
-		ref, err := queueOrder(orders, ev.Type, ev.ProjectID, ev.Data)
-		return ref, appliedEvent{ev.Type, ev.OccurredAt}, err == nil
+		ref, err = queueOrder(orders, ev.Type, ev.ProjectID, ev.Data)
+		return ref, appliedEvent{ev.Type, ev.OccurredAt}, true, err
 	case event.TopicInvoices:
-		ev, err := event.DecodeAs[event.Invoice](raw)
-		if err != nil || ev.Version != 1 || !isInvoiceEvent(ev.Type) {
-			return orderRef{}, appliedEvent{}, false
+		ev, derr := event.DecodeAs[event.Invoice](raw)
+		if derr != nil || ev.Version != 1 || !isInvoiceEvent(ev.Type) {
+			return orderRef{}, appliedEvent{}, false, nil
 		}
-		ref, err := queueInvoice(invoices, ev.Type, ev.ProjectID, ev.Data)
-		return ref, appliedEvent{ev.Type, ev.OccurredAt}, err == nil
+		ref, err = queueInvoice(invoices, ev.Type, ev.ProjectID, ev.Data)
+		return ref, appliedEvent{ev.Type, ev.OccurredAt}, true, err
 	}
-	return orderRef{}, appliedEvent{}, false
+	return orderRef{}, appliedEvent{}, false, nil
 }
 
 // appliedEvent is what the projector's metrics need of an applied event.

@@ -105,7 +105,7 @@ func (s *sinkSession) Rcpt(to string, _ *smtp.RcptOptions) error {
 }
 
 // Data writes the message, atomically: a reader never sees half a file. It
-// streams into the file in large writes (no copy of the whole message).
+// streams into the file (no copy of the whole message in memory).
 func (s *sinkSession) Data(r io.Reader) error {
 	name := fmt.Sprintf("%d-%06d.eml", time.Now().UnixNano(), s.b.seq.Add(1))
 	tmp := filepath.Join(s.b.dir, "."+name+".tmp")
@@ -113,9 +113,7 @@ func (s *sinkSession) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	buf := sinkBuffers.Get().(*[]byte)
-	_, err = io.CopyBuffer(struct{ io.Writer }{f}, r, *buf) // the file's ReadFrom would copy in 32 KB
-	sinkBuffers.Put(buf)
+	_, err = io.Copy(f, r)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -125,10 +123,6 @@ func (s *sinkSession) Data(r io.Reader) error {
 	}
 	return os.Rename(tmp, filepath.Join(s.b.dir, name))
 }
-
-// sinkBuffers are the copy buffers of Data (an invoice's message is about
-// 90 KB).
-var sinkBuffers = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
 
 func (s *sinkSession) Reset()        { s.to = nil }
 func (s *sinkSession) Logout() error { return nil }
