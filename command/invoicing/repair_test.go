@@ -21,8 +21,27 @@ import (
 // taking the same two again: it stores and anchors it, and, as its number
 // comes after theirs, it waits for them to be chained (its own backoff),
 // which a document of another number range would not.
+//
+// Any invoicer repairs any project's documents, and the invoicers of other
+// tests on the shared stack run beside this one: when one of them holds the
+// third document's claim after the rounds (no attempt recorded yet, its
+// lease running), the scenario runs again in a new project, at most three
+// times; the assertions are those of the last run.
 func TestArchiveRepairMovesPastDocumentsItCannotArchive(t *testing.T) {
 	t.Parallel()
+	for try := 1; ; try++ {
+		if !repairMovesPast(t, try == 3) {
+			return
+		}
+	}
+}
+
+// repairMovesPast runs the scenario of
+// TestArchiveRepairMovesPastDocumentsItCannotArchive once in a new project.
+// It reports true, asserting nothing, when another invoicer held the third
+// document's claim and last is false.
+func repairMovesPast(t *testing.T, last bool) (disturbed bool) {
+	t.Helper()
 	ctx := context.Background()
 	v := newInvoicing(t, true, nil)
 	var ids []string
@@ -55,6 +74,9 @@ func TestArchiveRepairMovesPastDocumentsItCannotArchive(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 	}
+	if s, attempts, waiting := status(ids[2]); s == "created" && attempts == 0 && waiting && !last {
+		return true // claimed by another invoicer of the shared stack
+	}
 	if s, attempts, waiting := status(ids[2]); s != "created" || attempts != 1 || !waiting || !v.anchored(ids[2]) {
 		t.Errorf("the document behind the two broken ones: %s, %d attempts, waiting %v, anchored %v after two rounds; want created, "+
 			"1 attempt, waiting, anchored (it comes after them in number order)", s, attempts, waiting, v.anchored(ids[2]))
@@ -64,6 +86,7 @@ func TestArchiveRepairMovesPastDocumentsItCannotArchive(t *testing.T) {
 			t.Errorf("broken document %s: %s, %d attempts, waiting %v; want created, 1 attempt, waiting its backoff", id, s, attempts, waiting)
 		}
 	}
+	return false
 }
 
 // TestTwoInvoicersNeverRetryTheSameItem: two invoicers claim the due items
