@@ -28,8 +28,11 @@ type ttf struct {
 // copiedTables are written into a subset unchanged if the font has them;
 // head, hhea, maxp, post, cmap, hmtx, loca and glyf are rewritten. The
 // layout tables (GPOS, GSUB, kern) are left out: the PDF positions every
-// glyph itself.
-var copiedTables = []string{"OS/2", "cvt ", "fpgm", "gasp", "name", "prep"}
+// glyph itself. So is the hinting (the cvt, fpgm and prep tables and each
+// glyph's instructions): it fits outlines to a screen's pixel grid, and was
+// more than half of a subset's bytes (docs/performance.md). The name table
+// stays: it carries the font's copyright and licence.
+var copiedTables = []string{"OS/2", "gasp", "name"}
 
 // parseTTF reads the tables of a TrueType font that a subset needs.
 func parseTTF(data []byte) (*ttf, error) {
@@ -270,23 +273,32 @@ func fixedTiers(f *ttf, used map[int]int) (int, bool) {
 
 // Composite glyph flags (TrueType glyf table).
 const (
-	argsAreWords    = 0x0001
-	haveScale       = 0x0008
-	moreComponents  = 0x0020
-	haveXYScale     = 0x0040
-	haveTwoByTwo    = 0x0080
-	compositeHeader = 10
+	argsAreWords     = 0x0001
+	haveScale        = 0x0008
+	moreComponents   = 0x0020
+	haveXYScale      = 0x0040
+	haveTwoByTwo     = 0x0080
+	haveInstructions = 0x0100
+	compositeHeader  = 10
 )
 
 // components calls fn with the offset (within the glyph) of each component
 // glyph index of a composite glyph; it does nothing for a simple glyph.
 func components(g []byte, fn func(at int)) {
+	componentFlags(g, func(at int) { fn(at + 2) })
+}
+
+// componentFlags calls fn with the offset of each component's flags in a
+// composite glyph and returns the offset right after the last component
+// (where the glyph's instructions, if any, begin); it returns 0 for a
+// simple glyph, and for a composite one whose last component is cut off.
+func componentFlags(g []byte, fn func(at int)) (end int) {
 	if len(g) < compositeHeader || int16(binary.BigEndian.Uint16(g)) >= 0 {
-		return
+		return 0
 	}
 	for at := compositeHeader; at+4 <= len(g); {
 		flags := binary.BigEndian.Uint16(g[at:])
-		fn(at + 2)
+		fn(at)
 		at += 4
 		if flags&argsAreWords != 0 {
 			at += 4
@@ -302,9 +314,45 @@ func components(g []byte, fn func(at int)) {
 			at += 8
 		}
 		if flags&moreComponents == 0 {
-			return
+			if at > len(g) {
+				return 0
+			}
+			return at
 		}
 	}
+	return 0
+}
+
+// appendOutline appends glyph g to dst without its hinting instructions:
+// a simple glyph keeps its contours, flags and coordinates with an
+// instruction length of 0; a composite glyph ends after its last component,
+// none of which says it has instructions. A glyph it cannot read is
+// appended as it is.
+func appendOutline(dst, g []byte) []byte {
+	be := binary.BigEndian
+	if len(g) < compositeHeader {
+		return append(dst, g...) // an empty glyph (space)
+	}
+	if contours := int16(be.Uint16(g)); contours >= 0 {
+		at := compositeHeader + 2*int(contours) // the instruction length
+		if len(g) < at+2 || len(g) < at+2+int(be.Uint16(g[at:])) {
+			return append(dst, g...)
+		}
+		rest := g[at+2+int(be.Uint16(g[at:])):]
+		dst = append(append(dst, g[:at]...), 0, 0)
+		return append(dst, rest...)
+	}
+	start := len(dst)
+	end := componentFlags(g, func(int) {})
+	if end == 0 {
+		return append(dst, g...)
+	}
+	dst = append(dst, g[:end]...)
+	componentFlags(dst[start:], func(at int) {
+		at += start
+		be.PutUint16(dst[at:], be.Uint16(dst[at:])&^haveInstructions)
+	})
+	return dst
 }
 
 func (f *ttf) glyphData(g uint16) []byte { return f.glyf[f.loca[g]:f.loca[g+1]] }
@@ -356,7 +404,7 @@ func (f *ttf) subset(runes []rune) fontSubset {
 		binary.BigEndian.PutUint16(hmtx[4*i:], f.advance[g])
 		binary.BigEndian.PutUint16(hmtx[4*i+2:], uint16(f.lsb[g]))
 		start := len(glyf)
-		glyf = append(glyf, f.glyphData(g)...)
+		glyf = appendOutline(glyf, f.glyphData(g))
 		ng := glyf[start:]
 		components(ng, func(at int) {
 			binary.BigEndian.PutUint16(ng[at:], newGID[binary.BigEndian.Uint16(ng[at:])])
@@ -375,6 +423,12 @@ func (f *ttf) subset(runes []rune) fontSubset {
 	binary.BigEndian.PutUint16(hhea[34:], n)
 	maxp := slices.Clone(f.tables["maxp"])
 	binary.BigEndian.PutUint16(maxp[4:], n)
+	if len(maxp) >= 32 {
+		// Version 1.0: without hinting, one zone and no twilight points,
+		// storage, functions, instructions or stack.
+		binary.BigEndian.PutUint16(maxp[14:], 1)
+		clear(maxp[16:28])
+	}
 	// post version 3: no glyph names.
 	post := make([]byte, 32)
 	copy(post, f.tables["post"][:16])

@@ -34,7 +34,7 @@ func TestFontSubset(t *testing.T) {
 		if sum := checksum(sub.program); sum != 0xB1B0AFBA {
 			t.Errorf("%s: font checksum %#x, want 0xB1B0AFBA", f.key, sum)
 		}
-		composites := 0
+		composites, hinted := 0, 0
 		for _, r := range runes {
 			og, ng := orig.glyph[r], got.glyph[r]
 			if og == 0 || ng == 0 {
@@ -54,21 +54,44 @@ func TestFontSubset(t *testing.T) {
 				t.Fatalf("%s: %q has %d components, %d in the subset", f.key, r, len(oc), len(nc))
 			}
 			for i := range oc {
-				if !bytes.Equal(orig.glyphData(oc[i]), got.glyphData(nc[i])) {
+				if !sameOutline(orig.glyphData(oc[i]), got.glyphData(nc[i])) {
 					t.Errorf("%s: component %d of %q differs in the subset", f.key, i, r)
 				}
 			}
+			componentFlags(nd, func(at int) {
+				if binary.BigEndian.Uint16(nd[at:])&haveInstructions != 0 {
+					t.Errorf("%s: a component of %q keeps instructions", f.key, r)
+				}
+			})
 			if len(oc) > 0 {
 				composites++
 				continue
 			}
-			// Simple glyphs are copied as they are, up to the padding.
-			if !bytes.Equal(od, nd[:len(od)]) {
+			// Simple glyphs are copied without their instructions, up to
+			// the padding.
+			if !sameOutline(od, nd) {
 				t.Errorf("%s: outline of %q differs in the subset", f.key, r)
+			}
+			if len(od) == 0 {
+				continue // space
+			}
+			if _, ins, _ := splitSimple(od); len(ins) > 0 {
+				hinted++
 			}
 		}
 		if composites == 0 {
 			t.Errorf("%s: no composite glyph among %q", f.key, string(runes))
+		}
+		if hinted == 0 {
+			t.Errorf("%s: no glyph among %q has instructions to leave out", f.key, string(runes))
+		}
+		for _, table := range []string{"cvt ", "fpgm", "prep"} {
+			if got.tables[table] != nil {
+				t.Errorf("%s: the subset has the hinting table %q", f.key, table)
+			}
+		}
+		if got.tables["name"] == nil {
+			t.Errorf("%s: the subset lacks the name table (copyright, licence)", f.key)
 		}
 		// The characters' glyphs, their components and .notdef.
 		if n := len(got.advance); n > 2*len(runes)+1 {
@@ -155,7 +178,7 @@ func TestFixedFontSubset(t *testing.T) {
 				od, nd := f.prog.glyphData(og), got.glyphData(ng)
 				simple := true
 				components(od, func(int) { simple = false })
-				if simple && !bytes.Equal(od, nd[:len(od)]) {
+				if simple && !sameOutline(od, nd) {
 					t.Errorf("%s: outline of %q differs in fixed subset %d", f.key, r, tiers)
 				}
 			}
@@ -195,6 +218,28 @@ func TestFixedFontSubset(t *testing.T) {
 	}
 }
 
+// splitSimple splits a simple glyph as TrueType lays it out: a 10-byte
+// header and the contours' end points (head), the instructions with their
+// length in front (ins, without the length), the flags and coordinates
+// (rest).
+func splitSimple(g []byte) (head, ins, rest []byte) {
+	at := compositeHeader + 2*int(int16(binary.BigEndian.Uint16(g)))
+	n := int(binary.BigEndian.Uint16(g[at:]))
+	return g[:at], g[at+2 : at+2+n], g[at+2+n:]
+}
+
+// sameOutline reports whether subset glyph nd is original glyph od without
+// its instructions, up to nd's padding to four bytes.
+func sameOutline(od, nd []byte) bool {
+	if len(od) == 0 {
+		return len(nd) == 0
+	}
+	head, _, rest := splitSimple(od)
+	want := slices.Concat(head, []byte{0, 0}, rest)
+	return len(nd) >= len(want) && len(nd) < len(want)+4 && bytes.Equal(want, nd[:len(want)]) &&
+		!slices.ContainsFunc(nd[len(want):], func(b byte) bool { return b != 0 })
+}
+
 func inflate(t *testing.T, b []byte) []byte {
 	t.Helper()
 	r, err := zlib.NewReader(bytes.NewReader(b))
@@ -206,4 +251,36 @@ func inflate(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestAppendOutline: a glyph loses its hinting instructions and nothing
+// else; one it cannot read is kept as it is.
+func TestAppendOutline(t *testing.T) {
+	t.Parallel()
+	header := func(contours int16) []byte {
+		return []byte{byte(uint16(contours) >> 8), byte(contours), 0, 1, 0, 2, 0, 3, 0, 4} // bounding box 1..4
+	}
+	simple := slices.Concat(header(1), []byte{0, 2}, []byte{0, 3, 0xB0, 0x01, 0x2C}, []byte{1, 1, 1, 5, 6, 7, 8, 9, 10})
+	composite := slices.Concat(header(-1),
+		[]byte{0x00, 0x20 | 0x0001, 0, 7, 0, 1, 0, 2}, // more components, word arguments, glyph 7
+		[]byte{0x01, 0x00, 0, 9, 3, 4},                // has instructions, byte arguments, glyph 9
+		[]byte{0, 2, 0xB0, 0x01})
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want []byte
+	}{
+		{"simple with instructions", simple, slices.Concat(header(1), []byte{0, 2}, []byte{0, 0}, []byte{1, 1, 1, 5, 6, 7, 8, 9, 10})},
+		{"simple without instructions", slices.Concat(header(1), []byte{0, 2, 0, 0, 1, 1, 1}), slices.Concat(header(1), []byte{0, 2, 0, 0, 1, 1, 1})},
+		{"composite with instructions", composite, slices.Concat(header(-1), []byte{0x00, 0x21, 0, 7, 0, 1, 0, 2}, []byte{0x00, 0x00, 0, 9, 3, 4})},
+		{"empty (space)", nil, nil},
+		{"instructions cut off", simple[:14], simple[:14]},
+		{"last component cut off", composite[:20], composite[:20]},
+	} {
+		prefix := []byte{0xEE}
+		got := appendOutline(slices.Clone(prefix), c.in)
+		if !bytes.Equal(got, slices.Concat(prefix, c.want)) {
+			t.Errorf("%s: % x, want % x", c.name, got[1:], c.want)
+		}
+	}
 }
