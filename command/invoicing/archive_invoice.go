@@ -200,7 +200,34 @@ const maxMarkTries = 5
 // one the invoice was read with, plus one; done is false, with nothing
 // written, when the invoice has another version or status by now (archived
 // meanwhile, or changed): the caller then reads it again.
+//
+// While this process's mailer runs and has room, the delivery is recorded
+// already claimed for it and handed to it, with what its message needs:
+// the mailer sends it without a claim of its own (a statement and a commit
+// less per e-mail). Should the process stop before the mailer records the
+// outcome, the claim's lease runs out and any mailer sends it, as after a
+// crash in the middle of any claim.
 func (s *Service) markArchived(ctx context.Context, arc *archive.Archive, inv event.Invoice, mSt archive.Stored, now time.Time) (done bool, err error) {
+	var (
+		m         *Mailer
+		claim     dueDelivery
+		token     *string
+		leaseMS   *int64
+		messageID *string
+	)
+	if m = s.mailer.Load(); m != nil && !inv.TestMode && m.reserve(inv.ProjectID) {
+		var id string
+		claim, id = m.newClaim()
+		ms := claim.lease.Milliseconds()
+		token, leaseMS, messageID = &claim.token, &ms, &id
+		defer func() {
+			if claim.id != "" && done && err == nil {
+				m.handOff(claim)
+			} else {
+				m.release()
+			}
+		}()
+	}
 	projectID := inv.ProjectID
 	read := inv.Version
 	inv.Version++
@@ -215,10 +242,10 @@ func (s *Service) markArchived(ctx context.Context, arc *archive.Archive, inv ev
 	}
 	args := append([]any{projectID, inv.ID, now, read}, anchorValues(arc.Bucket(), mSt)...)
 	// The document goes to the order's e-mail (blocked in test mode).
-	args = append(args, orders.DocumentMailArgs(projectID, inv.ID, inv.OrderID, inv.OrderNo, inv.TestMode)...)
+	args = append(args, orders.DocumentMailArgs(projectID, inv.ID, inv.OrderID, inv.OrderNo, inv.TestMode, token, leaseMS, messageID)...)
 	args = append(args, evRow...)
 	var marked int64
-	if err := s.pool.QueryRow(ctx, markArchivedSQL, args...).Scan(&marked); err != nil {
+	if err := scanClaimed(s.pool.QueryRow(ctx, markArchivedSQL, args...), &claim, &marked); err != nil {
 		return false, err
 	}
 	return marked == 1, nil
@@ -246,7 +273,9 @@ var markArchivedSQL = func() string {
 	mail AS (` + orders.DocumentMailSQL("mark", mailFirst) + `),
 	ev AS (
 		INSERT INTO outbox (` + outbox.Columns + `) SELECT ` + params(eventFirst, strings.Count(outbox.Columns, ",")+1) + ` FROM mark)
-	SELECT count(*) FROM mark`
+	SELECT m.n, ` + claimedColumns + `
+	FROM (SELECT count(*) AS n FROM mark) m
+		LEFT JOIN mail c ON $` + strconv.Itoa(mailFirst+6) + `::uuid IS NOT NULL ` + claimedJoins
 }()
 
 // params is "$first, …, $(first+n-1)".

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -88,6 +89,12 @@ type Mailer struct {
 	// ProjectID, when set, limits the mailer to that project's deliveries
 	// (a mailer over an archive of its own, as in tests); empty: all.
 	ProjectID string
+
+	// handoff holds deliveries this process's archiving claimed for the
+	// running mailer when it recorded them (Service.markArchived); reserved
+	// counts the places taken in it, at most its capacity.
+	handoff  chan dueDelivery
+	reserved atomic.Int64
 }
 
 // NewMailer returns the mailer sending through sender; documents are read from a.
@@ -98,26 +105,127 @@ func NewMailer(s *Service, a *archive.Archive, sender *mail.Sender) *Mailer {
 
 func (m *Mailer) workers() int { return max(m.Concurrency, 1) }
 
-// Run sends due deliveries with Concurrency workers until ctx ends.
+// Run sends due deliveries with Concurrency workers until ctx ends. While it
+// runs, the documents its Service archives come with their delivery already
+// claimed for it (handed off): a worker sends them without claiming them in
+// the database first. Each worker takes a handed-off delivery before it
+// looks for due ones, and looks for those one after another while it finds
+// any, else once every Every.
 func (m *Mailer) Run(ctx context.Context) error {
+	m.handoff = make(chan dueDelivery, m.workers())
+	m.svc.mailer.Store(m)
 	var wg sync.WaitGroup
 	for range m.workers() {
 		wg.Go(func() {
 			conn := m.sender.Conn()
 			defer conn.Close()
+			var handed *dueDelivery
+			var lookAt time.Time // when to look for due deliveries next (zero: now)
 			for ctx.Err() == nil {
+				if handed == nil {
+					handed = m.takeHandedOff()
+				}
+				if handed != nil {
+					if err := m.send(ctx, conn, *handed); err != nil && ctx.Err() == nil {
+						slog.Warn("mailer: sending a handed-off delivery", "err", err)
+					}
+					handed = nil
+					continue
+				}
+				if wait := time.Until(lookAt); wait > 0 {
+					handed = m.idle(ctx, wait)
+					continue
+				}
+				// Due deliveries one after another while there are any,
+				// else again after Every.
 				tried, err := m.sendOne(ctx, conn, nil)
 				if err != nil && ctx.Err() == nil {
 					slog.Warn("mailer: sending a due delivery", "err", err)
 				}
+				lookAt = time.Time{}
 				if tried == "" || err != nil {
-					sleep(ctx, m.Every)
+					lookAt = time.Now().Add(m.Every)
 				}
 			}
 		})
 	}
 	wg.Wait()
+	m.svc.mailer.CompareAndSwap(m, nil)
+	m.giveBack()
 	return nil
+}
+
+// reserve takes a place for a delivery of projectID that is about to be
+// claimed for this mailer; false when every place is taken or the mailer
+// sends another project's only. The place is freed by handOff or release.
+func (m *Mailer) reserve(projectID string) bool {
+	if m.ProjectID != "" && m.ProjectID != projectID {
+		return false
+	}
+	if m.reserved.Add(1) > int64(cap(m.handoff)) {
+		m.reserved.Add(-1)
+		return false
+	}
+	return true
+}
+
+// release frees a reserved place that no delivery took.
+func (m *Mailer) release() { m.reserved.Add(-1) }
+
+// handOff gives a worker d, claimed under a reserved place (never blocks).
+func (m *Mailer) handOff(d dueDelivery) { m.handoff <- d }
+
+// takeHandedOff returns a handed-off delivery, or nil when none waits.
+func (m *Mailer) takeHandedOff() *dueDelivery {
+	select {
+	case d := <-m.handoff:
+		m.reserved.Add(-1)
+		return &d
+	default:
+		return nil
+	}
+}
+
+// idle waits d, or until a delivery is handed off (returned).
+func (m *Mailer) idle(ctx context.Context, d time.Duration) *dueDelivery {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case d := <-m.handoff:
+		m.reserved.Add(-1)
+		return &d
+	}
+	return nil
+}
+
+// giveBack ends the claims of the deliveries still handed off when the
+// mailer stops, so that any mailer sends them at once instead of after
+// their lease. One that comes after this is sent after its lease, as after
+// a crash.
+func (m *Mailer) giveBack() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		d := m.takeHandedOff()
+		if d == nil {
+			return
+		}
+		if _, err := m.svc.pool.Exec(ctx, `UPDATE mail_deliveries SET claim_token = NULL, lease_until = NULL, next_attempt_at = now()
+			WHERE id = $1 AND claim_token = $2 AND status = 'pending'`, d.id, d.token); err != nil {
+			slog.Warn("mailer: giving back a handed-off delivery; it is sent after its lease", "deliveryId", d.id, "err", err)
+		}
+	}
+}
+
+// newClaim is a claim about to be taken for this mailer: its token, its
+// lease (Timeout, the session and LeaseMargin), the Message-ID a delivery
+// without one gets, and this process's time before the statement that
+// takes it.
+func (m *Mailer) newClaim() (d dueDelivery, messageID string) {
+	return dueDelivery{token: uuid.NewString(), claimedAt: time.Now(), lease: m.Timeout + m.sender.SessionTimeout() + m.LeaseMargin},
+		m.sender.NewMessageID()
 }
 
 // dueDelivery is a claimed delivery; token is the claim.
@@ -204,17 +312,23 @@ func (m *Mailer) sendOne(ctx context.Context, conn *mail.Conn, dueBy *time.Time)
 	if err != nil || !ok {
 		return "", err
 	}
+	return d.id, m.send(ctx, conn, d)
+}
+
+// send tries claimed delivery d once over the worker's SMTP connection and
+// records the outcome.
+func (m *Mailer) send(ctx context.Context, conn *mail.Conn, d dueDelivery) error {
 	attempted, cause := m.deliver(ctx, conn, d)
 	if !attempted {
-		return d.id, nil // the claim was lost before the session: nothing to record
+		return nil // the claim was lost before the session: nothing to record
 	}
 	if cause != nil && ctx.Err() != nil {
 		// Shutting down in the middle of the send: whether the relay has
 		// the message is unknown. The lease runs out and the delivery is
 		// tried again, with the same Message-ID. A sent one is recorded.
-		return d.id, nil
+		return nil
 	}
-	return d.id, m.record(ctx, d, cause)
+	return m.record(ctx, d, cause)
 }
 
 // claim takes one delivery due at dueBy (nil: now) whose lease (if any) has
@@ -222,35 +336,21 @@ func (m *Mailer) sendOne(ctx context.Context, conn *mail.Conn, dueBy *time.Time)
 // LeaseMargin, and gives it its Message-ID unless it has one. ok is false
 // when none is due.
 func (m *Mailer) claim(ctx context.Context, dueBy *time.Time) (dueDelivery, bool, error) {
-	lease := m.Timeout + m.sender.SessionTimeout() + m.LeaseMargin
-	d := dueDelivery{token: uuid.NewString(), claimedAt: time.Now(), lease: lease}
+	d, messageID := m.newClaim()
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	// The document and the project the message needs come with the claim:
 	// composing reads nothing more from the database.
-	var doc mailDocument
-	var number, typ, format, currency *string
-	var gross, due *int64
-	var issue *time.Time
-	err := m.svc.pool.QueryRow(qctx, `WITH c AS (UPDATE mail_deliveries
+	row := m.svc.pool.QueryRow(qctx, `WITH c AS (UPDATE mail_deliveries
 		SET claim_token = $1, lease_until = now() + $2::bigint * interval '1 millisecond', next_attempt_at = now() + $2::bigint * interval '1 millisecond',
 			message_id = COALESCE(message_id, $3)
 		WHERE id = (SELECT id FROM mail_deliveries WHERE status = 'pending' AND next_attempt_at <= LEAST(now(), $5::timestamptz)
 			AND (lease_until IS NULL OR lease_until <= now()) AND ($4 = '' OR project_id::text = $4)
 			ORDER BY next_attempt_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING id, project_id, kind, order_no, recipient, invoice_id, task_id, reply_to, attempts, message_id)
-		SELECT c.id::text, c.project_id::text, c.kind, c.order_no, c.recipient, c.invoice_id::text, c.task_id::text, c.reply_to, c.attempts, c.message_id,
-			i.number, i.type, i.format, i.currency, i.total_gross_cents, i.due_cents, i.issue_date, t.iban, t.reference, p.name, p.settings
-		FROM c LEFT JOIN invoices i ON i.project_id = c.project_id AND i.id = c.invoice_id
-			LEFT JOIN provider_transfers t ON t.order_id = i.order_id AND t.cancelled_at IS NULL
-			LEFT JOIN projects p ON p.id = c.project_id`,
-		d.token, lease.Milliseconds(), m.sender.NewMessageID(), m.ProjectID, dueBy).
-		Scan(&d.id, &d.projectID, &d.kind, &d.orderNo, &d.recipient, &d.invoiceID, &d.taskID, &d.replyTo, &d.attempts, &d.messageID,
-			&number, &typ, &format, &currency, &gross, &due, &issue, &doc.iban, &doc.reference, &d.projectName, &d.projectSettings)
-	if err == nil && number != nil && typ != nil && format != nil && currency != nil && gross != nil && due != nil && issue != nil {
-		doc.number, doc.typ, doc.format, doc.currency, doc.gross, doc.due, doc.issue = *number, *typ, *format, *currency, *gross, *due, *issue
-		d.doc = &doc
-	}
+		RETURNING `+orders.DeliveryColumns+`)
+		SELECT `+claimedColumns+` FROM c `+claimedJoins,
+		d.token, d.lease.Milliseconds(), messageID, m.ProjectID, dueBy)
+	err := scanClaimed(row, &d)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, false, nil
 	}
@@ -258,6 +358,34 @@ func (m *Mailer) claim(ctx context.Context, dueBy *time.Time) (dueDelivery, bool
 		return d, false, fmt.Errorf("claim a due delivery: %w", err)
 	}
 	return d, true, nil
+}
+
+// claimedColumns and claimedJoins read a claimed delivery c (its columns
+// orders.DeliveryColumns) with what its message needs: the document (none
+// for a task's notice) and the project. scanClaimed reads them; without a
+// delivery (c a relation without a row, joined to another), d.id is "".
+const (
+	claimedColumns = `COALESCE(c.id::text, ''), COALESCE(c.project_id::text, ''), COALESCE(c.kind, ''), COALESCE(c.order_no, ''),
+		COALESCE(c.recipient, ''), c.invoice_id::text, c.task_id::text, c.reply_to, COALESCE(c.attempts, 0), COALESCE(c.message_id, ''), i.number, i.type, i.format, i.currency, i.total_gross_cents, i.due_cents, i.issue_date,
+		t.iban, t.reference, p.name, p.settings`
+	claimedJoins = `LEFT JOIN invoices i ON i.project_id = c.project_id AND i.id = c.invoice_id
+		LEFT JOIN provider_transfers t ON t.order_id = i.order_id AND t.cancelled_at IS NULL
+		LEFT JOIN projects p ON p.id = c.project_id`
+)
+
+// scanClaimed reads claimedColumns into d, after the values of first.
+func scanClaimed(row pgx.Row, d *dueDelivery, first ...any) error {
+	var doc mailDocument
+	var number, typ, format, currency *string
+	var gross, due *int64
+	var issue *time.Time
+	err := row.Scan(append(first, &d.id, &d.projectID, &d.kind, &d.orderNo, &d.recipient, &d.invoiceID, &d.taskID, &d.replyTo, &d.attempts, &d.messageID,
+		&number, &typ, &format, &currency, &gross, &due, &issue, &doc.iban, &doc.reference, &d.projectName, &d.projectSettings)...)
+	if err == nil && number != nil && typ != nil && format != nil && currency != nil && gross != nil && due != nil && issue != nil {
+		doc.number, doc.typ, doc.format, doc.currency, doc.gross, doc.due, doc.issue = *number, *typ, *format, *currency, *gross, *due, *issue
+		d.doc = &doc
+	}
+	return err
 }
 
 // claimCovers reports whether a claim taken elapsed ago (measured from

@@ -29,3 +29,18 @@ func (m *Mailer) Deliver(ctx context.Context, c Claim) (attempted bool, cause er
 func (m *Mailer) Record(ctx context.Context, c Claim, cause error) error {
 	return m.record(ctx, c.d, cause)
 }
+
+// HandOff puts claimed c into m's hand-off queue, as archiving does, with a
+// queue of one place when the mailer has not run.
+func (m *Mailer) HandOff(c Claim) {
+	if m.handoff == nil {
+		m.handoff = make(chan dueDelivery, 1)
+	}
+	if !m.reserve(c.d.projectID) {
+		panic("no place to hand off to")
+	}
+	m.handOff(c.d)
+}
+
+// GiveBack exposes ending the claims of what is still handed off.
+func (m *Mailer) GiveBack() { m.giveBack() }

@@ -495,3 +495,91 @@ func TestMailerStaleClaimDropped(t *testing.T) {
 	}
 	receivedOnce(to, c)
 }
+
+// TestMailerSendsWhatItsProcessArchives: while a mailer runs, the documents
+// its service archives are recorded with their delivery claimed for it and
+// handed to it: it sends them at once, although it looks for due
+// deliveries in the database only once an hour, with the Message-ID the
+// record carries, the document's number and its PDF; the delivery is
+// recorded as sent after one attempt. Mailers of other processes cannot
+// take such a delivery while its claim lasts.
+func TestMailerSendsWhatItsProcessArchives(t *testing.T) {
+	t.Parallel()
+	a := mailArchive(t)
+	v := newInvoicing(t, false, nil)
+	m := testMailer(t, v, a, testenv.Env("O2I_SMTP_URL"))
+	m.Every = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { _ = m.Run(ctx); close(stopped) }()
+	defer func() { cancel(); <-stopped }()
+
+	// The mailer takes hand-offs once it runs: until then a document's
+	// delivery is recorded unclaimed, for any mailer to claim.
+	var id, to string
+	var token, messageID *string
+	testenv.Eventually(t, 30*time.Second, "a delivery recorded claimed", func() bool {
+		to = "handoff-" + uuid.NewString()[:8] + "@example.com"
+		id = mailed(t, v, a, to)
+		if err := v.pool.QueryRow(ctx, `SELECT claim_token::text, message_id FROM mail_deliveries WHERE invoice_id = $1`, id).
+			Scan(&token, &messageID); err != nil {
+			t.Fatal(err)
+		}
+		return token != nil
+	})
+	if messageID == nil {
+		t.Fatal("a delivery claimed when recorded has no Message-ID")
+	}
+	testenv.Eventually(t, 30*time.Second, "the handed-off delivery sent", func() bool { return delivery(t, v, id).status == "sent" })
+	if d := delivery(t, v, id); d.attempts != 1 || d.sentAt == nil || d.lastError != nil {
+		t.Errorf("sent delivery %+v", d)
+	}
+	var number string
+	if err := v.pool.QueryRow(ctx, `SELECT number FROM invoices WHERE id = $1`, id).Scan(&number); err != nil {
+		t.Fatal(err)
+	}
+	mails := testenv.Mails(t, to)
+	if len(mails) != 1 {
+		t.Fatalf("%d messages to %s, want 1", len(mails), to)
+	}
+	got := mails[0]
+	if got.Header.Get("Message-Id") != "<"+*messageID+">" || got.Subject != "Ihre Rechnung "+number || !strings.Contains(got.Text, number) {
+		t.Errorf("message: Message-ID %q (want <%s>), subject %q, text %q", got.Header.Get("Message-Id"), *messageID, got.Subject, got.Text)
+	}
+	if pdf := got.Attachments[number+".pdf"]; len(got.Attachments) != 1 || !strings.HasPrefix(string(pdf), "%PDF-") {
+		t.Errorf("attachments %v", got.Types)
+	}
+}
+
+// TestMailerGivesBackWhatIsLeft: a delivery still handed off when its
+// mailer stops is given back (no claim, due at once) for any mailer to send
+// now rather than after the claim's lease.
+func TestMailerGivesBackWhatIsLeft(t *testing.T) {
+	t.Parallel()
+	v := newInvoicing(t, false, nil)
+	ctx := context.Background()
+	m := onceMailer(t, v, newFakeRelay(t).url, 1, 10*time.Second)
+	var c invoicing.Claim
+	testenv.Eventually(t, 30*time.Second, "a claimed delivery", func() bool { // a service beside the tests may claim it first
+		_, ids := taskDeliveries(t, v.pool, v.project, 1)
+		due(t, v.pool, ids)
+		var ok bool
+		var err error
+		if c, ok, err = m.ClaimOne(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	})
+	m.HandOff(c)
+	m.GiveBack()
+	var claimed, leased, isDue bool
+	if err := v.pool.QueryRow(ctx, `SELECT claim_token IS NOT NULL, lease_until IS NOT NULL, next_attempt_at <= now() FROM mail_deliveries WHERE id = $1`,
+		c.ID()).Scan(&claimed, &leased, &isDue); err != nil {
+		t.Fatal(err)
+	}
+	if claimed || leased || !isDue {
+		t.Errorf("given back: claimed %v, leased %v, due %v; want false, false, true", claimed, leased, isDue)
+	}
+	// Nothing is left to give back.
+	m.GiveBack()
+}

@@ -1,6 +1,10 @@
 package invoicing
 
-import "github.com/jackc/pgx/v5/pgxpool"
+import (
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
 
 // Service holds what the invoicer's use cases need: issuing, cancelling
 // and crediting documents, archiving them, dead letters and the provider's
@@ -10,6 +14,9 @@ type Service struct {
 	deps *dependencies // breakers and bounds of the provider and object-store calls
 	// chains groups the chaining of documents archived at the same time.
 	chains chainGroup
+	// mailer is the running mailer of this process, if any: the documents
+	// archived here hand it their deliveries (Mailer.Run).
+	mailer atomic.Pointer[Mailer]
 }
 
 // New returns the invoicing side over pool.

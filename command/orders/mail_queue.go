@@ -18,38 +18,43 @@ const (
 	deliveryBlocked = "blocked" // test mode: sending blocked
 )
 
-// QueueDocumentMail queues, into a batch of the archiving transaction, the
-// delivery of an archived document to its order's e-mail (one statement: the
-// order's e-mail and the project's reply-to are read by the insert itself);
-// an order without e-mail gets none. A test document's delivery is recorded
-// as blocked.
-func QueueDocumentMail(b *pgx.Batch, projectID, invoiceID, orderID, orderNo string, test bool) {
-	b.Queue(DocumentMailSQL("", 1), DocumentMailArgs(projectID, invoiceID, orderID, orderNo, test)...)
-}
-
 // DocumentMailParams is the number of DocumentMailArgs.
-const DocumentMailParams = 6
+const DocumentMailParams = 9
 
-// DocumentMailArgs are the parameters of DocumentMailSQL.
-func DocumentMailArgs(projectID, invoiceID, orderID, orderNo string, test bool) []any {
+// DeliveryColumns are the columns of a delivery that its mailer reads when
+// it claims it (the RETURNING of DocumentMailSQL and of the mailer's claim).
+const DeliveryColumns = "id, project_id, kind, order_no, recipient, invoice_id, task_id, reply_to, attempts, message_id"
+
+// DocumentMailArgs are the parameters of DocumentMailSQL: the delivery of
+// an archived document to its order's e-mail, blocked for a test document.
+// A delivery recorded with a claim (token not nil: the archiving process
+// hands it to its own mailer) is claimed by token for leaseMS milliseconds
+// and carries messageID.
+func DocumentMailArgs(projectID, invoiceID, orderID, orderNo string, test bool, token *string, leaseMS *int64, messageID *string) []any {
 	status := deliveryPending
 	if test {
 		status = deliveryBlocked
 	}
-	return []any{uuid.NewString(), projectID, invoiceID, orderNo, orderID, status}
+	return []any{uuid.NewString(), projectID, invoiceID, orderNo, orderID, status, token, leaseMS, messageID}
 }
 
 // DocumentMailSQL is the delivery's insert, its parameters
-// (DocumentMailArgs) numbered from $first. With gate it is a data-modifying
-// CTE of a larger statement that records the delivery only when gate, a
+// (DocumentMailArgs) numbered from $first, returning DeliveryColumns. The
+// order's e-mail and the project's reply-to are read by the insert itself;
+// an order without e-mail gets none. With gate it is a data-modifying CTE
+// of a larger statement that records the delivery only when gate, a
 // relation of that statement (the CTE of the change the delivery belongs
 // to), has a row.
 func DocumentMailSQL(gate string, first int) string {
 	p := paramFrom(first)
-	return `INSERT INTO mail_deliveries (id, project_id, kind, invoice_id, order_no, recipient, reply_to, status)
-		SELECT ` + p(1) + `, ` + p(2) + `, 'invoice', ` + p(3) + `, ` + p(4) + `, NULLIF(o.content->>'email', ''), NULLIF(pr.settings->>'contactEmail', ''), ` + p(6) + `
+	lease := `now() + ` + p(8) + `::bigint * interval '1 millisecond'`
+	return `INSERT INTO mail_deliveries (id, project_id, kind, invoice_id, order_no, recipient, reply_to, status,
+			claim_token, lease_until, next_attempt_at, message_id)
+		SELECT ` + p(1) + `, ` + p(2) + `, 'invoice', ` + p(3) + `, ` + p(4) + `, NULLIF(o.content->>'email', ''), NULLIF(pr.settings->>'contactEmail', ''), ` + p(6) + `,
+			` + p(7) + `::uuid, ` + lease + `, COALESCE(` + lease + `, now()), ` + p(9) + `
 		FROM orders o JOIN projects pr ON pr.id = ` + p(2) + ` WHERE o.id = ` + p(5) + ` AND NULLIF(o.content->>'email', '') IS NOT NULL` + gated(gate) + `
-		ON CONFLICT (invoice_id) DO NOTHING`
+		ON CONFLICT (invoice_id) DO NOTHING
+		RETURNING ` + DeliveryColumns
 }
 
 // paramFrom numbers a statement's parameters from $first: the statement is
