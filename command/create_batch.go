@@ -214,7 +214,7 @@ prev AS (
   JOIN idempotency_keys k ON k.project_id = lk.project_id::uuid AND k.endpoint = $18 AND k.key = lk.key),
 ins AS (
   INSERT INTO orders (id, project_id, order_no, payment_ref, requires_shipping, content, content_hash, invoice_hash, created_at, updated_at, test_mode)
-  SELECT lk.id::uuid, lk.project_id::uuid, lk.order_no, lk.payment_ref, lk.requires_shipping, lk.content::jsonb,
+  SELECT lk.id::uuid, lk.project_id::uuid, lk.order_no, NULLIF(lk.payment_ref, ''), lk.requires_shipping, lk.content::jsonb,
     lk.content_hash, lk.invoice_hash, lk.at, lk.at, coalesce(mode.test_mode, false)
   FROM lk LEFT JOIN mode ON mode.id = lk.project_id::uuid
   WHERE lk.ok AND NOT EXISTS (SELECT 1 FROM prev WHERE prev.n = lk.n) ORDER BY lk.n
@@ -240,7 +240,7 @@ func (b *createBatcher) exec(ctx context.Context, batch []*createItem) ([]create
 		keys       = make([]string, n)
 		ids        = make([]string, n)
 		orderNos   = make([]string, n)
-		paymentRef = make([]*string, n)
+		paymentRef = make([]string, n) // "" for none: a []string takes pgx's plan without reflection
 		shipping   = make([]bool, n)
 		contents   = make([]string, n)
 		hashes     = make([][]byte, n)
@@ -258,7 +258,10 @@ func (b *createBatcher) exec(ctx context.Context, batch []*createItem) ([]create
 	for i, it := range batch {
 		a := it.args
 		lockKeys[i], projects[i], keys[i], ids[i], orderNos[i] = a.lockKey, a.projectID, a.key, a.id, a.orderNo
-		paymentRef[i], shipping[i], contents[i], hashes[i], invHashes[i] = a.paymentRef, a.requiresShipping, string(a.content), a.contentHash, a.invoiceHash
+		if a.paymentRef != nil {
+			paymentRef[i] = *a.paymentRef
+		}
+		shipping[i], contents[i], hashes[i], invHashes[i] = a.requiresShipping, string(a.content), a.contentHash, a.invoiceHash
 		ats[i], bodies[i] = a.at, a.body
 		topics[i], msgKeys[i], eventIDs[i], eventTypes[i], payloads[i] = a.event.Topic, a.event.Key, a.event.EventID, a.event.Type, a.event.Payload
 		parents[i], states[i] = a.event.Traceparent, a.event.Tracestate

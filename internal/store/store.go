@@ -76,6 +76,10 @@ func Open(ctx context.Context, url string, maxConns int32, opts ...Option) (*pgx
 		o(cfg)
 	}
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		registerUUIDStrings(c.TypeMap())
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)

@@ -91,3 +91,39 @@ func isQueryCanceled(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "57014"
 }
+
+// TestUUIDArraysFromStrings: through a pool of Open, UUIDs given as strings
+// reach a uuid[] parameter as they are: canonical ones (sent in binary),
+// others PostgreSQL reads (braces, sent as text), and one it cannot read
+// fails as PostgreSQL says.
+func TestUUIDArraysFromStrings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := store.Open(ctx, testenv.Env("O2I_DATABASE_URL"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	for _, c := range []struct {
+		in   []string
+		want []string
+	}{
+		{[]string{"0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "FFFFFFFF-0000-4000-8000-000000000001"},
+			[]string{"0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "ffffffff-0000-4000-8000-000000000001"}},
+		{[]string{"{0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b}"}, []string{"0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"}},
+	} {
+		var got []string
+		if err := pool.QueryRow(ctx, `SELECT array_agg(u::text ORDER BY o) FROM unnest($1::uuid[]) WITH ORDINALITY AS x(u, o)`, c.in).Scan(&got); err != nil {
+			t.Fatalf("%q: %v", c.in, err)
+		}
+		if len(got) != len(c.want) || got[0] != c.want[0] || got[len(got)-1] != c.want[len(c.want)-1] {
+			t.Errorf("%q read back as %q, want %q", c.in, got, c.want)
+		}
+	}
+	var n int
+	err = pool.QueryRow(ctx, `SELECT cardinality($1::uuid[])`, []string{"not a uuid"}).Scan(&n)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "22P02" {
+		t.Errorf("an unreadable UUID: %v, want PostgreSQL's 22P02", err)
+	}
+}
