@@ -10,6 +10,7 @@
 package vatid
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -144,13 +145,17 @@ var rules = map[string]rule{
 
 func re(national string) *regexp.Regexp { return regexp.MustCompile(`^(?:` + national + `)$`) }
 
+// errEmpty is Parse's error for an empty id, made once: most orders have
+// none, and the invoice's computation asks for the buyer's.
+var errEmpty = errors.New("is empty")
+
 // Parse normalises s (see Normalize) and checks it against the syntax of
 // its prefix's state. The error says why s is not a valid VAT
 // identification number, in words a caller can act on.
 func Parse(s string) (ID, error) {
 	n := Normalize(s)
 	if n == "" {
-		return "", fmt.Errorf("is empty")
+		return "", errEmpty
 	}
 	if len(n) < 3 {
 		return "", fmt.Errorf("is too short: a VAT id is a two-letter prefix and the national number")
