@@ -32,7 +32,7 @@ func TestAbortedStreamLooksAborted(t *testing.T) {
 	if err == nil {
 		t.Fatalf("the aborted stream ended cleanly with %d bytes, status %d", len(body), resp.StatusCode)
 	}
-	if len(rec.got) != 1 {
-		t.Errorf("%d request log entries, want 1", len(rec.got))
+	if len(rec.list()) != 1 {
+		t.Errorf("%d request log entries, want 1", len(rec.list()))
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -209,22 +211,37 @@ func TestRequestLogEntriesAreText(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	req = httptest.NewRequest(http.MethodGet, "/v1/nothing/%00", nil)
 	h.ServeHTTP(httptest.NewRecorder(), req)
-	if len(rec.got) != 2 {
-		t.Fatalf("%d entries", len(rec.got))
+	if len(rec.list()) != 2 {
+		t.Fatalf("%d entries", len(rec.list()))
 	}
-	for _, e := range rec.got {
+	for _, e := range rec.list() {
 		if !validText(e.Path) || !validText(e.IdempotencyKey) {
 			t.Errorf("entry %q %q", e.Path, e.IdempotencyKey)
 		}
 	}
-	if rec.got[0].Status != 400 || rec.got[0].Path != "/v1/things/A\uFFFD\uFFFD" {
-		t.Errorf("entry %+v", rec.got[0])
+	if rec.list()[0].Status != 400 || rec.list()[0].Path != "/v1/things/A\uFFFD\uFFFD" {
+		t.Errorf("entry %+v", rec.list()[0])
 	}
 }
 
-type entries struct{ got []Entry }
+// entries records what the server logs; the server records from its own
+// goroutines, the test reads with list.
+type entries struct {
+	mu  sync.Mutex
+	got []Entry
+}
 
-func (e *entries) Record(x Entry) { e.got = append(e.got, x) }
+func (e *entries) Record(x Entry) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.got = append(e.got, x)
+}
+
+func (e *entries) list() []Entry {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.got)
+}
 
 func TestLoggable(t *testing.T) {
 	t.Parallel()
@@ -249,10 +266,10 @@ func TestRequestLogFieldsAreBounded(t *testing.T) {
 	req := httptest.NewRequest(http.MethodGet, "/v1/things/"+long, nil)
 	req.Header.Set("Idempotency-Key", strings.Repeat("k", 60000))
 	h.ServeHTTP(httptest.NewRecorder(), req)
-	if len(rec.got) != 1 {
-		t.Fatalf("%d entries", len(rec.got))
+	if len(rec.list()) != 1 {
+		t.Fatalf("%d entries", len(rec.list()))
 	}
-	for name, f := range map[string]string{"path": rec.got[0].Path, "idempotency key": rec.got[0].IdempotencyKey} {
+	for name, f := range map[string]string{"path": rec.list()[0].Path, "idempotency key": rec.list()[0].IdempotencyKey} {
 		if len(f) > maxLoggedBytes || !strings.HasSuffix(f, "…") || !utf8.ValidString(f) {
 			t.Errorf("%s: %d bytes, valid %v, ends %q", name, len(f), utf8.ValidString(f), f[max(0, len(f)-8):])
 		}
@@ -265,13 +282,13 @@ func TestRequestLogFieldsAreBounded(t *testing.T) {
 	// request line (a long query string with it) the entry would keep alive.
 	req = httptest.NewRequest(strings.Repeat("X", 3000), "/v1/things/a?q="+strings.Repeat("q", 60000), nil)
 	h.ServeHTTP(httptest.NewRecorder(), req)
-	if len(rec.got) != 2 {
-		t.Fatalf("%d entries", len(rec.got))
+	if len(rec.list()) != 2 {
+		t.Fatalf("%d entries", len(rec.list()))
 	}
-	if e := rec.got[1]; len(e.Method) > maxLoggedBytes || !strings.HasSuffix(e.Method, "…") || e.Path != "/v1/things/a" {
+	if e := rec.list()[1]; len(e.Method) > maxLoggedBytes || !strings.HasSuffix(e.Method, "…") || e.Path != "/v1/things/a" {
 		t.Errorf("method of %d bytes, path %q", len(e.Method), e.Path)
 	}
-	if unsafe.StringData(rec.got[1].Path) == unsafe.StringData(req.URL.Path) {
+	if unsafe.StringData(rec.list()[1].Path) == unsafe.StringData(req.URL.Path) {
 		t.Error("the entry's path shares the request's memory")
 	}
 }

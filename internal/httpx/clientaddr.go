@@ -1,10 +1,8 @@
 package httpx
 
 import (
-	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"strings"
 )
@@ -40,16 +38,10 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// clientAddrKey holds the request's client address in its context when
+// trusted proxies are configured (requestContext); without, the TCP peer
+// is the client.
 type clientAddrKey struct{}
-
-// withClientAddr resolves the request's client address once and keeps it in
-// the context for clientAddr.
-func withClientAddr(r *http.Request, trusted []netip.Prefix) *http.Request {
-	if len(trusted) == 0 {
-		return r
-	}
-	return r.WithContext(context.WithValue(r.Context(), clientAddrKey{}, ClientAddress(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), trusted)))
-}
 
 // ClientAddress is the client of a request whose TCP peer is remoteAddr
 // and which carries the X-Forwarded-For values xff: the peer itself unless

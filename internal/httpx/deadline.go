@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 )
 
 // deadlineCtx is a request's deadline that costs nothing until something
@@ -34,17 +36,31 @@ type armedDeadline struct {
 // withDeadline returns parent with the deadline at (or parent's own, if
 // earlier) and the function that releases it, as context.WithDeadline.
 func withDeadline(parent context.Context, at time.Time) (context.Context, context.CancelFunc) {
-	if d, ok := parent.Deadline(); ok && d.Before(at) {
-		at = d
-	}
-	c := &deadlineCtx{parent: parent, at: at}
+	c := &deadlineCtx{parent: parent}
+	c.setDeadline(at)
 	return c, c.stop
 }
 
-// arm makes the deadline's context (once) and returns it.
+// setDeadline sets the deadline of a deadlineCtx made without one (the
+// request's context, which the route gives its deadline): at, or parent's
+// own if earlier. Until then the context is its parent in every respect;
+// whatever waited on it before (nothing does in the server, which sets it
+// before the route's handler runs) keeps waiting on the parent alone.
+func (c *deadlineCtx) setDeadline(at time.Time) {
+	if d, ok := c.parent.Deadline(); ok && d.Before(at) {
+		at = d
+	}
+	c.at = at
+}
+
+// arm makes the deadline's context (once) and returns it; the parent while
+// no deadline is set.
 func (c *deadlineCtx) arm() context.Context {
 	if a := c.armed.Load(); a != nil {
 		return a.ctx
+	}
+	if c.at.IsZero() {
+		return c.parent
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -71,7 +87,12 @@ func (c *deadlineCtx) stop() {
 	}
 }
 
-func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.at, true }
+func (c *deadlineCtx) Deadline() (time.Time, bool) {
+	if c.at.IsZero() {
+		return c.parent.Deadline()
+	}
+	return c.at, true
+}
 
 func (c *deadlineCtx) Done() <-chan struct{} { return c.arm().Done() }
 
@@ -90,6 +111,37 @@ func (c *deadlineCtx) Value(key any) any {
 	}
 	return c.parent.Value(key)
 }
+
+// requestContext is a request's context as the server makes it: the
+// caller's trace (parent), the request's state, chi's route context, the
+// client's address and the route's deadline (set in place by the route).
+// One value instead of a chain of context.WithValue and a deadline context
+// of the route: the request is copied once (WithContext) instead of at
+// every link, and chi, finding its route context, does not copy it again.
+type requestContext struct {
+	deadlineCtx
+	state  *statusRecorder
+	route  *chi.Context
+	client *string // nil: the TCP peer is the client (no trusted proxies)
+}
+
+func (c *requestContext) Value(key any) any {
+	switch key.(type) {
+	case stateKey:
+		return c.state
+	case clientAddrKey:
+		if c.client != nil {
+			return *c.client
+		}
+		return nil
+	}
+	if key == chi.RouteCtxKey {
+		return c.route
+	}
+	return c.deadlineCtx.Value(key)
+}
+
+func (c *requestContext) String() string { return "httpx.request" }
 
 // AfterFunc lets context.AfterFunc and the children of this context wait
 // on the armed context directly, without a goroutine of their own.

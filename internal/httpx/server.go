@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -141,65 +142,82 @@ func (s *Server) Handler() http.Handler {
 	m.gauges(s.Registry, sems)
 
 	r := chi.NewRouter()
-	r.Use(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			start := time.Now()
-			id := newRequestID()
-			rec := &statusRecorder{ResponseWriter: w, id: id}
-			// The header's value lives in the recorder: no slice of its own
-			// per request (Header.Set would make one).
-			rec.idHeader[0] = id
-			w.Header()["X-Request-Id"] = rec.idHeader[:]
-			req = withClientAddr(req, s.TrustedProxies)
-			// The request's span continues the caller's trace (traceparent);
-			// the request id on it finds the trace of any call.
-			ctx, span := tracing.Start(tracing.HTTP(req.Context(), req.Header), req.Method, trace.SpanKindServer,
-				tracing.RequestID.String(id), semconv.HTTPRequestMethodKey.String(req.Method))
-			ctx = context.WithValue(ctx, stateKey{}, rec)
-			req = req.WithContext(ctx)
-			defer func() {
-				v := recover()
-				// A handler that aborts a response it has begun (a stream
-				// that failed midway) must reach net/http, which then cuts
-				// the connection: the client sees a broken transfer, never a
-				// clean-looking truncated body.
-				aborted := v == http.ErrAbortHandler
-				if aborted {
-					slog.WarnContext(ctx, "response aborted after it began", "requestId", id, "path", logField(req.URL.Path))
-					defer panic(v)
-				} else if v != nil {
-					slog.ErrorContext(ctx, "panic", "requestId", id, "panic", v)
-					if rec.status == 0 {
-						WriteError(rec, req, fmt.Errorf("panic: %v", v))
-					}
+	routeContexts := sync.Pool{New: func() any { return chi.NewRouteContext() }}
+	serve := func(w http.ResponseWriter, req *http.Request) {
+		start := time.Now()
+		id := newRequestID()
+		// The recorder and the request's context in one allocation.
+		st := &struct {
+			rec statusRecorder
+			ctx requestContext
+		}{}
+		rec := &st.rec
+		rec.ResponseWriter, rec.id = w, id
+		// The header's value lives in the recorder: no slice of its own
+		// per request (Header.Set would make one).
+		rec.idHeader[0] = id
+		w.Header()["X-Request-Id"] = rec.idHeader[:]
+		// The request's span continues the caller's trace (traceparent);
+		// the request id on it finds the trace of any call.
+		traced, span := tracing.Start(tracing.HTTP(req.Context(), req.Header), req.Method, trace.SpanKindServer,
+			tracing.RequestID.String(id), semconv.HTTPRequestMethodKey.String(req.Method))
+		// chi's route context, made here as chi would (from a pool, given
+		// back when the request is done): chi then routes in it without
+		// another copy of the request.
+		rctx := routeContexts.Get().(*chi.Context)
+		rctx.Reset()
+		rctx.Routes = r
+		rc := &st.ctx
+		rc.parent, rc.state, rc.route = traced, rec, rctx
+		if len(s.TrustedProxies) > 0 {
+			addr := ClientAddress(req.RemoteAddr, req.Header.Values("X-Forwarded-For"), s.TrustedProxies)
+			rc.client = &addr
+		}
+		var ctx context.Context = rc
+		req = req.WithContext(ctx)
+		defer func() {
+			v := recover()
+			// A handler that aborts a response it has begun (a stream
+			// that failed midway) must reach net/http, which then cuts
+			// the connection: the client sees a broken transfer, never a
+			// clean-looking truncated body.
+			aborted := v == http.ErrAbortHandler
+			if aborted {
+				slog.WarnContext(ctx, "response aborted after it began", "requestId", id, "path", logField(req.URL.Path))
+				defer panic(v)
+			} else if v != nil {
+				slog.ErrorContext(ctx, "panic", "requestId", id, "panic", v)
+				if rec.status == 0 {
+					WriteError(rec, req, fmt.Errorf("panic: %v", v))
 				}
-				route := chi.RouteContext(ctx).RoutePattern()
-				if route == "" {
-					route = "unmatched"
+			}
+			route := chi.RouteContext(ctx).RoutePattern()
+			if route == "" {
+				route = "unmatched"
+			}
+			d := time.Since(start)
+			status := rec.Status()
+			m.observe(req.Method, route, status, d)
+			if span.IsRecording() {
+				span.SetName(req.Method + " " + route)
+				span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
+				if status >= 500 {
+					span.SetStatus(codes.Error, http.StatusText(status))
 				}
-				d := time.Since(start)
-				status := rec.Status()
-				m.observe(req.Method, route, status, d)
-				if span.IsRecording() {
-					span.SetName(req.Method + " " + route)
-					span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
-					if status >= 500 {
-						span.SetStatus(codes.Error, http.StatusText(status))
-					}
-				}
-				span.End()
-				if s.Recorder != nil {
-					p, _ := PrincipalFrom(ctx)
-					s.Recorder.Record(Entry{
-						RequestID: id, ProjectID: p.ProjectID, KeyPrefix: p.KeyPrefix,
-						Method: logMethod(req.Method), Path: logField(req.URL.Path), Route: route, Status: status,
-						Duration: d, IdempotencyKey: logField(req.Header.Get("Idempotency-Key")), At: start,
-					})
-				}
-			}()
-			next.ServeHTTP(rec, req)
-		})
-	})
+			}
+			span.End()
+			if s.Recorder != nil {
+				p, _ := PrincipalFrom(ctx)
+				s.Recorder.Record(Entry{
+					RequestID: id, ProjectID: p.ProjectID, KeyPrefix: p.KeyPrefix,
+					Method: logMethod(req.Method), Path: logField(req.URL.Path), Route: route, Status: status,
+					Duration: d, IdempotencyKey: logField(req.Header.Get("Idempotency-Key")), At: start,
+				})
+			}
+			routeContexts.Put(rctx)
+		}()
+		r.ServeHTTP(rec, req)
+	}
 	r.NotFound(func(w http.ResponseWriter, req *http.Request) {
 		WriteError(w, req, apperr.New(apperr.NotFound, "not_found", "no route %s %s", req.Method, req.URL.Path))
 	})
@@ -211,7 +229,7 @@ func (s *Server) Handler() http.Handler {
 	for _, rt := range s.Routes {
 		r.Method(rt.Method, rt.Path, s.wrap(rt, sems))
 	}
-	return r
+	return http.HandlerFunc(serve)
 }
 
 // inFlight holds the places of requests being served, authenticated and
@@ -259,9 +277,19 @@ func (s *Server) wrap(rt Route, sems *inFlight) http.Handler {
 			}
 		}
 		// The deadline makes its timer only when something waits on it
-		// (deadline.go): a request served from memory needs none.
-		ctx, cancel := withDeadline(r.Context(), time.Now().Add(timeout))
-		defer cancel()
+		// (deadline.go): a request served from memory needs none. The
+		// server's request context takes it in place; a context made
+		// elsewhere (a handler mounted on its own) gets one of its own.
+		var ctx context.Context
+		if rc, ok := r.Context().(*requestContext); ok {
+			rc.setDeadline(time.Now().Add(timeout))
+			defer rc.stop()
+			ctx = rc
+		} else {
+			var cancel context.CancelFunc
+			ctx, cancel = withDeadline(r.Context(), time.Now().Add(timeout))
+			defer cancel()
+		}
 		if rt.Timeout > 0 {
 			// A route that may take longer than the server's write timeout
 			// (a streamed export) moves its own write deadline.
@@ -281,9 +309,11 @@ func (s *Server) wrap(rt Route, sems *inFlight) http.Handler {
 				ctx = WithPrincipal(ctx, p)
 			}
 		}
-		// One copy of the request for the deadline and the principal
-		// together (each WithContext copies the whole request).
-		r = r.WithContext(ctx)
+		if ctx != r.Context() {
+			// One copy of the request for the deadline and the principal
+			// together (each WithContext copies the whole request).
+			r = r.WithContext(ctx)
+		}
 		if err := checkRequest(r); err != nil {
 			WriteError(w, r, err)
 			return
