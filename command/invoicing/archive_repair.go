@@ -14,7 +14,11 @@ import (
 // than a minute ago and not archived yet (the invoicer stopped between
 // issuing and archiving), and failed documents, are archived here when
 // their order has no open item in the retry table (whose retry archives
-// them). Each document keeps its own
+// them), or when they are the first of their number range not archived:
+// every document after it waits for it to be chained, and after an outage
+// its retry may be due behind thousands of those, each waiting for it in
+// vain (a document's objects once stored, the chain takes all that follow
+// in one go). Each document keeps its own
 // schedule in archive_repairs: one that could not be archived waits 15 s,
 // doubling, at most 15 minutes (repairDelay; longer while the object
 // store's breaker of its project is open), and the repair takes the
@@ -92,7 +96,9 @@ func (s *Service) claimStuck(ctx context.Context, scope string, limit int, lease
 			SELECT i.id, i.project_id, coalesce(r.next_attempt_at, i.created_at + interval '1 minute') AS due_at
 			FROM invoices i LEFT JOIN archive_repairs r ON r.invoice_id = i.id
 			WHERE (i.status = 'created' AND i.created_at < now() - interval '1 minute' OR i.status = 'failed' AND i.failed_rules = '{}')
-				AND NOT EXISTS (SELECT 1 FROM invoicing_dead_letters d WHERE d.order_id = i.order_id AND d.resolved_at IS NULL)
+				AND (NOT EXISTS (SELECT 1 FROM invoicing_dead_letters d WHERE d.order_id = i.order_id AND d.resolved_at IS NULL)
+					OR NOT EXISTS (SELECT 1 FROM invoices p WHERE p.project_id = i.project_id AND p.range_key = i.range_key AND p.seq < i.seq
+						AND (p.status = 'created' OR p.status = 'failed' AND p.failed_rules = '{}')))
 				AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= now())
 				AND ($1 = '' OR i.project_id = nullif($1, '')::uuid)
 			ORDER BY due_at LIMIT $2)

@@ -148,3 +148,50 @@ func TestTwoInvoicersNeverRetryTheSameItem(t *testing.T) {
 		t.Errorf("claimed again within the lease: %d, %v", len(ids), err)
 	}
 }
+
+// TestArchiveRepairTakesTheChainsHead: after an outage every document of a
+// number range may have an open item in the retry table, all due at once;
+// each retry of a later document waits for the first one in vain. The
+// repair, which leaves a document with an open retry item to that retry,
+// takes the first document of the range not archived all the same, and
+// only that one: the chain then takes the others.
+func TestArchiveRepairTakesTheChainsHead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v := newInvoicing(t, true, nil)
+	var ids []string
+	for i := range 2 {
+		d := v.issue(v.place(simpleOrder(uniqueNo(fmt.Sprintf("H%d", i)), "")))
+		ids = append(ids, d[0].ID)
+	}
+	group := "o2i-invoicer-test-head-" + uuid.NewString()[:8]
+	for _, id := range ids {
+		if _, err := v.pool.Exec(ctx, `UPDATE invoices SET created_at = now() - interval '3 minutes' WHERE id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+		// Its order's retry item, due in an hour (after the repair's round).
+		if _, err := v.pool.Exec(ctx, `INSERT INTO invoicing_dead_letters (id, project_id, order_id, order_no, event_id, payload, error, attempts,
+				next_retry_at, consumer_group) SELECT $1, project_id, order_id, order_no, 'e', '\x00', 'object store down', 1, now() + interval '1 hour', $3
+			FROM invoices WHERE id = $2`, uuid.NewString(), id, group); err != nil {
+			t.Fatal(err)
+		}
+	}
+	iv := v.invoicer(workingArchive(t))
+	iv.ScopeRepair(v.project, 10)
+	if err := iv.ArchiveStuck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	status := func(id string) (s string, claimed bool) {
+		if err := v.pool.QueryRow(ctx, `SELECT i.status, EXISTS (SELECT 1 FROM archive_repairs r WHERE r.invoice_id = i.id)
+			FROM invoices i WHERE i.id = $1`, id).Scan(&s, &claimed); err != nil {
+			t.Fatal(err)
+		}
+		return s, claimed
+	}
+	if s, _ := status(ids[0]); s != "archived" {
+		t.Errorf("the range's first document with an open retry item: %s, want archived by the repair", s)
+	}
+	if s, claimed := status(ids[1]); s != "created" || claimed {
+		t.Errorf("the document behind it: %s, claimed by the repair %v; want created and left to its retry", s, claimed)
+	}
+}
