@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/o2i-service/o2i/archive"
 )
 
 // The archive repair (a step of the reconciler): documents issued more
@@ -68,6 +70,8 @@ func (iv *Invoicer) ArchiveStuck(ctx context.Context) error {
 			cause := iv.svc.ArchiveInvoice(ctx, iv.archive, d.projectID, d.id)
 			if cause != nil {
 				slog.Warn("invoicer: archive repair failed", "invoiceId", d.id, "attempts", d.attempts+1, "err", cause)
+			} else {
+				iv.svc.archiveFollowing(ctx, iv.archive, d)
 			}
 			if err := iv.svc.repaired(ctx, d, cause); err != nil {
 				mu.Lock()
@@ -78,6 +82,46 @@ func (iv *Invoicer) ArchiveStuck(ctx context.Context) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// followLimit bounds the documents archiveFollowing archives after one
+// repaired document.
+const followLimit = 500
+
+// archiveFollowing archives, one after another in number order, the
+// documents of d's number range that come after it and are not archived
+// yet, as long as each one succeeds (at most followLimit). After an outage
+// of the object store the documents of a range wait for the first of them
+// (each archived by its own retry only once the ones before it are), and
+// their retries were scheduled later while they waited: following the
+// range, the repair archives them at the rate of one invoicer instead of
+// one per round. Another invoicer archiving one of them meanwhile is fine:
+// archiving a document twice ends with the first.
+func (s *Service) archiveFollowing(ctx context.Context, a *archive.Archive, d stuckDoc) {
+	id := d.id
+	for range followLimit {
+		next, err := s.nextUnarchived(ctx, d.projectID, id)
+		if err != nil || next == "" {
+			return
+		}
+		if err := s.ArchiveInvoice(ctx, a, d.projectID, next); err != nil {
+			return // its own retry or repair takes it
+		}
+		id = next
+	}
+}
+
+// nextUnarchived returns the document after id in its number range that
+// is not archived yet ("" when there is none).
+func (s *Service) nextUnarchived(ctx context.Context, projectID, id string) (string, error) {
+	var next string
+	err := s.pool.QueryRow(ctx, `SELECT n.id::text FROM invoices i JOIN invoices n ON n.project_id = i.project_id AND n.range_key = i.range_key
+		WHERE i.project_id = $1 AND i.id = $2 AND n.seq > i.seq AND (n.status = 'created' OR n.status = 'failed' AND n.failed_rules = '{}')
+		ORDER BY n.seq LIMIT 1`, projectID, id).Scan(&next)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return next, err
 }
 
 func (iv *Invoicer) repairPage() int {

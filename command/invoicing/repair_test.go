@@ -153,14 +153,14 @@ func TestTwoInvoicersNeverRetryTheSameItem(t *testing.T) {
 // number range may have an open item in the retry table, all due at once;
 // each retry of a later document waits for the first one in vain. The
 // repair, which leaves a document with an open retry item to that retry,
-// takes the first document of the range not archived all the same, and
-// only that one: the chain then takes the others.
+// claims the first document of the range not archived all the same (and
+// only that one), archives it and then the ones after it in number order.
 func TestArchiveRepairTakesTheChainsHead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	v := newInvoicing(t, true, nil)
 	var ids []string
-	for i := range 2 {
+	for i := range 3 {
 		d := v.issue(v.place(simpleOrder(uniqueNo(fmt.Sprintf("H%d", i)), "")))
 		ids = append(ids, d[0].ID)
 	}
@@ -191,7 +191,9 @@ func TestArchiveRepairTakesTheChainsHead(t *testing.T) {
 	if s, _ := status(ids[0]); s != "archived" {
 		t.Errorf("the range's first document with an open retry item: %s, want archived by the repair", s)
 	}
-	if s, claimed := status(ids[1]); s != "created" || claimed {
-		t.Errorf("the document behind it: %s, claimed by the repair %v; want created and left to its retry", s, claimed)
+	for _, id := range ids[1:] {
+		if s, claimed := status(id); s != "archived" || claimed {
+			t.Errorf("a document behind it: %s, claimed by the repair %v; want archived after it, unclaimed", s, claimed)
+		}
 	}
 }
