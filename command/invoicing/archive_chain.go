@@ -434,7 +434,7 @@ func queueCandidates(b *pgx.Batch, projectID, rangeKey string) {
 	b.Queue(`SELECT c.id::text, c.seq, c.number, c.issue_date, c.type, c.test_mode, c.format,
 			o.kind, o.object_key, o.version_id, o.sha256, o.size, o.retain_until, o.embedded_in
 		FROM (SELECT i.id, i.seq, i.number, i.issue_date, i.type, i.test_mode, i.format FROM invoices i
-			WHERE i.project_id = $1 AND i.range_key = $2 AND (i.status = 'created' OR i.status = 'failed' AND i.failed_rules = '{}')
+			WHERE i.project_id = $1 AND i.range_key = $2 AND `+awaitsArchiveSQL("i")+`
 			AND NOT EXISTS (SELECT 1 FROM archive_manifests m WHERE m.invoice_id = i.id)
 			ORDER BY i.seq LIMIT $3) c
 		LEFT JOIN archive_objects o ON o.invoice_id = c.id AND o.kind IN ('xml', 'pdf')

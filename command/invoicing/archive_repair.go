@@ -112,16 +112,24 @@ func (s *Service) archiveFollowing(ctx context.Context, a *archive.Archive, d st
 }
 
 // nextUnarchived returns the document after id in its number range that
-// is not archived yet ("" when there is none).
+// the repair would take ("" when there is none): one issued in the last
+// minute is still its invoicer's to archive.
 func (s *Service) nextUnarchived(ctx context.Context, projectID, id string) (string, error) {
 	var next string
 	err := s.pool.QueryRow(ctx, `SELECT n.id::text FROM invoices i JOIN invoices n ON n.project_id = i.project_id AND n.range_key = i.range_key
-		WHERE i.project_id = $1 AND i.id = $2 AND n.seq > i.seq AND (n.status = 'created' OR n.status = 'failed' AND n.failed_rules = '{}')
+		WHERE i.project_id = $1 AND i.id = $2 AND n.seq > i.seq AND `+stuckSQL("n")+`
 		ORDER BY n.seq LIMIT 1`, projectID, id).Scan(&next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
 	return next, err
+}
+
+// stuckSQL is the condition on the invoices row named alias of a document
+// to repair: awaiting its archive, and failed or issued more than a minute
+// ago.
+func stuckSQL(alias string) string {
+	return awaitsArchiveSQL(alias) + " AND (" + alias + ".status = 'failed' OR " + alias + ".created_at < now() - interval '1 minute')"
 }
 
 func (iv *Invoicer) repairPage() int {
@@ -139,10 +147,10 @@ func (s *Service) claimStuck(ctx context.Context, scope string, limit int, lease
 	rows, err := s.pool.Query(ctx, `WITH due AS (
 			SELECT i.id, i.project_id, coalesce(r.next_attempt_at, i.created_at + interval '1 minute') AS due_at
 			FROM invoices i LEFT JOIN archive_repairs r ON r.invoice_id = i.id
-			WHERE (i.status = 'created' AND i.created_at < now() - interval '1 minute' OR i.status = 'failed' AND i.failed_rules = '{}')
+			WHERE `+stuckSQL("i")+`
 				AND (NOT EXISTS (SELECT 1 FROM invoicing_dead_letters d WHERE d.order_id = i.order_id AND d.resolved_at IS NULL)
 					OR NOT EXISTS (SELECT 1 FROM invoices p WHERE p.project_id = i.project_id AND p.range_key = i.range_key AND p.seq < i.seq
-						AND (p.status = 'created' OR p.status = 'failed' AND p.failed_rules = '{}')))
+						AND `+awaitsArchiveSQL("p")+`))
 				AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= now())
 				AND ($1 = '' OR i.project_id = nullif($1, '')::uuid)
 			ORDER BY due_at LIMIT $2)

@@ -179,8 +179,7 @@ func (m *Mailer) handOff(d dueDelivery) { m.handoff <- d }
 func (m *Mailer) takeHandedOff() *dueDelivery {
 	select {
 	case d := <-m.handoff:
-		m.reserved.Add(-1)
-		return &d
+		return m.took(d)
 	default:
 		return nil
 	}
@@ -193,11 +192,16 @@ func (m *Mailer) idle(ctx context.Context, d time.Duration) *dueDelivery {
 	select {
 	case <-ctx.Done():
 	case <-t.C:
-	case d := <-m.handoff:
-		m.reserved.Add(-1)
-		return &d
+	case h := <-m.handoff:
+		return m.took(h)
 	}
 	return nil
+}
+
+// took frees the place of handed-off delivery d, taken by a worker.
+func (m *Mailer) took(d dueDelivery) *dueDelivery {
+	m.reserved.Add(-1)
+	return &d
 }
 
 // giveBack ends the claims of the deliveries still handed off when the

@@ -77,6 +77,12 @@ func awaitsArchive(status string, failedRules []string) bool {
 	return false
 }
 
+// awaitsArchiveSQL is awaitsArchive as a condition on the invoices row
+// named alias.
+func awaitsArchiveSQL(alias string) string {
+	return "(" + alias + ".status = 'created' OR " + alias + ".status = 'failed' AND " + alias + ".failed_rules = '{}')"
+}
+
 // failDocumentsTx marks the documents of fs failed with their reasons and
 // the order's open invoicing_failed task, and publishes invoice.failed for
 // each one that changed: a created one, or a failed one whose reason or task

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/go-chi/chi/v5"
 )
 
 // deadlineCtx is a request's deadline that costs nothing until something
@@ -31,14 +29,6 @@ type deadlineCtx struct {
 type armedDeadline struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-}
-
-// withDeadline returns parent with the deadline at (or parent's own, if
-// earlier) and the function that releases it, as context.WithDeadline.
-func withDeadline(parent context.Context, at time.Time) (context.Context, context.CancelFunc) {
-	c := &deadlineCtx{parent: parent}
-	c.setDeadline(at)
-	return c, c.stop
 }
 
 // setDeadline sets the deadline of a deadlineCtx made without one (the
@@ -111,37 +101,6 @@ func (c *deadlineCtx) Value(key any) any {
 	}
 	return c.parent.Value(key)
 }
-
-// requestContext is a request's context as the server makes it: the
-// caller's trace (parent), the request's state, chi's route context, the
-// client's address and the route's deadline (set in place by the route).
-// One value instead of a chain of context.WithValue and a deadline context
-// of the route: the request is copied once (WithContext) instead of at
-// every link, and chi, finding its route context, does not copy it again.
-type requestContext struct {
-	deadlineCtx
-	state  *statusRecorder
-	route  *chi.Context
-	client *string // nil: the TCP peer is the client (no trusted proxies)
-}
-
-func (c *requestContext) Value(key any) any {
-	switch key.(type) {
-	case stateKey:
-		return c.state
-	case clientAddrKey:
-		if c.client != nil {
-			return *c.client
-		}
-		return nil
-	}
-	if key == chi.RouteCtxKey {
-		return c.route
-	}
-	return c.deadlineCtx.Value(key)
-}
-
-func (c *requestContext) String() string { return "httpx.request" }
 
 // AfterFunc lets context.AfterFunc and the children of this context wait
 // on the armed context directly, without a goroutine of their own.

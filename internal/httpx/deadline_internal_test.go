@@ -11,6 +11,15 @@ import (
 
 type testKey struct{}
 
+// withDeadline (for these tests) returns parent with the deadline at (or
+// parent's own, if earlier) and the function that releases it, as
+// context.WithDeadline.
+func withDeadline(parent context.Context, at time.Time) (context.Context, context.CancelFunc) {
+	c := &deadlineCtx{parent: parent}
+	c.setDeadline(at)
+	return c, c.stop
+}
+
 func TestDeadlineExpires(t *testing.T) {
 	parent := context.WithValue(context.Background(), testKey{}, "v")
 	ctx, cancel := withDeadline(parent, time.Now().Add(20*time.Millisecond))

@@ -277,42 +277,27 @@ func (s *Server) wrap(rt Route, sems *inFlight) http.Handler {
 			}
 		}
 		// The deadline makes its timer only when something waits on it
-		// (deadline.go): a request served from memory needs none. The
-		// server's request context takes it in place; a context made
-		// elsewhere (a handler mounted on its own) gets one of its own.
-		var ctx context.Context
-		if rc, ok := r.Context().(*requestContext); ok {
-			rc.setDeadline(time.Now().Add(timeout))
-			defer rc.stop()
-			ctx = rc
-		} else {
-			var cancel context.CancelFunc
-			ctx, cancel = withDeadline(r.Context(), time.Now().Add(timeout))
-			defer cancel()
-		}
+		// (deadline.go): a request served from memory needs none. It is set
+		// in place on the request's context, which the server made
+		// (Handler), as it records the principal in the request's state:
+		// the request is not copied again.
+		rc := r.Context().(*requestContext)
+		rc.setDeadline(time.Now().Add(timeout))
+		defer rc.stop()
 		if rt.Timeout > 0 {
 			// A route that may take longer than the server's write timeout
 			// (a streamed export) moves its own write deadline.
 			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(rt.Timeout + 5*time.Second))
 		}
 		if !rt.Public() {
-			p, err := s.authorize(ctx, r, rt)
+			p, err := s.authorize(rc, r, rt)
 			if err != nil {
-				WriteError(w, r.WithContext(ctx), err)
+				WriteError(w, r, err)
 				return
 			}
-			if rec := stateOf(ctx); rec != nil {
-				// Set before the handler runs (and before any goroutine it
-				// starts); the request log's entry reads it afterwards.
-				rec.principal, rec.authenticated = p, true
-			} else {
-				ctx = WithPrincipal(ctx, p)
-			}
-		}
-		if ctx != r.Context() {
-			// One copy of the request for the deadline and the principal
-			// together (each WithContext copies the whole request).
-			r = r.WithContext(ctx)
+			// Set before the handler runs (and before any goroutine it
+			// starts); the request log's entry reads it afterwards.
+			rc.state.principal, rc.state.authenticated = p, true
 		}
 		if err := checkRequest(r); err != nil {
 			WriteError(w, r, err)
