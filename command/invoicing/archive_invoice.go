@@ -263,7 +263,7 @@ var markArchivedSQL = func() string {
 	eventFirst := mailFirst + orders.DocumentMailParams
 	return `WITH mark AS (
 		UPDATE invoices SET status = 'archived', archived_at = $3, version = $4 + 1, failure_reason = NULL, failure_task_id = NULL
-		WHERE project_id = $1 AND id = $2 AND version = $4 AND `+awaitsArchiveSQL("invoices")+`
+		WHERE project_id = $1 AND id = $2 AND version = $4 AND ` + awaitsArchiveSQL("invoices") + `
 		RETURNING id),
 	anchor AS (
 		INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until, embedded_in)
