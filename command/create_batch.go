@@ -41,11 +41,16 @@ import (
 //     which answers each error for its own order.
 
 const (
-	// Batch statements in flight at once. More than the cores: while one
-	// statement waits for its commit's WAL flush, the others work. Four
-	// gave about 1.5 times the orders/s of two beside the same pgbench
-	// ceiling on a loaded two-core machine (docs/performance.md).
-	createRunners  = 4
+	// Batch statements in flight at once. Two: while one statement waits
+	// for its commit's WAL flush, the other works, and the orders arriving
+	// meanwhile form the next batch. On a quiet two-core machine two gave
+	// about 7.5 orders per statement against 4 with four runners, a fifth
+	// less PostgreSQL CPU per order and more orders/s beside the same
+	// pgbench ceiling (docs/performance.md, round 7); four had won on a
+	// machine shared with other stacks, by taking a larger share of its
+	// cores rather than by spending less per order. A batch grows to
+	// createMaxBatch when statements are slow, so two do not cap the rate.
+	createRunners  = 2
 	createMaxBatch = 100 // orders per statement
 )
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/mail"
 	"regexp"
@@ -58,11 +59,16 @@ func decodeObject(body []byte) (obj, error) {
 	}
 	// The body is read by the JSON v2 module's tokenizer into the values
 	// encoding/json gives with UseNumber; a body it refuses is decoded
-	// again by encoding/json, whose errors we report.
-	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	v, err := readValue(dec)
+	// again by encoding/json, whose errors we report. The tokenizer reads
+	// a bytes.Buffer in place, so every value's bytes sit at its offset in
+	// the body.
+	r := valueReader{
+		dec:  jsontext.NewDecoder(bytes.NewBuffer(body), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)),
+		body: string(body),
+	}
+	v, err := r.value()
 	if err == nil {
-		if _, end := dec.ReadToken(); end != io.EOF {
+		if _, end := r.dec.ReadToken(); end != io.EOF {
 			err = errors.New("unexpected data after the JSON object")
 		}
 	}
@@ -76,51 +82,101 @@ func decodeObject(body []byte) (obj, error) {
 	return obj{m: m}, nil
 }
 
-// readValue reads the next JSON value of dec as encoding/json decodes one
-// into an any with UseNumber: objects as map[string]any (of duplicate names
-// the last wins), arrays as []any, numbers as their literal text, strings
-// with invalid UTF-8 replaced by U+FFFD.
-func readValue(dec *jsontext.Decoder) (any, error) {
-	tok, err := dec.ReadToken()
-	if err != nil {
-		return nil, err
-	}
-	switch tok.Kind() {
+// valueReader reads JSON values as encoding/json decodes them into an any
+// with UseNumber: objects as map[string]any (of duplicate names the last
+// wins), arrays as []any, numbers as their literal text, strings with
+// invalid UTF-8 replaced by U+FFFD.
+//
+// A string without escapes and a number are substrings of body, the
+// request body's one string copy, so an order's names and values cost no
+// allocation each. A value kept beyond the request (a cache key) must be
+// cloned, or it keeps the whole body alive.
+type valueReader struct {
+	dec  *jsontext.Decoder
+	body string
+}
+
+func (r *valueReader) value() (any, error) {
+	switch r.dec.PeekKind() {
 	case '{':
+		if _, err := r.dec.ReadToken(); err != nil {
+			return nil, err
+		}
 		m := map[string]any{}
-		for dec.PeekKind() != '}' {
-			name, err := dec.ReadToken()
+		for r.dec.PeekKind() != '}' {
+			key, err := r.text()
 			if err != nil {
 				return nil, err
 			}
-			key := name.String() // the token is void after the next read
-			v, err := readValue(dec)
+			v, err := r.value()
 			if err != nil {
 				return nil, err
 			}
 			m[key] = v
 		}
-		_, err := dec.ReadToken()
+		_, err := r.dec.ReadToken()
 		return m, err
 	case '[':
+		if _, err := r.dec.ReadToken(); err != nil {
+			return nil, err
+		}
 		a := []any{}
-		for dec.PeekKind() != ']' {
-			v, err := readValue(dec)
+		for r.dec.PeekKind() != ']' {
+			v, err := r.value()
 			if err != nil {
 				return nil, err
 			}
 			a = append(a, v)
 		}
-		_, err := dec.ReadToken()
+		_, err := r.dec.ReadToken()
 		return a, err
 	case '"':
-		return tok.String(), nil
+		return r.text()
 	case '0':
-		return json.Number(tok.String()), nil
+		raw, err := r.dec.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		return json.Number(r.source(raw)), nil
+	}
+	// A literal, or what the tokenizer refuses (its error).
+	tok, err := r.dec.ReadToken()
+	if err != nil {
+		return nil, err
+	}
+	switch tok.Kind() {
 	case 't', 'f':
 		return tok.Bool(), nil
+	case 'n':
+		return nil, nil
 	}
-	return nil, nil // null
+	return nil, fmt.Errorf("unexpected %v", tok.Kind())
+}
+
+// text reads a JSON string (a value or an object's name).
+func (r *valueReader) text() (string, error) {
+	raw, err := r.dec.ReadValue()
+	if err != nil {
+		return "", err
+	}
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", fmt.Errorf("expected a string, got %s", raw)
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		s := r.source(raw)
+		return s[1 : len(s)-1], nil
+	}
+	// Escapes or invalid UTF-8 (replaced by U+FFFD, as encoding/json does).
+	b, _ := jsontext.AppendUnquote(nil, raw)
+	return string(b), nil
+}
+
+// source is raw, the value just read, as the substring of the body it was
+// read from.
+func (r *valueReader) source(raw jsontext.Value) string {
+	end := int(r.dec.InputOffset())
+	return r.body[end-len(raw) : end]
 }
 
 // decodeError describes why body is not one JSON value: encoding/json's
