@@ -1,9 +1,9 @@
 // Package event is the versioned contract of what the service publishes to
 // Kafka: the envelope every message carries and the payloads of each event
 // type. It is public to consumers, so it imports only the standard library,
-// internal/money (exact decimals), uuid and the JSON v2 module's
-// implementation of encoding/json's semantics (go-json-experiment/json/v1:
-// every consumer decodes every event); never billing or the store. That
+// internal/money (exact decimals), uuid and the JSON v2 module with its
+// implementation of encoding/json's semantics (go-json-experiment/json and
+// json/v1: every consumer decodes every event); never billing or the store. That
 // module mirrors the standard library's encoding/json/v2 and decodes the
 // same values as encoding/json, in one pass and several times faster.
 //
@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/google/uuid"
 )
@@ -184,9 +185,14 @@ type Envelope[T any] struct {
 // DecodeAs reads an envelope and its data as T in one pass. It fails where
 // Decode does, and where the data does not decode as T: a consumer that
 // may meet other data falls back to Decode to tell the two apart.
+//
+// It decodes in one streaming pass (decodeAsOptions): encoding/json's
+// semantics without its check of the whole input before decoding, which
+// read every event twice. Only the errors differ (their types, and e may be
+// partly filled when one occurs), and DecodeAs returns none of e then.
 func DecodeAs[T any](b []byte) (Envelope[T], error) {
 	var e Envelope[T]
-	if err := jsonv1.Unmarshal(b, &e); err != nil {
+	if err := jsonv2.Unmarshal(b, &e, decodeAsOptions); err != nil {
 		return Envelope[T]{}, fmt.Errorf("event: decode: %w", err)
 	}
 	if e.ID == "" || e.Type == "" {
@@ -194,5 +200,7 @@ func DecodeAs[T any](b []byte) (Envelope[T], error) {
 	}
 	return e, nil
 }
+
+var decodeAsOptions = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportErrorsWithLegacySemantics(false))
 
 var errRequired = errors.New("event: decode: eventId and type are required")

@@ -76,6 +76,13 @@ func TestEncodeDecode(t *testing.T) {
 	if _, err := Decode([]byte(`{"type":"x"}`)); err == nil {
 		t.Error("event without id decoded")
 	}
+	// One streaming pass: input that breaks off, or turns malformed after
+	// the envelope's fields, is still refused.
+	for _, bad := range []string{string(b[:len(b)-1]), string(b[:len(b)-1]) + ",}", string(b) + "x"} {
+		if _, err := DecodeAs[Order]([]byte(bad)); err == nil {
+			t.Errorf("malformed event decoded: …%s", bad[max(0, len(bad)-20):])
+		}
+	}
 }
 
 func TestSpecsUnique(t *testing.T) {
