@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -361,7 +362,8 @@ func validateParties(o *Order, fail, incomplete func(string, string, ...any)) {
 // the discount grossed up at the line's rate) is kept for settle, which
 // derives the net.
 func itemDraft(it *Item, i int, t Treatment, dest string, goods bool, fail func(string, string, ...any)) (draft, bool) {
-	f := func(name string) string { return fmt.Sprintf("items[%d].%s", i, name) }
+	source := "items[" + strconv.Itoa(i) + "]"
+	f := func(name string) string { return source + "." + name }
 	ok := true
 	if strings.TrimSpace(it.Name) == "" {
 		fail(f("name"), "is required")
@@ -410,7 +412,7 @@ func itemDraft(it *Item, i int, t Treatment, dest string, goods bool, fail func(
 	d := draft{Line: Line{
 		Kind: kind, Name: it.Name, SKU: it.SKU, ProductID: it.ProductID,
 		Quantity: it.Quantity, UnitCode: unitPiece,
-		DiscountCents: disc, Category: cat, Rate: rate, source: fmt.Sprintf("items[%d]", i),
+		DiscountCents: disc, Category: cat, Rate: rate, source: source,
 	}}
 	if it.UnitGrossCents != nil {
 		base, err := money.Mul(it.Quantity, money.Cents(*it.UnitGrossCents))
@@ -831,8 +833,13 @@ func DefaultPeriod(start time.Time, months int) Period {
 
 // itemIndex reads the index of an items[i] line source.
 func itemIndex(source string) (int, bool) {
-	var i int
-	if _, err := fmt.Sscanf(source, "items[%d]", &i); err != nil {
+	n, prefixed := strings.CutPrefix(source, "items[")
+	n, closed := strings.CutSuffix(n, "]")
+	if !prefixed || !closed {
+		return 0, false
+	}
+	i, err := strconv.Atoi(n)
+	if err != nil || i < 0 {
 		return 0, false
 	}
 	return i, true
