@@ -50,10 +50,6 @@ const (
 	// machine shared with other stacks, by taking a larger share of its
 	// cores rather than by spending less per order. A batch grows to
 	// createMaxBatch when statements are slow, so two do not cap the rate.
-	// (The p99 rose above 50 ms in some runs on a busy machine, with two
-	// runners and with four alike. Four while a statement had been slow in
-	// the last second was tried: under load some statement always is, so it
-	// ran four all the time.)
 	createRunners  = 2
 	createMaxBatch = 100 // orders per statement
 )

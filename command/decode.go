@@ -153,14 +153,12 @@ func (r *valueReader) value() (any, error) {
 	return nil, fmt.Errorf("unexpected %v", tok.Kind())
 }
 
-// text reads a JSON string (a value or an object's name).
+// text reads a JSON string: a value whose kind was peeked, or an object's
+// name, which the tokenizer only reads as a string.
 func (r *valueReader) text() (string, error) {
 	raw, err := r.dec.ReadValue()
 	if err != nil {
 		return "", err
-	}
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", fmt.Errorf("expected a string, got %s", raw)
 	}
 	inner := raw[1 : len(raw)-1]
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {

@@ -3,8 +3,8 @@
 // type. It is public to consumers, so it imports only the standard library,
 // internal/money (exact decimals), uuid and the JSON v2 module with its
 // implementation of encoding/json's semantics (go-json-experiment/json and
-// json/v1: every consumer decodes every event); never billing or the store. That
-// module mirrors the standard library's encoding/json/v2 and decodes the
+// json/v1: every consumer decodes every event); never billing or the
+// store. That module mirrors the standard library's encoding/json/v2 and decodes the
 // same values as encoding/json, in one pass and several times faster.
 //
 // Compatibility rule: within one schema version fields are only added, never
@@ -182,14 +182,12 @@ type Envelope[T any] struct {
 	Data   T `json:"data"`
 }
 
-// DecodeAs reads an envelope and its data as T in one pass. It fails where
-// Decode does, and where the data does not decode as T: a consumer that
-// may meet other data falls back to Decode to tell the two apart.
-//
-// It decodes in one streaming pass (decodeAsOptions): encoding/json's
-// semantics without its check of the whole input before decoding, which
-// read every event twice. Only the errors differ (their types, and e may be
-// partly filled when one occurs), and DecodeAs returns none of e then.
+// DecodeAs reads an envelope and its data as T in one streaming pass. It
+// fails where Decode does, and where the data does not decode as T: a
+// consumer that may meet other data falls back to Decode to tell the two
+// apart. Its options (decodeAsOptions) are encoding/json's semantics
+// without the check of the whole input before decoding, which read every
+// event twice; only its errors' types differ from Decode's.
 func DecodeAs[T any](b []byte) (Envelope[T], error) {
 	var e Envelope[T]
 	if err := jsonv2.Unmarshal(b, &e, decodeAsOptions); err != nil {

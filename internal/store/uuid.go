@@ -35,37 +35,22 @@ func (c uuidCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any
 type encodeUUIDString struct{}
 
 func (encodeUUIDString) Encode(value any, buf []byte) ([]byte, error) {
-	s := value.(string)
-	if !canonicalUUID(s) {
+	u, ok := parseCanonicalUUID(value.(string))
+	if !ok {
 		return nil, errNotCanonical
-	}
-	u, err := uuid.Parse(s)
-	if err != nil {
-		return nil, err
 	}
 	return append(buf, u[:]...), nil
 }
 
 var errNotCanonical = errors.New("not a UUID in the form 8-4-4-4-12: sent as text")
 
-// canonicalUUID reports whether s has the form 8-4-4-4-12 hex digits, the
-// one form both uuid.Parse and PostgreSQL read the same way.
-func canonicalUUID(s string) bool {
+// parseCanonicalUUID parses s when it has the form 8-4-4-4-12 hex digits,
+// the one form both uuid.Parse and PostgreSQL read the same way (uuid.Parse
+// also takes braces, a urn: prefix and no hyphens, told apart by length).
+func parseCanonicalUUID(s string) (uuid.UUID, bool) {
 	if len(s) != 36 {
-		return false
+		return uuid.UUID{}, false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
+	u, err := uuid.Parse(s)
+	return u, err == nil
 }

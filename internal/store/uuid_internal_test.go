@@ -21,8 +21,8 @@ func TestCanonicalUUID(t *testing.T) {
 		{"0193a1b2-c3d47-e5f-8a9b-0c1d2e3f4a5b", false},
 		{"", false},
 	} {
-		if got := canonicalUUID(c.s); got != c.want {
-			t.Errorf("canonicalUUID(%q) = %v, want %v", c.s, got, c.want)
+		if _, got := parseCanonicalUUID(c.s); got != c.want {
+			t.Errorf("parseCanonicalUUID(%q) = %v, want %v", c.s, got, c.want)
 		}
 	}
 }
