@@ -41,18 +41,57 @@ import (
 //     which answers each error for its own order.
 
 const (
-	// Batch statements in flight at once. Two: while one statement waits
-	// for its commit's WAL flush, the other works, and the orders arriving
-	// meanwhile form the next batch. On a quiet two-core machine two gave
-	// about 7.5 orders per statement against 4 with four runners, a fifth
-	// less PostgreSQL CPU per order and more orders/s beside the same
-	// pgbench ceiling (docs/performance.md, round 7); four had won on a
-	// machine shared with other stacks, by taking a larger share of its
-	// cores rather than by spending less per order. A batch grows to
-	// createMaxBatch when statements are slow, so two do not cap the rate.
+	// One statement in flight, and a second only while the first stalls.
+	// The orders arriving while a statement runs form the next batch: with
+	// one runner a batch held 14.5 orders on a two-core machine against 7.5
+	// with two, and PostgreSQL spent a fifth less CPU per order, since its
+	// work per statement (executor start, commit, WAL flush) is shared by
+	// twice as many (docs/performance.md, round 8). A statement that has
+	// been in flight for createStall (a backend waiting for a core, a slow
+	// flush) would hold every order behind it, so then a second runner
+	// writes the next batch meanwhile. A batch grows to createMaxBatch when
+	// statements are slow, so one runner does not cap the rate.
 	createRunners  = 2
+	createStall    = 5 * time.Millisecond
 	createMaxBatch = 100 // orders per statement
 )
+
+// runners are the group commit's runner slots: whether each runs, and since
+// when its statement has been in flight (zero between statements).
+type runners struct {
+	active [createRunners]bool
+	since  [createRunners]time.Time
+}
+
+// spare returns a free slot for another runner: the first when none runs, a
+// further one only while every running runner's statement has been in
+// flight for createStall or longer.
+func (r *runners) spare(now time.Time) (int, bool) {
+	free := -1
+	for i, on := range r.active {
+		switch {
+		case !on:
+			if free < 0 {
+				free = i
+			}
+		case r.since[i].IsZero() || now.Sub(r.since[i]) < createStall:
+			return 0, false // a runner is not stalled: it takes the order
+		}
+	}
+	return free, free >= 0
+}
+
+// redundant reports whether the runner in slot may stop though orders are
+// pending: another runner runs whose statement is not stalled, and it takes
+// them (every runner looks at the pending orders before it stops).
+func (r *runners) redundant(slot int, now time.Time) bool {
+	for i, on := range r.active {
+		if i != slot && on && (r.since[i].IsZero() || now.Sub(r.since[i]) < createStall) {
+			return true
+		}
+	}
+	return false
+}
 
 // createItem is one new order waiting for its batch.
 type createItem struct {
@@ -78,10 +117,11 @@ type createBatcher struct {
 	statements, orders, fallbacks atomic.Int64
 	sizes                         prometheus.Histogram
 	fallbackCount                 prometheus.Counter
+	stallRunners                  prometheus.Counter
 
 	mu      sync.Mutex
 	pending []*createItem
-	running int
+	runners runners
 }
 
 func newCreateBatcher(pool *pgxpool.Pool) *createBatcher {
@@ -94,6 +134,9 @@ func newCreateBatcher(pool *pgxpool.Pool) *createBatcher {
 		fallbackCount: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "o2i_order_create_fallbacks_total", Help: "New orders written alone after their batch failed.",
 		}),
+		stallRunners: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "o2i_order_create_stall_runners_total", Help: "Runners started beside a group-commit statement in flight for 5 ms or longer.",
+		}),
 	}
 }
 
@@ -102,9 +145,12 @@ func (b *createBatcher) create(ctx context.Context, a createArgs) (createResult,
 	it := &createItem{args: a, done: make(chan createResult, 1)}
 	b.mu.Lock()
 	b.pending = append(b.pending, it)
-	if b.running < createRunners {
-		b.running++
-		go b.run()
+	if slot, ok := b.runners.spare(time.Now()); ok {
+		if slices.Contains(b.runners.active[:], true) {
+			b.stallRunners.Inc() // beside a stalled one
+		}
+		b.runners.active[slot] = true
+		go b.run(slot)
 	}
 	b.mu.Unlock()
 	select {
@@ -117,16 +163,23 @@ func (b *createBatcher) create(ctx context.Context, a createArgs) (createResult,
 	}
 }
 
-// run writes batches until nothing is pending.
-func (b *createBatcher) run() {
+// run writes batches in its slot until nothing is pending, or until
+// another runner that is not stalled can take the rest.
+func (b *createBatcher) run(slot int) {
 	for {
 		b.mu.Lock()
-		batch := b.take()
+		var batch []*createItem
+		now := time.Now()
+		b.runners.since[slot] = time.Time{}
+		if !b.runners.redundant(slot, now) {
+			batch = b.take()
+		}
 		if len(batch) == 0 {
-			b.running--
+			b.runners.active[slot] = false
 			b.mu.Unlock()
 			return
 		}
+		b.runners.since[slot] = now
 		b.mu.Unlock()
 		b.write(batch)
 	}

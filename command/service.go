@@ -29,7 +29,7 @@ func New(pool *pgxpool.Pool) *Service {
 // RegisterMetrics exports the write side's metrics (the group commit of new
 // orders) to reg.
 func (s *Service) RegisterMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{s.creates.sizes, s.creates.fallbackCount} {
+	for _, c := range []prometheus.Collector{s.creates.sizes, s.creates.fallbackCount, s.creates.stallRunners} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -460,7 +460,7 @@ SELECT (SELECT count(*) FROM chunk), EXISTS (SELECT 1 FROM stop),
 		deadLetter: `INSERT INTO outbox_dead_letters (relay, outbox_id, tx_id, project_id, topic, msg_key, event_id, event_type,
     payload, payload_bytes, message_bytes, error)
   SELECT $1, id, tx_id, project_id, topic, msg_key, event_id, event_type, payload, octet_length(payload), $3, $4
-  FROM ` + table + ` WHERE id = $2
+  FROM ` + table + ` WHERE tx_id = $5::text::xid8 AND id = $2
   ON CONFLICT (relay, outbox_id) DO NOTHING`,
 	}
 }
@@ -667,7 +667,7 @@ func (r *Relay) deadLetter(ctx context.Context, conn *pgx.Conn, o row, pos *posi
 	defer cancel()
 	size := messageBytes(o.msg)
 	err := pgx.BeginFunc(dctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(dctx, r.sql.deadLetter, r.lockKey(), o.pos.id, size, cause); err != nil {
+		if _, err := tx.Exec(dctx, r.sql.deadLetter, r.lockKey(), o.pos.id, size, cause, o.pos.txID); err != nil {
 			return err
 		}
 		_, err := tx.Exec(dctx, r.sql.savePosition, r.lockKey(), o.pos.txID, o.pos.id)
