@@ -9,9 +9,12 @@ import "math"
 // the resident memory follows the highest live heap since the start.
 // With one, the heap is collected before it passes the limit; a live heap
 // above it only makes the collector run more often (the runtime caps its
-// share at half the CPU), it never fails an allocation.
+// share at half the CPU), it never fails an allocation. 256 MiB per core:
+// with 160, an API process whose near cache was full of status records
+// collected about twice a second under the write load, and spent a third
+// more CPU per order (docs/performance.md, round 8).
 const (
-	memoryPerCore  = 160 << 20
+	memoryPerCore  = 256 << 20
 	memoryLimitMin = 256 << 20
 )
 

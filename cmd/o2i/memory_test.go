@@ -18,10 +18,10 @@ func TestMemoryLimit(t *testing.T) {
 		{"GOMEMLIMIT set wins over a container", true, 900 * mib, 2, 0, "GOMEMLIMIT"},
 		{"GOMEMLIMIT set wins outside a container", true, math.MaxInt64, 2, 0, "GOMEMLIMIT"},
 		{"a container's limit stays as set from the cgroup", false, 900 * mib, 2, 0, "container"},
-		{"outside a container: per core", false, math.MaxInt64, 2, 320 * mib, "default"},
-		{"outside a container: more cores, more memory", false, math.MaxInt64, 16, 2560 * mib, "default"},
+		{"outside a container: per core", false, math.MaxInt64, 2, 512 * mib, "default"},
+		{"outside a container: more cores, more memory", false, math.MaxInt64, 16, 4096 * mib, "default"},
 		{"outside a container: one core gets the floor", false, math.MaxInt64, 1, 256 * mib, "default"},
-		{"the cgroup could not be read", false, 0, 4, 640 * mib, "default"},
+		{"the cgroup could not be read", false, 0, 4, 1024 * mib, "default"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			limit, source := memoryLimit(c.envSet, c.container, c.procs)
