@@ -22,8 +22,9 @@ import (
 // So new orders that arrive while others are being written wait for the
 // next statement and are created together with them, in one transaction:
 //
-//   - An order that finds a free runner is written at once, alone; batches
-//     form only while every runner is busy, so an idle service adds no delay.
+//   - An order that finds no statement in flight is written at once, alone;
+//     batches form only while a statement runs, so an idle service adds no
+//     delay.
 //   - Every order of a batch gets exactly what the one-statement path would
 //     have given it: the idempotency key's advisory lock, its stored
 //     response, the order, its order.created event and its idempotency
