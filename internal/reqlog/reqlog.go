@@ -290,16 +290,21 @@ func (l *Log) Run(ctx context.Context) {
 			}
 		}
 	}
+	// The writer wakes once a tick, not for every entry: a request hands
+	// its entry to the channel without waking anyone, and each tick writes
+	// what came meanwhile. Past the first batch it writes further ones only
+	// while a full batch waits (a backlog, or more than a batch a tick):
+	// a COPY's own cost (its start, its commit and WAL flush) is about that
+	// of 40 rows, and writing again for the few entries that arrived during
+	// the last COPY made most batches small under load.
 	for {
 		select {
-		case e := <-l.ch:
-			batch = append(batch, e)
-			if len(batch) == cap(batch) {
-				flush(ctx)
-			}
 		case <-tick.C:
-			for i := 0; i < 16 && flush(ctx) && l.Pending() > 0; i++ {
-				fill() // drain the overflow a batch at a time while writes succeed
+			for i := 0; i < 16; i++ {
+				fill()
+				if !flush(ctx) || !moreBatches(l.Pending(), size) {
+					break
+				}
 			}
 		case <-maint.C:
 			if err := EnsurePartitions(ctx, l.pool, time.Now()); err != nil {
@@ -326,6 +331,10 @@ func (l *Log) Run(ctx context.Context) {
 		}
 	}
 }
+
+// moreBatches reports whether a tick writes another batch after one:
+// only while a full batch of size entries is pending.
+func moreBatches(pending, size int) bool { return pending >= size }
 
 // Wait blocks until Run has returned.
 func (l *Log) Wait() { <-l.done }

@@ -210,3 +210,43 @@ func TestEntriesWrittenAsRecorded(t *testing.T) {
 		t.Errorf("%d entries of the project written, want 1 (the one with a malformed request id is skipped)", n)
 	}
 }
+
+// TestSteadyEntriesWrittenOncePerTick: entries recorded at a steady rate are
+// written in about one COPY a tick (rows of one COPY share its transaction
+// id), not in a COPY of their own for every few that arrived during the last
+// one.
+func TestSteadyEntriesWrittenOncePerTick(t *testing.T) {
+	t.Parallel()
+	pool := testenv.Pool(t)
+	ctx := context.Background()
+	if err := reqlog.EnsurePartitions(ctx, pool, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	l := reqlog.New(pool, 4096)
+	rctx, stop := context.WithCancel(ctx)
+	go l.Run(rctx)
+	t.Cleanup(func() { stop(); l.Wait() })
+	project := uuid.NewString()
+	const entries, every = 1000, 500 * time.Microsecond // 2,000 a second for half a second
+	start := time.Now()
+	for i := range entries {
+		if d := time.Until(start.Add(time.Duration(i) * every)); d > 0 {
+			time.Sleep(d)
+		}
+		l.Record(httpx.Entry{RequestID: uuid.Must(uuid.NewV7()).String(), ProjectID: project, Method: "GET",
+			Path: "/v1/orders/A-1", Route: "/v1/orders/{orderNo}", Status: 200, At: time.Now()})
+	}
+	took := time.Since(start)
+	var rows, copies int
+	testenv.Eventually(t, 10*time.Second, "every entry written", func() bool {
+		if err := pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT xmin::text) FROM request_log
+			WHERE project_id = $1 AND at > now() - interval '1 hour'`, project).Scan(&rows, &copies); err != nil {
+			t.Fatal(err)
+		}
+		return rows == entries
+	})
+	// One COPY per 50 ms tick while recording, and one for the rest.
+	if ticks := int(took/(50*time.Millisecond)) + 2; copies > ticks {
+		t.Errorf("%d entries over %v written in %d COPYs, want at most %d (one a tick)", entries, took.Round(time.Millisecond), copies, ticks)
+	}
+}

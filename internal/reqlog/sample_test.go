@@ -50,3 +50,21 @@ func TestAnonymousSample(t *testing.T) {
 		})
 	}
 }
+
+// TestMoreBatches: a tick writes another batch only while a full one waits.
+func TestMoreBatches(t *testing.T) {
+	for _, c := range []struct {
+		pending, size int
+		want          bool
+	}{
+		{0, 1024, false},
+		{1, 1024, false},
+		{1023, 1024, false},
+		{1024, 1024, true},
+		{5000, 1024, true},
+	} {
+		if got := moreBatches(c.pending, c.size); got != c.want {
+			t.Errorf("moreBatches(%d, %d) = %v, want %v", c.pending, c.size, got, c.want)
+		}
+	}
+}
