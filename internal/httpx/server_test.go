@@ -3,6 +3,7 @@ package httpx_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -451,6 +452,54 @@ func TestPrincipalHas(t *testing.T) {
 	} {
 		if got := (httpx.Principal{Scopes: c.scopes}).Has(c.want); got != c.has {
 			t.Errorf("%v.Has(%s) = %v, want %v", c.scopes, c.want, got, c.has)
+		}
+	}
+}
+
+// TestMetricsCountEverySeries: each method, route and status has its own
+// count and latency histogram, also after its series was first looked up.
+func TestMetricsCountEverySeries(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	ok := httpx.Route{Method: "GET", Path: "/ok/{id}", Scope: httpx.ScopeOrdersWrite, Handler: func(w http.ResponseWriter, r *http.Request) error { return nil }}
+	missing := httpx.Route{Method: "GET", Path: "/missing", Scope: httpx.ScopeOrdersWrite, Handler: func(w http.ResponseWriter, r *http.Request) error {
+		return apperr.New(apperr.NotFound, "not_found", "nothing here")
+	}}
+	s := &httpx.Server{Routes: []httpx.Route{ok, missing}, Auth: staticAuth{p: httpx.Principal{ProjectID: "p1", Scopes: []httpx.Scope{httpx.ScopeOrdersWrite}}}, Registry: reg}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	for i := range 3 {
+		do(t, ts, "GET", fmt.Sprintf("/ok/%d", i), "", "Bearer good", "")
+	}
+	do(t, ts, "GET", "/missing", "", "Bearer good", "")
+	do(t, ts, "GET", "/missing", "", "Bearer good", "")
+	do(t, ts, "POST", "/missing", "", "Bearer good", "")
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, observed := map[string]float64{}, map[string]uint64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var k []string
+			for _, l := range m.GetLabel() {
+				k = append(k, l.GetValue())
+			}
+			switch mf.GetName() {
+			case "o2i_http_requests_total":
+				counts[strings.Join(k, " ")] = m.GetCounter().GetValue()
+			case "o2i_http_request_duration_seconds":
+				observed[strings.Join(k, " ")] = m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	want := map[string]float64{"GET /ok/{id} 200": 3, "GET /missing 404": 2, "POST unmatched 405": 1}
+	if len(counts) != len(want) {
+		t.Errorf("series %v, want %v", counts, want)
+	}
+	for k, n := range want {
+		if counts[k] != n || observed[k] != uint64(n) {
+			t.Errorf("%s: counted %v, observed %d, want %v", k, counts[k], observed[k], n)
 		}
 	}
 }
