@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,12 +109,44 @@ func TestSweepSkipsAnUnreadableHeldOrderAndGoesOn(t *testing.T) {
 	if _, _, again := status(ids[1]); !again.Equal(checked) && !fixedSince {
 		t.Errorf("the next round took the unreadable order again (checked %s, then %s)", checked, again)
 	}
-	if _, err := iv.ReleaseFixed(ctx); err != nil {
-		t.Fatal(err)
+	// The releases invoice the other two. Another invoicer of the stack
+	// (the package's other tests run theirs, each releasing every project's
+	// fixed orders) may have claimed one first: it is then that invoicer's
+	// under its lease, and this one releases it once the lease is given
+	// back or runs out. Once this invoicer's own round is over, a claim
+	// still running is another's.
+	claimedElsewhere := func(id string) bool {
+		var claimed bool
+		if err := v.pool.QueryRow(ctx, `SELECT coalesce(claimed_until > now(), false) FROM held_orders WHERE order_id = $1 AND task_id = $2`,
+			id, task).Scan(&claimed); err != nil {
+			t.Fatal(err)
+		}
+		return claimed
 	}
-	for _, i := range []int{0, 2} {
-		if o, released, _ := status(ids[i]); o != "invoiced" || !released {
-			t.Errorf("order %s: %s, released %v; want invoiced and released", nos[i], o, released)
+	elsewhere := 0 // still under another invoicer's lease at the end
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := iv.ReleaseFixed(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var pending []string
+		elsewhere = 0
+		for _, i := range []int{0, 2} {
+			if o, released, _ := status(ids[i]); o != "invoiced" || !released {
+				claimed := claimedElsewhere(ids[i])
+				if claimed {
+					elsewhere++
+				}
+				pending = append(pending, fmt.Sprintf("%s: %s, released %v, claimed by another invoicer %v", nos[i], o, released, claimed))
+			}
+		}
+		if len(pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			if len(pending) > elsewhere {
+				t.Errorf("after the releases: %s; want invoiced and released", strings.Join(pending, "; "))
+			}
+			break
 		}
 	}
 	if o, released, _ := status(ids[1]); o != "created" || released {
@@ -122,8 +155,8 @@ func TestSweepSkipsAnUnreadableHeldOrderAndGoesOn(t *testing.T) {
 	var held int
 	var taskStatus string
 	if err := v.pool.QueryRow(ctx, `SELECT status, (SELECT count(*) FROM held_orders h WHERE h.task_id = t.id AND h.released_at IS NULL)
-		FROM tasks t WHERE id = $1`, task).Scan(&taskStatus, &held); err != nil || taskStatus != "open" || held != 1 {
-		t.Errorf("task %s holding %d (%v), want open holding the unreadable order", taskStatus, held, err)
+		FROM tasks t WHERE id = $1`, task).Scan(&taskStatus, &held); err != nil || taskStatus != "open" || held < 1 || held > 1+elsewhere {
+		t.Errorf("task %s holding %d (%v), want open holding the unreadable order (and %d under another invoicer's lease)", taskStatus, held, err, elsewhere)
 	}
 }
 
