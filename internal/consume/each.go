@@ -3,9 +3,9 @@ package consume
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -42,7 +42,7 @@ func (g Group) consumeEach(parent context.Context, handle MessageHandler) (handl
 	if inFlight <= 0 {
 		inFlight = max(100, 4*workers)
 	}
-	p := &pool{slots: newSlots(workers), queues: map[string][]kafka.Message{}}
+	p := newPool(workers)
 	fetched := make(chan struct{}, inFlight)
 	tr := newTracker()
 	var mu sync.Mutex
@@ -98,13 +98,18 @@ type pool struct {
 	slots  *slots
 	mu     sync.Mutex
 	queues map[string][]kafka.Message // the keys with a running chain, and what waits in it
-	// idle are the goroutines whose chain ended lately, each waiting up to
-	// chainIdle on its channel for the next key's chain. A goroutine's stack
-	// has grown to what a handler needs; a new goroutine for every chain
-	// grew its stack again each time (a fifth of the invoicer's handling of
-	// an order event that needed no invoice).
-	idle    []chan chain
-	started int // goroutines started, for the tests
+	// idle hands a new chain to a goroutine whose chain ended lately and
+	// that waits up to chainIdle for another (unbuffered: a send succeeds
+	// only while one waits). A goroutine's stack has grown to what a
+	// handler needs; a new goroutine for every chain grew its stack again
+	// each time (a fifth of the invoicer's handling of an order event that
+	// needed no invoice).
+	idle    chan chain
+	started atomic.Int64 // goroutines started, for the tests
+}
+
+func newPool(workers int) *pool {
+	return &pool{slots: newSlots(workers), queues: map[string][]kafka.Message{}, idle: make(chan chain)}
 }
 
 // chain is the first message of a key with no running chain.
@@ -143,46 +148,32 @@ func (p *pool) dispatch(ctx context.Context, wg *sync.WaitGroup, m kafka.Message
 		return
 	}
 	p.queues[key] = nil
-	if n := len(p.idle); n > 0 {
-		next := p.idle[n-1]
-		p.idle = p.idle[:n-1]
-		p.mu.Unlock()
-		next <- chain{key, m} // buffered: its goroutine takes it
-		return
-	}
-	p.started++
 	p.mu.Unlock()
-	wg.Add(1)
-	go p.runChains(ctx, wg, chain{key, m}, handle, finish)
+	select {
+	case p.idle <- chain{key, m}:
+	default:
+		p.started.Add(1)
+		wg.Add(1)
+		go p.runChains(ctx, wg, chain{key, m}, handle, finish)
+	}
 }
 
-// runChains runs c's chain, then waits up to chainIdle for another key's
-// chain to run, until none comes or ctx ends.
+// runChains runs c's chain, then the chains handed to it while it waits up
+// to chainIdle for one, until none comes or ctx ends.
 func (p *pool) runChains(ctx context.Context, wg *sync.WaitGroup, c chain, handle MessageHandler, finish func(kafka.Message, error)) {
 	defer wg.Done()
-	next := make(chan chain, 1)
 	idle := time.NewTimer(chainIdle)
 	defer idle.Stop()
 	for {
 		p.runChain(ctx, c, handle, finish)
-		p.mu.Lock()
-		p.idle = append(p.idle, next)
-		p.mu.Unlock()
 		idle.Reset(chainIdle)
 		select {
-		case c = <-next:
-			continue
+		case c = <-p.idle:
 		case <-idle.C:
+			return
 		case <-ctx.Done():
-		}
-		p.mu.Lock()
-		if i := slices.Index(p.idle, next); i >= 0 {
-			p.idle = slices.Delete(p.idle, i, i+1)
-			p.mu.Unlock()
 			return
 		}
-		p.mu.Unlock()
-		c = <-next // handed a chain while giving up: run it
 	}
 }
 

@@ -105,7 +105,7 @@ func TestHandoff(t *testing.T) {
 // waited. First come first served, it would finish only after all of them:
 // a backlog would be started entirely before any of it was finished.
 func TestReturningWaiterGoesBeforeNewMessages(t *testing.T) {
-	p := &pool{slots: newSlots(1), queues: map[string][]kafka.Message{}}
+	p := newPool(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var mu sync.Mutex

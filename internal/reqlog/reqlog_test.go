@@ -230,6 +230,7 @@ func TestSteadyEntriesWrittenOncePerTick(t *testing.T) {
 	const entries, every = 1000, 500 * time.Microsecond // 2,000 a second for half a second
 	start := time.Now()
 	for i := range entries {
+		// The load's pace, entry i at i × every: nothing is waited for.
 		if d := time.Until(start.Add(time.Duration(i) * every)); d > 0 {
 			time.Sleep(d)
 		}
