@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -173,10 +174,27 @@ func InvoicePDFKey(projectID, invoiceID string) string {
 	return projectID + "/invoices/" + invoiceID + ".pdf"
 }
 
-// ManifestKey is where an invoice's manifest lies.
+// ManifestKey is where an invoice's manifest lies in an object of its own.
 func ManifestKey(projectID, invoiceID string) string {
 	return projectID + "/manifests/" + invoiceID + ".json"
 }
+
+// ManifestBatchKey is where the n manifests of a manifest batch lie, one
+// after another, the first of them the manifest of invoice firstInvoiceID.
+// A batch holds the manifests of consecutive positions of one number
+// range's chain (live documents of one retention period, chained in one
+// transaction); each document's anchor names its bytes in it (Stored.InBatch).
+func ManifestBatchKey(projectID, firstInvoiceID string, n int) string {
+	return ManifestBatchPrefix(projectID) + firstInvoiceID + "-" + strconv.Itoa(n)
+}
+
+// ManifestBatchPrefix is where a project's manifest batches lie.
+func ManifestBatchPrefix(projectID string) string { return projectID + "/manifests/batches/" }
+
+// ManifestBatchContentType is the content type of a manifest batch: its
+// manifests' bytes one after another, each a JSON document ending in a
+// newline.
+const ManifestBatchContentType = "application/octet-stream"
 
 // Stored describes an archived document.
 type Stored struct {
@@ -185,6 +203,11 @@ type Stored struct {
 	SHA256      string // hex
 	Size        int64
 	RetainUntil time.Time // zero: no retention
+	// InBatch: the document is bytes Offset to Offset+Size-1 of the object
+	// (a manifest in a manifest batch); SHA256 and Size are the
+	// document's, Key, VersionID and RetainUntil the object's.
+	InBatch bool
+	Offset  int64
 }
 
 // Put archives data under key with COMPLIANCE retention until retainUntil.

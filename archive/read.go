@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -53,8 +54,25 @@ func (w *writerBuffer) Write(p []byte) (int, error) {
 // the SHA-256 its own metadata claims. One request: the object is described
 // from the GET's response, not by a HEAD before it.
 func (a *Archive) copyVersion(ctx context.Context, w io.Writer, key, versionID string) (st Stored, meta string, err error) {
-	st = Stored{Key: key, VersionID: versionID}
-	obj, err := a.c.GetObject(ctx, a.bucket, key, minio.GetObjectOptions{VersionID: versionID})
+	return a.copyPart(ctx, w, Stored{Key: key, VersionID: versionID})
+}
+
+// copyPart is copyVersion of the document want names: the whole version,
+// or for a document in a batch (want.InBatch) its bytes alone, read by a
+// ranged GET; st then describes those bytes.
+func (a *Archive) copyPart(ctx context.Context, w io.Writer, want Stored) (st Stored, meta string, err error) {
+	key := want.Key
+	st = Stored{Key: key, VersionID: want.VersionID, InBatch: want.InBatch, Offset: want.Offset}
+	opts := minio.GetObjectOptions{VersionID: want.VersionID}
+	if want.InBatch {
+		if want.Size <= 0 || want.Offset < 0 {
+			return st, "", fmt.Errorf("archive: get %s: a part of %d bytes at %d", key, want.Size, want.Offset)
+		}
+		if err := opts.SetRange(want.Offset, want.Offset+want.Size-1); err != nil {
+			return st, "", fmt.Errorf("archive: get %s: %w", key, err)
+		}
+	}
+	obj, err := a.c.GetObject(ctx, a.bucket, key, opts)
 	if err != nil {
 		return st, "", fmt.Errorf("archive: get %s: %w", key, err)
 	}
@@ -63,7 +81,11 @@ func (a *Archive) copyVersion(ctx context.Context, w io.Writer, key, versionID s
 	n, err := io.Copy(io.MultiWriter(h, w), obj)
 	if err != nil {
 		if notFound(err) {
-			return st, "", fmt.Errorf("%w: %s version %q", ErrNotFound, key, versionID)
+			return st, "", fmt.Errorf("%w: %s version %q", ErrNotFound, key, want.VersionID)
+		}
+		if want.InBatch && minio.ToErrorResponse(err).StatusCode == http.StatusRequestedRangeNotSatisfiable {
+			// The object is shorter than the recorded part: not the document.
+			return st, "", nil
 		}
 		return st, "", fmt.Errorf("archive: read %s: %w", key, err)
 	}
@@ -83,7 +105,9 @@ func (a *Archive) copyVersion(ctx context.Context, w io.Writer, key, versionID s
 // SHA-256 and size are the ones recorded in want (the database's anchor);
 // ErrCorrupt when not, ErrNotFound when the version is gone.
 func (a *Archive) Verified(ctx context.Context, want Stored) ([]byte, error) {
-	data, got, err := a.GetVersion(ctx, want.Key, want.VersionID)
+	var buf writerBuffer
+	got, _, err := a.copyPart(ctx, &buf, want)
+	data := buf.b
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +121,7 @@ func (a *Archive) Verified(ctx context.Context, want Stored) ([]byte, error) {
 // SHA-256 and size against want: on ErrCorrupt, w has received bytes that
 // are not the archived document and the caller must discard them.
 func (a *Archive) CopyVerified(ctx context.Context, w io.Writer, want Stored) error {
-	got, _, err := a.copyVersion(ctx, w, want.Key, want.VersionID)
+	got, _, err := a.copyPart(ctx, w, want)
 	if err != nil {
 		return err
 	}
@@ -115,7 +139,8 @@ type Problem struct {
 	Detail    string `json:"detail"`
 }
 
-// Check re-reads the version want names and compares it with the anchor:
+// Check re-reads the version want names (a document in a batch: its bytes
+// in the version) and compares it with the anchor:
 // the version must exist (missing), its bytes must have want's SHA-256 and
 // size (altered), it must still be the key's current version (replaced),
 // and in a locked archive it must have COMPLIANCE retention until
@@ -125,7 +150,9 @@ func (a *Archive) Check(ctx context.Context, want Stored) ([]byte, []Problem) {
 	p := func(kind, format string, args ...any) Problem {
 		return Problem{Key: want.Key, VersionID: want.VersionID, Kind: kind, Detail: fmt.Sprintf(format, args...)}
 	}
-	data, got, err := a.GetVersion(ctx, want.Key, want.VersionID)
+	var buf writerBuffer
+	got, _, err := a.copyPart(ctx, &buf, want)
+	data := buf.b
 	if errors.Is(err, ErrNotFound) {
 		return nil, []Problem{p("missing", "the recorded version is gone from bucket %s", a.bucket)}
 	}

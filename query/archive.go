@@ -82,7 +82,7 @@ func (s *Service) archivedInvoices(ctx context.Context, sc archiveScope, after i
 		ids[i], at[a.invoiceID] = a.invoiceID, i
 	}
 	rows, err = s.pool.Query(ctx, `SELECT invoice_id::text, kind, bucket, object_key, version_id, sha256, size, retain_until,
-			COALESCE(embedded_in, '')
+			COALESCE(embedded_in, ''), byte_offset
 		FROM archive_objects WHERE invoice_id = ANY($1::uuid[])`, ids)
 	if err != nil {
 		return nil, err
@@ -92,8 +92,12 @@ func (s *Service) archivedInvoices(ctx context.Context, sc archiveScope, after i
 		var id, kind string
 		var o anchored
 		var until *time.Time
-		if err := rows.Scan(&id, &kind, &o.bucket, &o.st.Key, &o.st.VersionID, &o.st.SHA256, &o.st.Size, &until, &o.embeddedIn); err != nil {
+		var offset *int64
+		if err := rows.Scan(&id, &kind, &o.bucket, &o.st.Key, &o.st.VersionID, &o.st.SHA256, &o.st.Size, &until, &o.embeddedIn, &offset); err != nil {
 			return nil, err
+		}
+		if offset != nil {
+			o.st.InBatch, o.st.Offset = true, *offset
 		}
 		if until != nil {
 			o.st.RetainUntil = until.UTC()
@@ -165,6 +169,10 @@ func (a archivedInvoice) entry() ArchiveEntry {
 			continue
 		}
 		ao := ArchiveObject{Kind: k, Key: o.st.Key, VersionID: o.st.VersionID, SHA256: o.st.SHA256, Size: o.st.Size, EmbeddedIn: o.embeddedIn}
+		if o.st.InBatch {
+			off := o.st.Offset
+			ao.ByteOffset = &off
+		}
 		if !o.st.RetainUntil.IsZero() {
 			u := o.st.RetainUntil.UTC().Format(time.RFC3339)
 			ao.RetainUntil = &u

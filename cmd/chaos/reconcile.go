@@ -382,6 +382,7 @@ func reconcileMail(ds []delivery, msgs []sinkMessage) (mailFigures, []string) {
 type anchor struct {
 	InvoiceID, Kind, Bucket, Key, VersionID string
 	EmbeddedIn                              string // "pdf": an XML kept only inside the PDF, which Key and VersionID name
+	InBatch                                 bool   // a manifest in a manifest batch, which Key and VersionID name
 }
 
 // objectVersion is one version of an object in the archive bucket.
@@ -408,7 +409,9 @@ type archiveFigures struct {
 // one version (a write retried after a crash must not leave a second), the
 // version its anchor names; the project holds no other object. An XML
 // anchored inside the PDF (a ZUGFeRD invoice) is no object of its own: its
-// anchor must name the PDF's anchored version. Pure.
+// anchor must name the PDF's anchored version. A manifest in a manifest
+// batch lies in the batch object its anchor names, one object for all of
+// the batch's documents. Pure.
 func reconcileArchive(bucket, projectID string, invoiceIDs []string, anchors []anchor, versions []objectVersion) (archiveFigures, []string) {
 	f := archiveFigures{Bucket: bucket, Documents: len(invoiceIDs)}
 	var problems []string
@@ -437,28 +440,41 @@ func reconcileArchive(bucket, projectID string, invoiceIDs []string, anchors []a
 				report("%s: the XML is anchored inside %s %q in %q, not the anchored PDF %q", pdfKey, x.Key, x.VersionID, x.Bucket, pdf.VersionID)
 			}
 		}
+		manifestKey := archive.ManifestKey(projectID, id)
+		if m := anchored[id+"/manifest"]; m.InBatch && strings.HasPrefix(m.Key, archive.ManifestBatchPrefix(projectID)) {
+			manifestKey = m.Key
+		}
 		for _, part := range []struct{ kind, key string }{
 			{"xml", archive.InvoiceXMLKey(projectID, id)},
 			{"pdf", pdfKey},
-			{"manifest", archive.ManifestKey(projectID, id)},
+			{"manifest", manifestKey},
 		} {
 			if x := anchored[id+"/xml"]; part.kind == "xml" && x.EmbeddedIn != "" {
 				continue // checked above; an object under the XML's key is unexpected
 			}
-			f.Expected++
+			first := !expected[part.key] // a manifest batch is counted once, for its first document
 			expected[part.key] = true
 			vs := byKey[part.key]
+			count := func(n *int, format string, args ...any) {
+				if first {
+					*n += 1
+					report(format, args...)
+				}
+			}
+			if first {
+				f.Expected++
+			}
 			switch {
 			case len(vs) == 0:
-				f.Missing++
-				report("%s is not in bucket %s", part.key, bucket)
+				count(&f.Missing, "%s is not in bucket %s", part.key, bucket)
 				continue
 			case len(vs) > 1:
-				f.Duplicates += len(vs) - 1
-				report("%s has %d versions in bucket %s", part.key, len(vs), bucket)
+				if first {
+					f.Duplicates += len(vs) - 1
+					report("%s has %d versions in bucket %s", part.key, len(vs), bucket)
+				}
 			case vs[0].DeleteMarker:
-				f.Missing++
-				report("%s is deleted in bucket %s", part.key, bucket)
+				count(&f.Missing, "%s is deleted in bucket %s", part.key, bucket)
 				continue
 			}
 			a, ok := anchored[id+"/"+part.kind]

@@ -195,6 +195,39 @@ func TestReconcileArchive(t *testing.T) {
 			return as, vs
 		}, archiveFigures{Expected: 5, Objects: 5, Versions: 5, Unanchored: 1}, 1},
 	}...)
+	// Both manifests in one manifest batch, anchored to its version.
+	batch := func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+		as[2] = anchor{InvoiceID: "i1", Kind: "manifest", Bucket: bucket, Key: "p/manifests/batches/i1-2", VersionID: "vb", InBatch: true}
+		as[5] = anchor{InvoiceID: "i2", Kind: "manifest", Bucket: bucket, Key: "p/manifests/batches/i1-2", VersionID: "vb", InBatch: true}
+		kept := []objectVersion{vs[0], vs[1], vs[3], vs[4], {Key: "p/manifests/batches/i1-2", VersionID: "vb"}}
+		return as, kept
+	}
+	tests = append(tests, []struct {
+		name     string
+		change   func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion)
+		want     archiveFigures
+		problems int
+	}{
+		{"two manifests in one batch", batch, archiveFigures{Expected: 5, Objects: 5, Versions: 5}, 0},
+		{"the batch missing: counted once", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			as, vs = batch(as, vs)
+			return as, vs[:4]
+		}, archiveFigures{Expected: 5, Objects: 4, Versions: 4, Missing: 1}, 1},
+		{"a second version of the batch: counted once", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			as, vs = batch(as, vs)
+			return as, append(vs, objectVersion{Key: "p/manifests/batches/i1-2", VersionID: "vb2"})
+		}, archiveFigures{Expected: 5, Objects: 5, Versions: 6, Duplicates: 1}, 1},
+		{"one manifest anchored to another version of the batch", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			as, vs = batch(as, vs)
+			as[5].VersionID = "v-old"
+			return as, vs
+		}, archiveFigures{Expected: 5, Objects: 5, Versions: 5, Unanchored: 1}, 1},
+		{"a batch of another project's keys", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			as, vs = batch(as, vs)
+			as[5].Key = "q/manifests/batches/i1-2"
+			return as, vs
+		}, archiveFigures{Expected: 6, Objects: 5, Versions: 5, Missing: 1}, 1},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

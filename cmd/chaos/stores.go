@@ -109,7 +109,7 @@ func (s *stores) check(ctx context.Context, rep *report, listed []invoice, mailD
 		problems = append(problems, fmt.Sprintf("PostgreSQL holds %d documents of the project, the API lists %d", len(ds), len(listed)))
 	}
 
-	rows, err = s.pool.Query(ctx, `SELECT invoice_id::text, kind, bucket, object_key, version_id, COALESCE(embedded_in, '')
+	rows, err = s.pool.Query(ctx, `SELECT invoice_id::text, kind, bucket, object_key, version_id, COALESCE(embedded_in, ''), byte_offset IS NOT NULL
 		FROM archive_objects WHERE project_id = $1`, s.projectID)
 	if err != nil {
 		return nil, fmt.Errorf("read anchors: %w", err)
@@ -117,7 +117,7 @@ func (s *stores) check(ctx context.Context, rep *report, listed []invoice, mailD
 	var anchors []anchor
 	for rows.Next() {
 		var a anchor
-		if err := rows.Scan(&a.InvoiceID, &a.Kind, &a.Bucket, &a.Key, &a.VersionID, &a.EmbeddedIn); err != nil {
+		if err := rows.Scan(&a.InvoiceID, &a.Kind, &a.Bucket, &a.Key, &a.VersionID, &a.EmbeddedIn, &a.InBatch); err != nil {
 			rows.Close()
 			return nil, err
 		}

@@ -51,23 +51,46 @@ const (
 )
 
 // chainManifest anchors the invoice's documents and chains m in its number
-// range (in number order) and returns the manifest's bytes; when a document
+// range (in number order) and returns the manifest as recorded (its bytes
+// and, for a live document chained with others, its place in their manifest
+// batch, written already when this process could); when a document
 // before it is not archived yet it waits for that one's transaction to chain
 // it, at most chainWait (then ErrChainPending). Documents of one range
 // archived at the same time are chained together (chainGroup): one
 // transaction, one advisory lock, one round trip for the lock, the anchors,
 // the chain's end and the documents to chain, one for the inserts.
-func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m archive.Manifest, issue time.Time, objs map[string]archive.Stored) ([]byte, error) {
-	r := &chainRequest{m: m, issue: issue, objs: objs, bucket: arc.Bucket(), done: make(chan struct{})}
+func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m archive.Manifest, issue time.Time, objs map[string]archive.Stored) (chainedManifest, error) {
+	r := &chainRequest{m: m, issue: issue, objs: objs, bucket: arc.Bucket(), done: make(chan struct{}),
+		putBatch: func(ctx context.Context, key string, data []byte, until time.Time) (st archive.Stored, err error) {
+			err = s.objectStore(ctx, m.ProjectID, func(ctx context.Context) (err error) {
+				st, err = arc.Put(ctx, key, data, archive.ManifestBatchContentType, until)
+				return err
+			})
+			return st, err
+		}}
 	return s.chains.chain(ctx, s.pool, r)
 }
 
 // chainArchived is chainManifest for a document archived before the archive
 // was anchored (o2i archive backfill): it is no document the range waits
-// for, and goes at the chain's end.
+// for, and goes at the chain's end, in a manifest object of its own.
 func (s *Service) chainArchived(ctx context.Context, arc *archive.Archive, m archive.Manifest, issue time.Time, objs map[string]archive.Stored) ([]byte, error) {
 	r := &chainRequest{m: m, issue: issue, objs: objs, bucket: arc.Bucket(), archived: true, done: make(chan struct{})}
-	return s.chains.chain(ctx, s.pool, r)
+	c, err := s.chains.chain(ctx, s.pool, r)
+	return c.body, err
+}
+
+// chainedManifest is a document's manifest as its chain transaction
+// recorded it.
+type chainedManifest struct {
+	body []byte // nil: not chained
+	// batchKey names the manifest batch the manifest lies in, from byte
+	// offset on; "": an object of its own (archive.ManifestKey).
+	batchKey string
+	offset   int64
+	// stored is the batch as this process wrote it after the chain
+	// transaction; nil: the document's archiving writes it (again).
+	stored *archive.Stored
 }
 
 // chainRequest is one document to anchor and chain.
@@ -76,18 +99,21 @@ type chainRequest struct {
 	issue    time.Time
 	objs     map[string]archive.Stored
 	bucket   string
-	archived bool          // archived before the anchor (backfill): chained at the end
-	done     chan struct{} // closed when body, waiter or err is set
-	body     []byte        // the manifest, when chained
-	waiter   *chainWaiter  // anchored, not chained: woken when it is
+	archived bool // archived before the anchor (backfill): chained at the end
+	// putBatch writes a manifest batch with retention until until (nil for
+	// backfill, whose documents are never batched).
+	putBatch func(ctx context.Context, key string, data []byte, until time.Time) (archive.Stored, error)
+	done     chan struct{}   // closed when loc, waiter or err is set
+	loc      chainedManifest // the manifest, when chained
+	waiter   *chainWaiter    // anchored, not chained: woken when it is
 	err      error
 }
 
 // chainWaiter is a document of this process anchored and not chained yet.
 type chainWaiter struct {
 	invoiceID string
-	done      chan struct{} // closed when body is set
-	body      []byte
+	done      chan struct{} // closed when loc is set
+	loc       chainedManifest
 }
 
 // chainGroup chains the documents of a number range that arrive while the
@@ -104,7 +130,7 @@ type chainGroup struct {
 	polling bool
 }
 
-func (g *chainGroup) chain(ctx context.Context, pool *pgxpool.Pool, r *chainRequest) ([]byte, error) {
+func (g *chainGroup) chain(ctx context.Context, pool *pgxpool.Pool, r *chainRequest) (chainedManifest, error) {
 	key := r.m.ProjectID + "\x00" + r.m.NumberRange
 	g.mu.Lock()
 	if g.ranges == nil {
@@ -120,17 +146,17 @@ func (g *chainGroup) chain(ctx context.Context, pool *pgxpool.Pool, r *chainRequ
 	case <-r.done:
 	case <-ctx.Done():
 		// It may still be chained: a retry finds its manifest recorded.
-		return nil, ctx.Err()
+		return chainedManifest{}, ctx.Err()
 	}
-	if r.err != nil || r.body != nil {
-		return r.body, r.err
+	if r.err != nil || r.loc.body != nil {
+		return r.loc, r.err
 	}
 	return g.await(ctx, r.waiter)
 }
 
 // await waits for w's document to be chained, at most chainWait, without
 // holding a consumer worker.
-func (g *chainGroup) await(ctx context.Context, w *chainWaiter) ([]byte, error) {
+func (g *chainGroup) await(ctx context.Context, w *chainWaiter) (chainedManifest, error) {
 	err := consume.Waiting(ctx, func() error {
 		t := time.NewTimer(chainWait)
 		defer t.Stop()
@@ -147,12 +173,12 @@ func (g *chainGroup) await(ctx context.Context, w *chainWaiter) ([]byte, error) 
 		g.forget(w)
 		select {
 		case <-w.done: // chained as it gave up
-			return w.body, nil
+			return w.loc, nil
 		default:
-			return nil, err
+			return chainedManifest{}, err
 		}
 	}
-	return w.body, nil
+	return w.loc, nil
 }
 
 // forget drops a waiter that gave up.
@@ -174,10 +200,10 @@ func (g *chainGroup) forget(w *chainWaiter) {
 }
 
 // wake hands the chained manifests to their waiters; g.mu is held.
-func (g *chainGroup) wake(chained map[string][]byte) {
-	for id, body := range chained {
+func (g *chainGroup) wake(chained map[string]chainedManifest) {
+	for id, loc := range chained {
 		for _, w := range g.waiting[id] {
-			w.body = body
+			w.loc = loc
 			close(w.done)
 		}
 		delete(g.waiting, id)
@@ -198,15 +224,18 @@ func (g *chainGroup) run(pool *pgxpool.Pool, key string) {
 		g.ranges[key] = pending[len(batch):]
 		g.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), chainTimeout)
-		chained, err := chainTx(ctx, pool, batch)
+		chained, batches, err := chainTx(ctx, pool, batch)
 		cancel()
+		if err == nil {
+			putBatches(batch, chained, batches)
+		}
 		g.mu.Lock()
 		g.wake(chained)
 		for _, r := range batch {
 			switch {
 			case err != nil:
 				r.err = err
-			case r.body == nil:
+			case r.loc.body == nil:
 				// Registered before the next transaction of this range runs,
 				// so that one wakes it.
 				r.waiter = &chainWaiter{invoiceID: r.m.InvoiceID, done: make(chan struct{})}
@@ -253,22 +282,73 @@ func (g *chainGroup) poll(pool *pgxpool.Pool) {
 }
 
 // recordedManifests returns the manifests recorded for the invoices.
-func recordedManifests(ctx context.Context, pool *pgxpool.Pool, ids []string) (map[string][]byte, error) {
+func recordedManifests(ctx context.Context, pool *pgxpool.Pool, ids []string) (map[string]chainedManifest, error) {
 	ctx, cancel := context.WithTimeout(ctx, chainTimeout)
 	defer cancel()
-	rows, err := store.Query(ctx, pool, `SELECT invoice_id::text, body FROM archive_manifests WHERE invoice_id = ANY($1::uuid[])`, ids)
+	rows, err := store.Query(ctx, pool, recordedManifestsSQL, ids)
 	if err != nil {
 		return nil, err
 	}
 	return collectManifests(rows)
 }
 
-func collectManifests(rows pgx.Rows) (map[string][]byte, error) {
-	out := map[string][]byte{}
+// recordedManifestsSQL reads the recorded manifests of invoices ($1) for
+// collectManifests.
+const recordedManifestsSQL = `SELECT invoice_id::text, body, batch_key, batch_offset FROM archive_manifests WHERE invoice_id = ANY($1::uuid[])`
+
+func collectManifests(rows pgx.Rows) (map[string]chainedManifest, error) {
+	out := map[string]chainedManifest{}
 	var id string
 	var body []byte
-	_, err := pgx.ForEachRow(rows, []any{&id, &body}, func() error { out[id] = body; return nil })
+	var key *string
+	var offset *int64
+	_, err := pgx.ForEachRow(rows, []any{&id, &body, &key, &offset}, func() error {
+		c := chainedManifest{body: body}
+		if key != nil && offset != nil {
+			c.batchKey, c.offset = *key, *offset
+		}
+		out[id] = c
+		return nil
+	})
 	return out, err
+}
+
+// putBatches writes the manifest batches of a chain transaction, each once
+// (any of them holds documents of this process: one of batch's, or one
+// waiting for its predecessor), and records the object with their
+// manifests in chained. One that fails is left to its documents' archiving,
+// which writes it again from the database (storeManifest).
+func putBatches(batch []*chainRequest, chained map[string]chainedManifest, batches map[string]manifestBatch) {
+	var put func(ctx context.Context, key string, data []byte, until time.Time) (archive.Stored, error)
+	for _, r := range batch {
+		if r.putBatch != nil {
+			put = r.putBatch
+			break
+		}
+	}
+	if put == nil || len(batches) == 0 {
+		return
+	}
+	stored := make(map[string]*archive.Stored, len(batches))
+	for key, mb := range batches {
+		st, err := put(context.Background(), key, mb.data, mb.until)
+		if err != nil {
+			slog.Warn("invoicer: writing a manifest batch (its documents write it again)", "key", key, "err", err)
+			continue
+		}
+		stored[key] = &st
+	}
+	for id, c := range chained {
+		if st := stored[c.batchKey]; c.batchKey != "" && st != nil {
+			c.stored = st
+			chained[id] = c
+		}
+	}
+	for _, r := range batch {
+		if st := stored[r.loc.batchKey]; r.loc.batchKey != "" && st != nil {
+			r.loc.stored = st
+		}
+	}
 }
 
 // chainTx anchors the objects of batch (one project and number range) and
@@ -278,25 +358,30 @@ func collectManifests(rows pgx.Rows) (map[string][]byte, error) {
 // objects are anchored (nextLinks). It sets the body of each request
 // chained (now or before) and returns every manifest it chained, of this
 // process's documents or another's.
-func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) (map[string][]byte, error) {
+//
+// The manifests of the leading live documents it chains lie in manifest
+// batches (manifestBatches), one object for each run of one retention
+// period; it returns each batch's bytes by key, to be written once.
+func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) (map[string]chainedManifest, map[string]manifestBatch, error) {
 	first := batch[0].m
 	ids := make([]string, len(batch))
 	for i, r := range batch {
 		ids[i] = r.m.InvoiceID
 	}
-	var chained map[string][]byte
+	var chained map[string]chainedManifest
+	var batches map[string]manifestBatch
 	err := store.WithTx(ctx, pool, func(tx pgx.Tx) error {
-		chained = map[string][]byte{}
+		chained, batches = map[string]chainedManifest{}, map[string]manifestBatch{}
 		b := &pgx.Batch{}
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`, first.ProjectID, first.NumberRange)
 		queueAnchors(b, batch)
 		b.Queue(`SELECT chain_seq, sha256 FROM archive_manifests WHERE project_id = $1 AND range_key = $2
 			ORDER BY chain_seq DESC LIMIT 1`, first.ProjectID, first.NumberRange)
-		b.Queue(`SELECT invoice_id::text, body FROM archive_manifests WHERE invoice_id = ANY($1::uuid[])`, ids)
+		b.Queue(recordedManifestsSQL, ids)
 		queueCandidates(b, first.ProjectID, first.NumberRange)
 		br := tx.SendBatch(ctx, b)
 		var end chainEnd
-		var recorded map[string][]byte
+		var recorded map[string]chainedManifest
 		var cands []chainCandidate
 		err := func() error {
 			for range b.Len() - 3 { // the lock and the anchors
@@ -324,8 +409,8 @@ func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) (ma
 		var old []chainCandidate
 		for _, r := range batch {
 			if _, ok := recorded[r.m.InvoiceID]; r.archived && !ok {
-				recorded[r.m.InvoiceID] = nil // the same invoice twice in one batch: chained once
-				old = append(old, chainCandidate{m: r.m, issue: r.issue, ready: true})
+				recorded[r.m.InvoiceID] = chainedManifest{} // the same invoice twice in one batch: chained once
+				old = append(old, chainCandidate{m: r.m, issue: r.issue, ready: true, archived: true})
 			}
 		}
 		more := len(cands) == chainScan
@@ -335,15 +420,23 @@ func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) (ma
 			if err != nil {
 				return err
 			}
+			for key, mb := range manifestBatches(links) {
+				batches[key] = mb
+			}
 			ins := &pgx.Batch{}
 			for _, l := range links {
 				m := l.m
+				var key *string
+				var offset *int64
+				if l.batchKey != "" {
+					key, offset = &l.batchKey, &l.offset
+				}
 				ins.Queue(`INSERT INTO archive_manifests (invoice_id, project_id, range_key, chain_seq, number, issue_date, year, type,
-						test_mode, body, sha256, prev_sha256)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+						test_mode, body, sha256, prev_sha256, batch_key, batch_offset)
+					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 					m.InvoiceID, m.ProjectID, m.NumberRange, m.ChainSeq, m.Number, l.issue, l.issue.Year(), m.Type, m.TestMode,
-					l.body, l.sha256, orders.Nullable(m.PreviousManifestSHA256))
-				chained[m.InvoiceID] = l.body
+					l.body, l.sha256, orders.Nullable(m.PreviousManifestSHA256), key, offset)
+				chained[m.InvoiceID] = chainedManifest{body: l.body, batchKey: l.batchKey, offset: l.offset}
 				end = chainEnd{seq: m.ChainSeq, sha256: l.sha256}
 			}
 			if ins.Len() > 0 {
@@ -366,18 +459,18 @@ func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) (ma
 			more = len(cands) == chainScan
 		}
 		for _, r := range batch {
-			if body := recorded[r.m.InvoiceID]; body != nil {
-				r.body = body
+			if c := recorded[r.m.InvoiceID]; c.body != nil {
+				r.loc = c
 			} else {
-				r.body = chained[r.m.InvoiceID]
+				r.loc = chained[r.m.InvoiceID]
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return chained, nil
+	return chained, batches, nil
 }
 
 // queueAnchors queues the anchors of the objects of batch's documents
@@ -526,17 +619,21 @@ type chainEnd struct {
 // chainCandidate is a document that may be chained: its manifest without
 // the chain's fields, ready when its objects are anchored.
 type chainCandidate struct {
-	m     archive.Manifest
-	issue time.Time
-	ready bool
+	m        archive.Manifest
+	issue    time.Time
+	ready    bool
+	archived bool // archived before the anchor (backfill)
 }
 
 // newLink is a manifest to record.
 type newLink struct {
-	m      archive.Manifest
-	issue  time.Time
-	body   []byte
-	sha256 string
+	m        archive.Manifest
+	issue    time.Time
+	archived bool
+	body     []byte
+	sha256   string
+	batchKey string // set by manifestBatches
+	offset   int64
 }
 
 // nextLinks chains cands, in the order given (the range's documents not
@@ -555,8 +652,48 @@ func nextLinks(end chainEnd, cands []chainCandidate) ([]newLink, error) {
 		if err != nil {
 			return nil, err
 		}
-		links = append(links, newLink{m: m, issue: c.issue, body: body, sha256: sum})
+		links = append(links, newLink{m: m, issue: c.issue, archived: c.archived, body: body, sha256: sum})
 		end = chainEnd{seq: m.ChainSeq, sha256: sum}
 	}
 	return links, nil
+}
+
+// maxManifestBatch is the most manifests one manifest batch holds.
+const maxManifestBatch = 64
+
+// manifestBatch is the content of a manifest batch and its retention.
+type manifestBatch struct {
+	data  []byte
+	until time.Time
+}
+
+// manifestBatches puts the manifests of links (consecutive positions of one
+// chain) into manifest batches and returns each batch's bytes by key: every
+// run of at least two live documents of one retention period (the year of
+// issue), at most maxManifestBatch each, in chain order. A test document
+// keeps a manifest object of its own (a reset removes it with its
+// documents), as does a document archived before the anchor (backfill
+// writes its manifest itself) and one whose run is a single document.
+func manifestBatches(links []newLink) map[string]manifestBatch {
+	batchable := func(l newLink) bool { return !l.m.TestMode && !l.archived }
+	out := map[string]manifestBatch{}
+	for i := 0; i < len(links); {
+		j := i + 1
+		if batchable(links[i]) {
+			for j < len(links) && j-i < maxManifestBatch && batchable(links[j]) && links[j].issue.Year() == links[i].issue.Year() {
+				j++
+			}
+		}
+		if j-i >= 2 {
+			key := archive.ManifestBatchKey(links[i].m.ProjectID, links[i].m.InvoiceID, j-i)
+			var data []byte
+			for k := i; k < j; k++ {
+				links[k].batchKey, links[k].offset = key, int64(len(data))
+				data = append(data, links[k].body...)
+			}
+			out[key] = manifestBatch{data: data, until: archive.RetainUntil(links[i].issue, archive.RetentionYears)}
+		}
+		i = j
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package invoicing
 
 import (
+	"bytes"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -82,6 +84,84 @@ func TestManifestObjects(t *testing.T) {
 			}
 			if ready != tc.ready || !slices.Equal(kinds, tc.kinds) {
 				t.Errorf("objects %v ready %v, want %v %v", kinds, ready, tc.kinds, tc.ready)
+			}
+		})
+	}
+}
+
+func TestManifestBatches(t *testing.T) {
+	t.Parallel()
+	y2026, y2027 := time.Date(2026, 12, 31, 0, 0, 0, 0, time.UTC), time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	link := func(id string, issue time.Time, testMode, archived bool) newLink {
+		return newLink{m: archive.Manifest{ProjectID: "p", InvoiceID: id, TestMode: testMode}, issue: issue, archived: archived,
+			body: []byte("{" + id + "}\n")}
+	}
+	live := func(id string) newLink { return link(id, y2026, false, false) }
+	many := func(n int) []newLink {
+		var ls []newLink
+		for i := range n {
+			ls = append(ls, live(fmt.Sprint(i)))
+		}
+		return ls
+	}
+	for _, tc := range []struct {
+		name  string
+		links []newLink
+		want  map[string][]string // batch key: its invoices in order
+	}{
+		{"nothing chained", nil, map[string][]string{}},
+		{"one live document: an object of its own", []newLink{live("a")}, map[string][]string{}},
+		{"live documents of one year: one batch", []newLink{live("a"), live("b"), live("c")},
+			map[string][]string{"p/manifests/batches/a-3": {"a", "b", "c"}}},
+		{"test documents: objects of their own", []newLink{link("a", y2026, true, false), link("b", y2026, true, false)}, map[string][]string{}},
+		{"backfilled documents: objects of their own", []newLink{link("a", y2026, false, true), link("b", y2026, false, true)}, map[string][]string{}},
+		{"a test document splits the live runs", []newLink{live("a"), live("b"), link("t", y2026, true, false), live("c"), live("d")},
+			map[string][]string{"p/manifests/batches/a-2": {"a", "b"}, "p/manifests/batches/c-2": {"c", "d"}}},
+		{"another retention period: another batch", []newLink{live("a"), live("b"), link("c", y2027, false, false), link("d", y2027, false, false)},
+			map[string][]string{"p/manifests/batches/a-2": {"a", "b"}, "p/manifests/batches/c-2": {"c", "d"}}},
+		{"a run of one between others stays alone", []newLink{live("a"), link("t", y2026, true, false), live("b"), link("u", y2026, true, false)},
+			map[string][]string{}},
+		{"at most maxManifestBatch per batch", many(maxManifestBatch + 2),
+			map[string][]string{"p/manifests/batches/0-64": nil, "p/manifests/batches/64-2": {"64", "65"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			batches := manifestBatches(tc.links)
+			got := map[string][]string{}
+			for _, l := range tc.links {
+				if l.batchKey == "" {
+					continue
+				}
+				got[l.batchKey] = append(got[l.batchKey], l.m.InvoiceID)
+				mb, ok := batches[l.batchKey]
+				if !ok || !bytes.Equal(mb.data[l.offset:l.offset+int64(len(l.body))], l.body) {
+					t.Errorf("%s: not at offset %d of its batch %s", l.m.InvoiceID, l.offset, l.batchKey)
+				}
+				if want := archive.RetainUntil(l.issue, archive.RetentionYears); !mb.until.Equal(want) {
+					t.Errorf("%s: batch retained until %s, want %s", l.m.InvoiceID, mb.until, want)
+				}
+			}
+			if len(got) != len(tc.want) || len(batches) != len(tc.want) {
+				t.Fatalf("batches %v (%d), want %v", got, len(batches), tc.want)
+			}
+			for key, ids := range tc.want {
+				if ids == nil { // a full batch: its count alone
+					if len(got[key]) != maxManifestBatch {
+						t.Errorf("%s holds %d, want %d", key, len(got[key]), maxManifestBatch)
+					}
+					continue
+				}
+				if !slices.Equal(got[key], ids) {
+					t.Errorf("%s holds %v, want %v", key, got[key], ids)
+				}
+				var data []byte
+				for _, l := range tc.links {
+					if l.batchKey == key {
+						data = append(data, l.body...)
+					}
+				}
+				if !bytes.Equal(batches[key].data, data) {
+					t.Errorf("%s: %q, want its manifests one after another %q", key, batches[key].data, data)
+				}
 			}
 		})
 	}

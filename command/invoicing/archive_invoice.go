@@ -1,6 +1,7 @@
 package invoicing
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/o2i-service/o2i/internal/billing"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/outbox"
+	"github.com/o2i-service/o2i/internal/store"
 	"github.com/o2i-service/o2i/internal/tracing"
 	"github.com/o2i-service/o2i/render"
 )
@@ -59,8 +61,8 @@ type archivable struct {
 	inv      event.Invoice
 	xml      []byte
 	rangeKey string
-	issue    time.Time // the issue date, midnight UTC
-	manifest []byte    // the manifest an earlier attempt anchored, or nil
+	issue    time.Time       // the issue date, midnight UTC
+	manifest chainedManifest // the manifest an earlier attempt chained (body nil: none)
 }
 
 // readArchivable reads a document that is still to be archived, with the
@@ -68,17 +70,18 @@ type archivable struct {
 // (archived already, or a document that broke rules: never archived).
 func (s *Service) readArchivable(ctx context.Context, projectID, invoiceID string) (*archivable, error) {
 	var d archivable
-	var paymentRef *string
+	var paymentRef, batchKey *string
+	var batchOffset *int64
 	var failedRules []string
 	inv := &d.inv
 	err := s.pool.QueryRow(ctx, `SELECT i.id::text, i.project_id::text, i.order_id::text, i.order_no, i.payment_ref, i.number, i.status, i.version,
 			i.type, i.format, i.issue_date, i.currency, i.total_net_cents, i.total_tax_cents, i.total_gross_cents, i.test_mode, i.created_at,
-			i.failed_rules, i.xml, i.range_key, m.body
+			i.failed_rules, i.xml, i.range_key, m.body, m.batch_key, m.batch_offset
 		FROM invoices i LEFT JOIN archive_manifests m ON m.invoice_id = i.id
 		WHERE i.project_id = $1 AND i.id = $2`, projectID, invoiceID).
 		Scan(&inv.ID, &inv.ProjectID, &inv.OrderID, &inv.OrderNo, &paymentRef, &inv.Number, &inv.Status, &inv.Version, &inv.Type,
 			&inv.Format, &d.issue, &inv.Currency, &inv.TotalNetCents, &inv.TotalTaxCents, &inv.TotalGrossCents, &inv.TestMode,
-			&inv.CreatedAt, &failedRules, &d.xml, &d.rangeKey, &d.manifest)
+			&inv.CreatedAt, &failedRules, &d.xml, &d.rangeKey, &d.manifest.body, &batchKey, &batchOffset)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "invoice_not_found", "no invoice %s", invoiceID)
 	}
@@ -90,6 +93,9 @@ func (s *Service) readArchivable(ctx context.Context, projectID, invoiceID strin
 	}
 	if paymentRef != nil {
 		inv.PaymentRef = *paymentRef
+	}
+	if batchKey != nil && batchOffset != nil {
+		d.manifest.batchKey, d.manifest.offset = *batchKey, *batchOffset
 	}
 	inv.IssueDate = d.issue.Format(time.DateOnly)
 	return &d, nil
@@ -112,8 +118,8 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 	projectID, invoiceID := inv.ProjectID, inv.ID
 	arc := a.For(inv.TestMode)
 	until := archive.RetainUntil(d.issue, archive.RetentionYears)
-	body := d.manifest
-	if body == nil {
+	loc := d.manifest
+	if loc.body == nil {
 		smallAmount := inv.Format == string(billing.FormatSmallAmount)
 		pdf, err := documentPDF(inv.Format, d.xml)
 		if err != nil {
@@ -152,17 +158,11 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 			m.Objects = append(m.Objects, archive.Object("xml", xmlSt))
 		}
 		m.Objects = append(m.Objects, archive.Object("pdf", pdfSt))
-		if body, err = s.chainManifest(ctx, arc, m, d.issue, objects); err != nil {
+		if loc, err = s.chainManifest(ctx, arc, m, d.issue, objects); err != nil {
 			return err
 		}
 	}
-	// The manifest's bytes are fixed in the database before the object is
-	// written, so a retry writes the same bytes (which counts as success).
-	var mSt archive.Stored
-	err := s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
-		mSt, err = arc.Put(ctx, archive.ManifestKey(projectID, invoiceID), body, "application/json", until)
-		return err
-	})
+	mSt, err := s.storeManifest(ctx, arc, projectID, invoiceID, loc, until)
 	if err != nil {
 		return err
 	}
@@ -187,6 +187,60 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 			return fmt.Errorf("mark archived: the invoice changed %d times while it was marked", tries)
 		}
 	}
+}
+
+// storeManifest returns the manifest's object as loc describes it: the
+// manifest batch it lies in as this process wrote it after the chain
+// transaction, or else that batch written (again) from the manifests the
+// database recorded for it, or a manifest object of its own. The bytes are
+// fixed in the database before the object is written, so a retry writes the
+// same bytes (which counts as success).
+func (s *Service) storeManifest(ctx context.Context, arc *archive.Archive, projectID, invoiceID string, loc chainedManifest, until time.Time) (archive.Stored, error) {
+	key, data, contentType := archive.ManifestKey(projectID, invoiceID), loc.body, "application/json"
+	if loc.batchKey != "" && loc.stored == nil {
+		var err error
+		if data, err = s.manifestBatchData(ctx, loc); err != nil {
+			return archive.Stored{}, err
+		}
+		key, contentType = loc.batchKey, archive.ManifestBatchContentType
+	}
+	st := loc.stored
+	if st == nil {
+		var put archive.Stored
+		err := s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
+			put, err = arc.Put(ctx, key, data, contentType, until)
+			return err
+		})
+		if err != nil {
+			return archive.Stored{}, err
+		}
+		st = &put
+	}
+	if loc.batchKey == "" {
+		return *st, nil
+	}
+	// The anchor names the manifest's bytes in the batch object.
+	return archive.Stored{Key: st.Key, VersionID: st.VersionID, RetainUntil: st.RetainUntil, SHA256: archive.SHA256(loc.body),
+		Size: int64(len(loc.body)), InBatch: true, Offset: loc.offset}, nil
+}
+
+// manifestBatchData returns the bytes of loc's manifest batch from the
+// manifests recorded for it, in chain order, after checking that they hold
+// loc's manifest where it was recorded.
+func (s *Service) manifestBatchData(ctx context.Context, loc chainedManifest) ([]byte, error) {
+	rows, err := store.Query(ctx, s.pool, `SELECT body FROM archive_manifests WHERE batch_key = $1 ORDER BY chain_seq`, loc.batchKey)
+	if err != nil {
+		return nil, err
+	}
+	var data, body []byte
+	if _, err := pgx.ForEachRow(rows, []any{&body}, func() error { data = append(data, body...); return nil }); err != nil {
+		return nil, err
+	}
+	end := loc.offset + int64(len(loc.body))
+	if loc.offset < 0 || end > int64(len(data)) || !bytes.Equal(data[loc.offset:end], loc.body) {
+		return nil, fmt.Errorf("manifest batch %s: the recorded manifests do not hold this manifest at %d", loc.batchKey, loc.offset)
+	}
+	return data, nil
 }
 
 // maxMarkTries bounds markArchived's attempts against an invoice that keeps
@@ -266,7 +320,8 @@ var markArchivedSQL = func() string {
 		WHERE project_id = $1 AND id = $2 AND version = $4 AND ` + awaitsArchiveSQL("invoices") + `
 		RETURNING id),
 	anchor AS (
-		INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until, embedded_in)
+		INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until, byte_offset,
+			embedded_in)
 		SELECT id, 'manifest', $1, ` + params(anchorFirst, anchorParams) + `, NULL FROM mark ON CONFLICT (invoice_id, kind) DO NOTHING),
 	stored AS (
 		UPDATE archive_manifests SET stored_at = $3 WHERE invoice_id = $2 AND stored_at IS NULL AND EXISTS (SELECT FROM mark)),
@@ -288,7 +343,7 @@ func params(first, n int) string {
 }
 
 // anchoredManifest returns the manifest recorded for the invoice by an
-// earlier attempt, or nil.
+// earlier attempt, or nil (backfill: never in a manifest batch).
 func (s *Service) anchoredManifest(ctx context.Context, invoiceID string) ([]byte, error) {
 	var body []byte
 	err := s.pool.QueryRow(ctx, `SELECT body FROM archive_manifests WHERE invoice_id = $1`, invoiceID).Scan(&body)
@@ -310,12 +365,22 @@ func recordManifest(ctx context.Context, tx pgx.Tx, projectID, invoiceID, bucket
 }
 
 // anchorParams is the number of anchorValues.
-const anchorParams = 6
+const anchorParams = 7
 
 // anchorValues are the values of an object's anchor: bucket, object key,
-// version, SHA-256, size and retention (NULL without one).
+// version, SHA-256, size, retention (NULL without one) and the byte offset
+// of a document in a batch (NULL: the whole object).
 func anchorValues(bucket string, st archive.Stored) []any {
-	return []any{bucket, st.Key, st.VersionID, st.SHA256, st.Size, retainUntil(st)}
+	return []any{bucket, st.Key, st.VersionID, st.SHA256, st.Size, retainUntil(st), byteOffset(st)}
+}
+
+// byteOffset is the anchor's byte_offset of st: nil for a whole object.
+func byteOffset(st archive.Stored) *int64 {
+	if !st.InBatch {
+		return nil
+	}
+	o := st.Offset
+	return &o
 }
 
 // retainUntil is the anchor's retain_until of st: nil without retention.
