@@ -172,9 +172,9 @@ func (s *Sender) Compose(m Message) (*gomail.Msg, error) {
 	}
 	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
 	for _, a := range m.Attachments {
-		if err := msg.AttachReader(a.Name, bytes.NewReader(a.Data), gomail.WithFileContentType(gomail.ContentType(a.ContentType))); err != nil {
-			return nil, fmt.Errorf("attach %s: %w", a.Name, err)
-		}
+		// A ReadSeeker is read as it is written out; AttachReader would
+		// copy the whole file into a buffer first.
+		msg.AttachReadSeeker(a.Name, bytes.NewReader(a.Data), gomail.WithFileContentType(gomail.ContentType(a.ContentType)))
 	}
 	return msg, nil
 }
