@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
