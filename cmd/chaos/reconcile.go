@@ -431,6 +431,7 @@ func reconcileArchive(bucket, projectID string, invoiceIDs []string, anchors []a
 		anchored[a.InvoiceID+"/"+a.Kind] = a
 	}
 	expected := map[string]bool{}
+	var keys []string // the expected keys in the order first seen
 	for _, id := range invoiceIDs {
 		pdfKey := archive.InvoicePDFKey(projectID, id)
 		if x, ok := anchored[id+"/xml"]; ok && x.EmbeddedIn != "" {
@@ -452,30 +453,13 @@ func reconcileArchive(bucket, projectID string, invoiceIDs []string, anchors []a
 			if x := anchored[id+"/xml"]; part.kind == "xml" && x.EmbeddedIn != "" {
 				continue // checked above; an object under the XML's key is unexpected
 			}
-			first := !expected[part.key] // a manifest batch is counted once, for its first document
-			expected[part.key] = true
+			if !expected[part.key] {
+				expected[part.key] = true
+				keys = append(keys, part.key)
+			}
 			vs := byKey[part.key]
-			count := func(n *int, format string, args ...any) {
-				if first {
-					*n += 1
-					report(format, args...)
-				}
-			}
-			if first {
-				f.Expected++
-			}
-			switch {
-			case len(vs) == 0:
-				count(&f.Missing, "%s is not in bucket %s", part.key, bucket)
-				continue
-			case len(vs) > 1:
-				if first {
-					f.Duplicates += len(vs) - 1
-					report("%s has %d versions in bucket %s", part.key, len(vs), bucket)
-				}
-			case vs[0].DeleteMarker:
-				count(&f.Missing, "%s is deleted in bucket %s", part.key, bucket)
-				continue
+			if len(vs) == 0 || len(vs) == 1 && vs[0].DeleteMarker {
+				continue // the key's own finding, below
 			}
 			a, ok := anchored[id+"/"+part.kind]
 			inBucket := false
@@ -486,6 +470,21 @@ func reconcileArchive(bucket, projectID string, invoiceIDs []string, anchors []a
 				f.Unanchored++
 				report("%s: anchored to %q in %q, which the bucket does not hold", part.key, a.VersionID, a.Bucket)
 			}
+		}
+	}
+	// Each expected key once (a manifest batch is one for all its documents).
+	for _, key := range keys {
+		f.Expected++
+		switch vs := byKey[key]; {
+		case len(vs) == 0:
+			f.Missing++
+			report("%s is not in bucket %s", key, bucket)
+		case len(vs) > 1:
+			f.Duplicates += len(vs) - 1
+			report("%s has %d versions in bucket %s", key, len(vs), bucket)
+		case vs[0].DeleteMarker:
+			f.Missing++
+			report("%s is deleted in bucket %s", key, bucket)
 		}
 	}
 	for key, vs := range byKey {

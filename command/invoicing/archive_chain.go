@@ -319,9 +319,11 @@ func collectManifests(rows pgx.Rows) (map[string]chainedManifest, error) {
 // manifests in chained. One that fails is left to its documents' archiving,
 // which writes it again from the database (storeManifest).
 func putBatches(batch []*chainRequest, chained map[string]chainedManifest, batches map[string]manifestBatch) {
+	// A live document's writer: batches hold live documents only, which all
+	// go to the live archive (a test document's writes to the test archive).
 	var put func(ctx context.Context, key string, data []byte, until time.Time) (archive.Stored, error)
 	for _, r := range batch {
-		if r.putBatch != nil {
+		if r.putBatch != nil && !r.m.TestMode {
 			put = r.putBatch
 			break
 		}

@@ -2,6 +2,8 @@ package invoicing
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -164,5 +166,45 @@ func TestManifestBatches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPutBatchesWritesWithALiveDocumentsWriter: a batch (live documents
+// only) is written once, by a live document's writer even when a test
+// document of the same transaction comes first, and its object reaches the
+// chained manifests and the requests; a failed write leaves them without.
+func TestPutBatchesWritesWithALiveDocumentsWriter(t *testing.T) {
+	t.Parallel()
+	writer := func(name string, wrote *[]string, fail bool) func(context.Context, string, []byte, time.Time) (archive.Stored, error) {
+		return func(_ context.Context, key string, _ []byte, _ time.Time) (archive.Stored, error) {
+			*wrote = append(*wrote, name+":"+key)
+			if fail {
+				return archive.Stored{}, errors.New("store down")
+			}
+			return archive.Stored{Key: key, VersionID: "v1"}, nil
+		}
+	}
+	for _, fail := range []bool{false, true} {
+		var wrote []string
+		test := &chainRequest{m: archive.Manifest{InvoiceID: "t", TestMode: true}, putBatch: writer("test", &wrote, fail)}
+		live := &chainRequest{m: archive.Manifest{InvoiceID: "a"}, putBatch: writer("live", &wrote, fail),
+			loc: chainedManifest{body: []byte("a"), batchKey: "p/manifests/batches/a-2"}}
+		chained := map[string]chainedManifest{
+			"a": live.loc,
+			"b": {body: []byte("b"), batchKey: "p/manifests/batches/a-2", offset: 1},
+			"t": {body: []byte("t")},
+		}
+		putBatches([]*chainRequest{test, live}, chained, map[string]manifestBatch{"p/manifests/batches/a-2": {data: []byte("ab")}})
+		if !slices.Equal(wrote, []string{"live:p/manifests/batches/a-2"}) {
+			t.Errorf("fail %v: written %v, want once by the live document's writer", fail, wrote)
+		}
+		for _, c := range []chainedManifest{chained["a"], chained["b"], live.loc} {
+			if got := c.stored != nil && c.stored.VersionID == "v1"; got == fail {
+				t.Errorf("fail %v: stored %+v", fail, c.stored)
+			}
+		}
+		if chained["t"].stored != nil || test.loc.stored != nil {
+			t.Errorf("fail %v: the test document's manifest got the batch's object", fail)
+		}
 	}
 }
