@@ -191,10 +191,26 @@ func ManifestBatchKey(projectID, firstInvoiceID string, n int) string {
 // ManifestBatchPrefix is where a project's manifest batches lie.
 func ManifestBatchPrefix(projectID string) string { return projectID + "/manifests/batches/" }
 
+// DocumentBatchKey is where the PDFs of n live documents chained together
+// lie, one after another, the first of them the PDF of invoice
+// firstInvoiceID; each document's anchor names its PDF's bytes in it
+// (Stored.InBatch), as its manifest names them (ManifestObject.Offset).
+func DocumentBatchKey(projectID, firstInvoiceID string, n int) string {
+	return DocumentBatchPrefix(projectID) + firstInvoiceID + "-" + strconv.Itoa(n)
+}
+
+// DocumentBatchPrefix is where a project's document batches lie.
+func DocumentBatchPrefix(projectID string) string { return projectID + "/invoices/batches/" }
+
 // ManifestBatchContentType is the content type of a manifest batch: its
 // manifests' bytes one after another, each a JSON document ending in a
 // newline.
 const ManifestBatchContentType = "application/octet-stream"
+
+// DocumentBatchContentType is the content type of a document batch: its
+// PDFs' bytes one after another (each a whole PDF, read by its anchor's
+// offset and size).
+const DocumentBatchContentType = "application/octet-stream"
 
 // Stored describes an archived document.
 type Stored struct {
@@ -204,8 +220,9 @@ type Stored struct {
 	Size        int64
 	RetainUntil time.Time // zero: no retention
 	// InBatch: the document is bytes Offset to Offset+Size-1 of the object
-	// (a manifest in a manifest batch); SHA256 and Size are the
-	// document's, Key, VersionID and RetainUntil the object's.
+	// (a manifest in a manifest batch, a PDF in a document batch); SHA256
+	// and Size are the document's, Key, VersionID and RetainUntil the
+	// object's.
 	InBatch bool
 	Offset  int64
 }
@@ -216,6 +233,44 @@ type Stored struct {
 // The write is conditional (If-None-Match: *), so of two concurrent puts
 // of one key only one creates the object.
 func (a *Archive) Put(ctx context.Context, key string, data []byte, contentType string, retainUntil time.Time) (Stored, error) {
+	st, err := a.put(ctx, key, data, contentType, retainUntil)
+	if err == nil {
+		a.recent.add(data, st)
+	}
+	return st, err
+}
+
+// PutBatch archives parts one after another as one object under key, as
+// Put does (the same bytes again count as success), and returns each
+// part's anchor: its SHA-256 and size, its offset in the object
+// (Stored.InBatch), the object's key, version and retention. Get of
+// names[i] soon after returns parts[i] from this process's memory, as it
+// would an object of its own under that name.
+func (a *Archive) PutBatch(ctx context.Context, key string, parts [][]byte, names []string, contentType string, retainUntil time.Time) ([]Stored, error) {
+	if len(parts) != len(names) {
+		return nil, fmt.Errorf("archive: put %s: %d parts, %d names", key, len(parts), len(names))
+	}
+	var data []byte
+	for _, p := range parts {
+		data = append(data, p...)
+	}
+	st, err := a.put(ctx, key, data, contentType, retainUntil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Stored, len(parts))
+	var off int64
+	for i, p := range parts {
+		out[i] = Stored{Key: st.Key, VersionID: st.VersionID, RetainUntil: st.RetainUntil, SHA256: SHA256(p), Size: int64(len(p)),
+			InBatch: true, Offset: off}
+		off += int64(len(p))
+		a.recent.addAs(names[i], p, out[i])
+	}
+	return out, nil
+}
+
+// put is Put without keeping the bytes for Get.
+func (a *Archive) put(ctx context.Context, key string, data []byte, contentType string, retainUntil time.Time) (Stored, error) {
 	sum := sha256.Sum256(data)
 	hexSum := hex.EncodeToString(sum[:])
 	existing := func() (Stored, error) {
@@ -255,9 +310,7 @@ func (a *Archive) Put(ctx context.Context, key string, data []byte, contentType 
 	if err != nil {
 		return Stored{}, fmt.Errorf("archive: put %s: %w", key, err)
 	}
-	st := Stored{Key: key, VersionID: info.VersionID, SHA256: hexSum, Size: int64(len(data)), RetainUntil: retainUntil.UTC()}
-	a.recent.add(data, st)
-	return st, nil
+	return Stored{Key: key, VersionID: info.VersionID, SHA256: hexSum, Size: int64(len(data)), RetainUntil: retainUntil.UTC()}, nil
 }
 
 // PutFirst is Put for renderings of one source (a PDF rendered again from

@@ -15,10 +15,12 @@ const EmbeddedXMLName = "factur-x.xml"
 
 // Embedded describes the XML embedded in the archived PDF pdf: its anchor
 // names the PDF's object (key, version id, retention) with the SHA-256 and
-// size of the embedded file, which are xml's.
+// size of the embedded file, which are xml's. A PDF in a document batch:
+// the PDF's anchor says where it lies in the object, the XML's is inside it.
 func Embedded(pdf Stored, xml []byte) Stored {
 	st := pdf
 	st.SHA256, st.Size = SHA256(xml), int64(len(xml))
+	st.InBatch, st.Offset = false, 0
 	return st
 }
 

@@ -11,10 +11,14 @@ import (
 // ManifestFormat names the manifest layout; a reader refuses others.
 // ManifestFormatEmbedded is the same layout with an XML entry embedded in
 // the PDF (ManifestObject.EmbeddedIn): a reader of the first format alone
-// would look for that XML as an object of its own.
+// would look for that XML as an object of its own. ManifestFormatBatched
+// is the second layout with an entry that is a part of its object (the PDF
+// in a document batch, ManifestObject.Offset): a reader of the others would
+// read the whole object as the document.
 const (
 	ManifestFormat         = "o2i-archive-manifest/1"
 	ManifestFormatEmbedded = "o2i-archive-manifest/2"
+	ManifestFormatBatched  = "o2i-archive-manifest/3"
 )
 
 // Manifest is the record archived beside an invoice's documents: what was
@@ -49,11 +53,18 @@ type ManifestObject struct {
 	// document's PDF/A-3; Key, VersionID and RetainUntil are the PDF
 	// object's, SHA256 and Size the embedded file's.
 	EmbeddedIn string `json:"embeddedIn,omitempty"`
+	// Offset set: the document is the Size bytes from Offset of the object
+	// Key and VersionID name (a document batch); SHA256 is theirs.
+	Offset *int64 `json:"offset,omitempty"`
 }
 
 // Object describes st as a manifest entry of the kind.
 func Object(kind string, st Stored) ManifestObject {
 	o := ManifestObject{Kind: kind, Key: st.Key, VersionID: st.VersionID, SHA256: st.SHA256, Size: st.Size}
+	if st.InBatch {
+		off := st.Offset
+		o.Offset = &off
+	}
 	if !st.RetainUntil.IsZero() {
 		s := st.RetainUntil.UTC().Format(time.RFC3339)
 		o.RetainUntil = &s
@@ -74,8 +85,11 @@ func EmbeddedObject(st Stored) ManifestObject {
 func (m Manifest) Encode() ([]byte, string, error) {
 	m.Format = ManifestFormat
 	for _, o := range m.Objects {
-		if o.EmbeddedIn != "" {
+		if o.EmbeddedIn != "" && m.Format == ManifestFormat {
 			m.Format = ManifestFormatEmbedded
+		}
+		if o.Offset != nil {
+			m.Format = ManifestFormatBatched
 		}
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
@@ -92,8 +106,10 @@ func ParseManifest(b []byte) (Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, fmt.Errorf("archive: manifest: %w", err)
 	}
-	if m.Format != ManifestFormat && m.Format != ManifestFormatEmbedded {
-		return m, fmt.Errorf("archive: manifest format %q, want %q or %q", m.Format, ManifestFormat, ManifestFormatEmbedded)
+	switch m.Format {
+	case ManifestFormat, ManifestFormatEmbedded, ManifestFormatBatched:
+	default:
+		return m, fmt.Errorf("archive: manifest format %q, want %q, %q or %q", m.Format, ManifestFormat, ManifestFormatEmbedded, ManifestFormatBatched)
 	}
 	return m, nil
 }

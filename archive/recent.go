@@ -38,19 +38,23 @@ func newRecentObjects() *recentObjects {
 }
 
 // add keeps a copy of data, created as st.
-func (r *recentObjects) add(data []byte, st Stored) {
+func (r *recentObjects) add(data []byte, st Stored) { r.addAs(st.Key, data, st) }
+
+// addAs keeps a copy of data under key, created as st (a part of the
+// object st names, kept under the document's own key).
+func (r *recentObjects) addAs(key string, data []byte, st Stored) {
 	if r == nil || len(data) > recentMaxBytes/4 {
 		return
 	}
 	o := recentObject{data: append([]byte(nil), data...), st: st, at: r.now()}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if old, ok := r.m[st.Key]; ok {
+	if old, ok := r.m[key]; ok {
 		r.bytes -= len(old.data)
 	} else {
-		r.order = append(r.order, st.Key)
+		r.order = append(r.order, key)
 	}
-	r.m[st.Key] = o
+	r.m[key] = o
 	r.bytes += len(o.data)
 	for r.bytes > recentMaxBytes && len(r.order) > 0 {
 		r.evictOldest()

@@ -469,7 +469,8 @@ func manifestMismatch(b []byte, a archivedInvoice) string {
 			want = archive.EmbeddedObject(rec.st)
 		}
 		if o.EmbeddedIn != want.EmbeddedIn || o.Key != want.Key || o.VersionID != want.VersionID || o.SHA256 != want.SHA256 ||
-			o.Size != want.Size || (o.RetainUntil == nil) != (want.RetainUntil == nil) || (o.RetainUntil != nil && *o.RetainUntil != *want.RetainUntil) {
+			o.Size != want.Size || (o.RetainUntil == nil) != (want.RetainUntil == nil) || (o.RetainUntil != nil && *o.RetainUntil != *want.RetainUntil) ||
+			(o.Offset == nil) != (want.Offset == nil) || (o.Offset != nil && *o.Offset != *want.Offset) {
 			return fmt.Sprintf("the manifest's %s entry differs from the record", o.Kind)
 		}
 	}

@@ -180,7 +180,7 @@ type ArchiveObject struct {
 	Size        int64   `json:"size" required:"true" description:"bytes"`
 	RetainUntil *string `json:"retainUntil" required:"true" format:"date-time" description:"end of the COMPLIANCE retention"`
 	EmbeddedIn  string  `json:"embeddedIn,omitempty" enum:"pdf" description:"pdf: this XML is archived only inside the document's PDF/A-3 (the embedded file factur-x.xml of a ZUGFeRD invoice); key, versionId and retainUntil are the PDF object's, sha256 and size the embedded file's. Absent: an object of its own"`
-	ByteOffset  *int64  `json:"byteOffset,omitempty" minimum:"0" description:"set for a manifest in a manifest batch (the manifests of live documents chained together, one after another in one object): the manifest is the size bytes from this offset of the object key and versionId name, sha256 is theirs; key, versionId and retainUntil are the batch object's. Absent: the whole object"`
+	ByteOffset  *int64  `json:"byteOffset,omitempty" minimum:"0" description:"set for a document in a batch object (the PDFs, or the manifests, of live documents chained together, one after another in one object): the document is the size bytes from this offset of the object key and versionId name, sha256 is theirs; key, versionId and retainUntil are the batch object's. Absent: the whole object"`
 }
 
 // ArchivePage is a page of GET /v1/archive.

@@ -382,7 +382,7 @@ func reconcileMail(ds []delivery, msgs []sinkMessage) (mailFigures, []string) {
 type anchor struct {
 	InvoiceID, Kind, Bucket, Key, VersionID string
 	EmbeddedIn                              string // "pdf": an XML kept only inside the PDF, which Key and VersionID name
-	InBatch                                 bool   // a manifest in a manifest batch, which Key and VersionID name
+	InBatch                                 bool   // a manifest in a manifest batch or a PDF in a document batch, which Key and VersionID name
 }
 
 // objectVersion is one version of an object in the archive bucket.
@@ -410,8 +410,8 @@ type archiveFigures struct {
 // version its anchor names; the project holds no other object. An XML
 // anchored inside the PDF (a ZUGFeRD invoice) is no object of its own: its
 // anchor must name the PDF's anchored version. A manifest in a manifest
-// batch lies in the batch object its anchor names, one object for all of
-// the batch's documents. Pure.
+// batch, or a PDF in a document batch, lies in the batch object its anchor
+// names, one object for all of the batch's documents. Pure.
 func reconcileArchive(bucket, projectID string, invoiceIDs []string, anchors []anchor, versions []objectVersion) (archiveFigures, []string) {
 	f := archiveFigures{Bucket: bucket, Documents: len(invoiceIDs)}
 	var problems []string
@@ -434,6 +434,9 @@ func reconcileArchive(bucket, projectID string, invoiceIDs []string, anchors []a
 	var keys []string // the expected keys in the order first seen
 	for _, id := range invoiceIDs {
 		pdfKey := archive.InvoicePDFKey(projectID, id)
+		if p := anchored[id+"/pdf"]; p.InBatch && strings.HasPrefix(p.Key, archive.DocumentBatchPrefix(projectID)) {
+			pdfKey = p.Key
+		}
 		if x, ok := anchored[id+"/xml"]; ok && x.EmbeddedIn != "" {
 			pdf := anchored[id+"/pdf"]
 			if x.EmbeddedIn != "pdf" || x.Bucket != bucket || x.Key != pdfKey || x.VersionID != pdf.VersionID {

@@ -228,6 +228,37 @@ func TestReconcileArchive(t *testing.T) {
 			return as, vs
 		}, archiveFigures{Expected: 6, Objects: 5, Versions: 5, Missing: 1}, 1},
 	}...)
+	// Both PDFs in one document batch, anchored to its version.
+	docBatch := func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+		as[1] = anchor{InvoiceID: "i1", Kind: "pdf", Bucket: bucket, Key: "p/invoices/batches/i1-2", VersionID: "vd", InBatch: true}
+		as[4] = anchor{InvoiceID: "i2", Kind: "pdf", Bucket: bucket, Key: "p/invoices/batches/i1-2", VersionID: "vd", InBatch: true}
+		kept := []objectVersion{vs[0], vs[2], vs[3], vs[5], {Key: "p/invoices/batches/i1-2", VersionID: "vd"}}
+		return as, kept
+	}
+	// …and i2's XML kept only inside its PDF, in the batch.
+	docBatchEmbedded := func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+		as, vs = docBatch(as, vs)
+		as[3] = anchor{InvoiceID: "i2", Kind: "xml", Bucket: bucket, Key: "p/invoices/batches/i1-2", VersionID: "vd", EmbeddedIn: "pdf"}
+		return as, append(vs[:2], vs[3:]...)
+	}
+	tests = append(tests, []struct {
+		name     string
+		change   func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion)
+		want     archiveFigures
+		problems int
+	}{
+		{"two PDFs in one document batch", docBatch, archiveFigures{Expected: 5, Objects: 5, Versions: 5}, 0},
+		{"an XML inside its PDF in a document batch", docBatchEmbedded, archiveFigures{Expected: 4, Objects: 4, Versions: 4}, 0},
+		{"an XML inside another version of the batch", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			as, vs = docBatchEmbedded(as, vs)
+			as[3].VersionID = "v-old"
+			return as, vs
+		}, archiveFigures{Expected: 4, Objects: 4, Versions: 4, Unanchored: 1}, 1},
+		{"the document batch missing: counted once", func(as []anchor, vs []objectVersion) ([]anchor, []objectVersion) {
+			as, vs = docBatch(as, vs)
+			return as, vs[:4]
+		}, archiveFigures{Expected: 5, Objects: 4, Versions: 4, Missing: 1}, 1},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

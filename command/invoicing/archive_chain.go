@@ -41,7 +41,8 @@ const (
 	// chainScan is the most unchained documents of a range one read of the
 	// chain transaction takes (it reads on while all of them chained).
 	chainScan = 128
-	// chainTimeout bounds one chain transaction.
+	// chainTimeout bounds one chain transaction with the writes of its
+	// PDFs before it (writePDFs).
 	chainTimeout = 30 * time.Second
 	// chainWait bounds the wait of a document for its predecessor.
 	chainWait = 5 * time.Second
@@ -59,8 +60,13 @@ const (
 // archived at the same time are chained together (chainGroup): one
 // transaction, one advisory lock, one round trip for the lock, the anchors,
 // the chain's end and the documents to chain, one for the inserts.
-func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m archive.Manifest, issue time.Time, objs map[string]archive.Stored) (chainedManifest, error) {
-	r := &chainRequest{m: m, issue: issue, objs: objs, bucket: arc.Bucket(), done: make(chan struct{}),
+//
+// pdf, when set, is the document's PDF still to be written: the chain's
+// goroutine writes it before the transaction (writePDFs), in a document
+// batch with the PDFs of the transaction's other live documents.
+func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m archive.Manifest, issue time.Time, objs map[string]archive.Stored,
+	pdf *pendingPDF) (chainedManifest, error) {
+	r := &chainRequest{m: m, issue: issue, objs: objs, bucket: arc.Bucket(), done: make(chan struct{}), pdf: pdf,
 		putBatch: func(ctx context.Context, key string, data []byte, until time.Time) (st archive.Stored, err error) {
 			err = s.objectStore(ctx, m.ProjectID, func(ctx context.Context) (err error) {
 				st, err = arc.Put(ctx, key, data, archive.ManifestBatchContentType, until)
@@ -68,6 +74,23 @@ func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m arc
 			})
 			return st, err
 		}}
+	if pdf != nil {
+		pdf.put = func(ctx context.Context, data []byte) (st archive.Stored, err error) {
+			err = s.objectStore(ctx, m.ProjectID, func(ctx context.Context) (err error) {
+				// A PDF rendered again from the same XML: the one archived first stands.
+				st, _, err = arc.PutFirst(ctx, archive.InvoicePDFKey(m.ProjectID, m.InvoiceID), data, "application/pdf", pdf.until)
+				return err
+			})
+			return st, err
+		}
+		pdf.putBatch = func(ctx context.Context, key string, parts [][]byte, names []string, until time.Time) (sts []archive.Stored, err error) {
+			err = s.objectStore(ctx, m.ProjectID, func(ctx context.Context) (err error) {
+				sts, err = arc.PutBatch(ctx, key, parts, names, archive.DocumentBatchContentType, until)
+				return err
+			})
+			return sts, err
+		}
+	}
 	return s.chains.chain(ctx, s.pool, r)
 }
 
@@ -103,10 +126,14 @@ type chainRequest struct {
 	// putBatch writes a manifest batch with retention until until (nil for
 	// backfill, whose documents are never batched).
 	putBatch func(ctx context.Context, key string, data []byte, until time.Time) (archive.Stored, error)
-	done     chan struct{}   // closed when loc, waiter or err is set
-	loc      chainedManifest // the manifest, when chained
-	waiter   *chainWaiter    // anchored, not chained: woken when it is
-	err      error
+	// pdf is the document's PDF when the chain's goroutine writes it
+	// (writePDFs; its anchor then completes objs and m.Objects); nil:
+	// written already.
+	pdf    *pendingPDF
+	done   chan struct{}   // closed when loc, waiter or err is set
+	loc    chainedManifest // the manifest, when chained
+	waiter *chainWaiter    // anchored, not chained: woken when it is
+	err    error
 }
 
 // chainWaiter is a document of this process anchored and not chained yet.
@@ -210,7 +237,9 @@ func (g *chainGroup) wake(chained map[string]chainedManifest) {
 	}
 }
 
-// run chains the range's waiting documents until none waits.
+// run chains the range's waiting documents until none waits: their PDFs
+// still to be written first (writePDFs), then the chain transaction, then
+// its manifest batches.
 func (g *chainGroup) run(pool *pgxpool.Pool, key string) {
 	for {
 		g.mu.Lock()
@@ -224,15 +253,28 @@ func (g *chainGroup) run(pool *pgxpool.Pool, key string) {
 		g.ranges[key] = pending[len(batch):]
 		g.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), chainTimeout)
-		chained, batches, err := chainTx(ctx, pool, batch)
+		writePDFs(ctx, pool, batch)
+		ready := make([]*chainRequest, 0, len(batch))
+		for _, r := range batch {
+			if r.err == nil { // its PDF written
+				ready = append(ready, r)
+			}
+		}
+		var chained map[string]chainedManifest
+		var batches map[string]manifestBatch
+		var err error
+		if len(ready) > 0 {
+			chained, batches, err = chainTx(ctx, pool, ready)
+		}
 		cancel()
 		if err == nil {
-			putBatches(batch, chained, batches)
+			putBatches(ready, chained, batches)
 		}
 		g.mu.Lock()
 		g.wake(chained)
 		for _, r := range batch {
 			switch {
+			case r.err != nil: // its PDF was not written
 			case err != nil:
 				r.err = err
 			case r.loc.body == nil:
@@ -493,11 +535,12 @@ func (a *anchorArrays) queue(b *pgx.Batch) {
 	if len(a.invoiceIDs) == 0 {
 		return
 	}
-	b.Queue(`INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until, embedded_in)
+	b.Queue(`INSERT INTO archive_objects (invoice_id, kind, project_id, bucket, object_key, version_id, sha256, size, retain_until, embedded_in,
+			byte_offset)
 		SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
-			$9::timestamptz[], $10::text[])
+			$9::timestamptz[], $10::text[], $11::bigint[])
 		ON CONFLICT (invoice_id, kind) DO NOTHING`,
-		a.invoiceIDs, a.kinds, a.projectIDs, a.buckets, a.keys, a.versions, a.sha256s, a.sizes, a.retainUntil, a.embeddedIn)
+		a.invoiceIDs, a.kinds, a.projectIDs, a.buckets, a.keys, a.versions, a.sha256s, a.sizes, a.retainUntil, a.embeddedIn, a.byteOffsets)
 }
 
 // anchorArrays are the columns of the anchors of queueAnchors, one element
@@ -507,6 +550,7 @@ type anchorArrays struct {
 	sizes                                                           []int64
 	retainUntil                                                     []*time.Time
 	embeddedIn                                                      []*string
+	byteOffsets                                                     []*int64 // nil: the whole object
 }
 
 // add appends the anchor of one object; embeddedIn "pdf" for an XML that
@@ -515,6 +559,7 @@ func (a *anchorArrays) add(projectID, invoiceID, kind, bucket string, st archive
 	a.invoiceIDs, a.kinds, a.projectIDs = append(a.invoiceIDs, invoiceID), append(a.kinds, kind), append(a.projectIDs, projectID)
 	a.buckets, a.keys, a.versions = append(a.buckets, bucket), append(a.keys, st.Key), append(a.versions, st.VersionID)
 	a.sha256s, a.sizes, a.retainUntil = append(a.sha256s, st.SHA256), append(a.sizes, st.Size), append(a.retainUntil, retainUntil(st))
+	a.byteOffsets = append(a.byteOffsets, byteOffset(st))
 	var in *string
 	if embeddedIn != "" {
 		in = &embeddedIn
@@ -527,7 +572,7 @@ func (a *anchorArrays) add(projectID, invoiceID, kind, bucket string, st archive
 // per anchor, xml before pdf; one row without an anchor when none is).
 func queueCandidates(b *pgx.Batch, projectID, rangeKey string) {
 	b.Queue(`SELECT c.id::text, c.seq, c.number, c.issue_date, c.type, c.test_mode, c.format,
-			o.kind, o.object_key, o.version_id, o.sha256, o.size, o.retain_until, o.embedded_in
+			o.kind, o.object_key, o.version_id, o.sha256, o.size, o.retain_until, o.embedded_in, o.byte_offset
 		FROM (SELECT i.id, i.seq, i.number, i.issue_date, i.type, i.test_mode, i.format FROM invoices i
 			WHERE i.project_id = $1 AND i.range_key = $2 AND `+awaitsArchiveSQL("i")+`
 			AND NOT EXISTS (SELECT 1 FROM archive_manifests m WHERE m.invoice_id = i.id)
@@ -557,10 +602,10 @@ func scanCandidates(projectID, rangeKey string, rows pgx.Rows, err error) ([]cha
 		testMode           bool
 		kind, key, version *string
 		sha, embeddedIn    *string
-		size               *int64
+		size, offset       *int64
 		until              *time.Time
 	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &seq, &number, &issue, &typ, &testMode, &f, &kind, &key, &version, &sha, &size, &until, &embeddedIn},
+	_, err = pgx.ForEachRow(rows, []any{&id, &seq, &number, &issue, &typ, &testMode, &f, &kind, &key, &version, &sha, &size, &until, &embeddedIn, &offset},
 		func() error {
 			if len(out) == 0 || out[len(out)-1].m.InvoiceID != id {
 				flush()
@@ -575,6 +620,9 @@ func scanCandidates(projectID, rangeKey string, rows pgx.Rows, err error) ([]cha
 				}
 				if embeddedIn != nil {
 					a.embeddedIn = *embeddedIn
+				}
+				if offset != nil {
+					a.st.InBatch, a.st.Offset = true, *offset
 				}
 				objects = append(objects, a)
 			}

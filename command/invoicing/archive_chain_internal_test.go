@@ -208,3 +208,83 @@ func TestPutBatchesWritesWithALiveDocumentsWriter(t *testing.T) {
 		}
 	}
 }
+
+func TestDocumentBatches(t *testing.T) {
+	t.Parallel()
+	pdf := func(year, size int) pdfItem { return pdfItem{year: year, size: size} }
+	many := func(n int) []pdfItem {
+		out := make([]pdfItem, n)
+		for i := range out {
+			out[i] = pdf(2026, 40<<10)
+		}
+		return out
+	}
+	seq := func(from, to int) []int {
+		var out []int
+		for i := from; i < to; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		items []pdfItem
+		want  [][]int
+	}{
+		{"none", nil, nil},
+		{"one alone: an object of its own", []pdfItem{pdf(2026, 100)}, [][]int{{0}}},
+		{"two of one year: a batch", []pdfItem{pdf(2026, 100), pdf(2026, 200)}, [][]int{{0, 1}}},
+		{"another year apart", []pdfItem{pdf(2026, 100), pdf(2027, 100), pdf(2026, 100)}, [][]int{{0, 2}, {1}}},
+		{"at most maxDocumentBatch", many(maxDocumentBatch + 2), [][]int{seq(0, maxDocumentBatch), {maxDocumentBatch, maxDocumentBatch + 1}}},
+		{"cut before the PDF that would pass the size",
+			[]pdfItem{pdf(2026, maxDocumentBatchBytes/2), pdf(2026, maxDocumentBatchBytes/2), pdf(2026, 1), pdf(2026, 1)},
+			[][]int{{0, 1}, {2, 3}}},
+		{"a PDF larger than a batch: alone", []pdfItem{pdf(2026, maxDocumentBatchBytes+1), pdf(2026, 10)}, [][]int{{0}, {1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := documentBatches(tc.items)
+			if !slices.EqualFunc(got, tc.want, slices.Equal[[]int]) {
+				t.Errorf("documentBatches = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDocumentObjects(t *testing.T) {
+	t.Parallel()
+	xml := []byte("<rsm:CrossIndustryInvoice/>")
+	pdfSt := archive.Stored{Key: "p/invoices/batches/a-2", VersionID: "v1", SHA256: "pdfsum", Size: 4000, InBatch: true, Offset: 4000,
+		RetainUntil: time.Date(2035, 1, 1, 0, 0, 0, 0, time.UTC)}
+	xmlSt := archive.Stored{Key: "p/invoices/a.xml", VersionID: "v2", SHA256: "xmlsum", Size: 27}
+	for _, tc := range []struct {
+		format string
+		kinds  []string // the manifest's objects
+		xml    archive.Stored
+	}{
+		{"zugferd", []string{"xml", "pdf"}, archive.Stored{Key: pdfSt.Key, VersionID: "v1", SHA256: archive.SHA256(xml), Size: int64(len(xml)),
+			RetainUntil: pdfSt.RetainUntil}},
+		{"xrechnung", []string{"xml", "pdf"}, xmlSt},
+		{"small_amount", []string{"pdf"}, archive.Stored{}},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			objs, m := documentObjects(tc.format, xml, pdfSt, xmlSt)
+			var kinds []string
+			for _, o := range m {
+				kinds = append(kinds, o.Kind)
+			}
+			if !slices.Equal(kinds, tc.kinds) {
+				t.Errorf("manifest objects %v, want %v", kinds, tc.kinds)
+			}
+			if objs["pdf"] != pdfSt || objs["xml"] != tc.xml {
+				t.Errorf("anchors %+v, want the PDF %+v and the XML %+v", objs, pdfSt, tc.xml)
+			}
+			last := m[len(m)-1]
+			if last.Offset == nil || *last.Offset != pdfSt.Offset || last.Key != pdfSt.Key {
+				t.Errorf("the PDF's manifest entry %+v, want its bytes at %d of %s", last, pdfSt.Offset, pdfSt.Key)
+			}
+			if len(m) == 2 && m[0].Offset != nil {
+				t.Errorf("the XML's manifest entry %+v has an offset", m[0])
+			}
+		})
+	}
+}

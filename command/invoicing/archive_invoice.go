@@ -63,6 +63,11 @@ type archivable struct {
 	rangeKey string
 	issue    time.Time       // the issue date, midnight UTC
 	manifest chainedManifest // the manifest an earlier attempt chained (body nil: none)
+	pdfPart  *documentPart   // the PDF's part of the document batch an earlier attempt recorded (nil: none)
+	// first: the issuing call archives what it recorded, no attempt can
+	// have written its PDF before (a live one goes into a document batch;
+	// a retry's finds an object of its own its attempt wrote).
+	first bool
 }
 
 // readArchivable reads a document that is still to be archived, with the
@@ -71,17 +76,19 @@ type archivable struct {
 func (s *Service) readArchivable(ctx context.Context, projectID, invoiceID string) (*archivable, error) {
 	var d archivable
 	var paymentRef, batchKey *string
-	var batchOffset *int64
+	var batchOffset, partOffset, partSize *int64
+	var partKey, partSHA *string
 	var failedRules []string
 	inv := &d.inv
 	err := s.pool.QueryRow(ctx, `SELECT i.id::text, i.project_id::text, i.order_id::text, i.order_no, i.payment_ref, i.number, i.status, i.version,
 			i.type, i.format, i.issue_date, i.currency, i.total_net_cents, i.total_tax_cents, i.total_gross_cents, i.test_mode, i.created_at,
-			i.failed_rules, i.xml, i.range_key, m.body, m.batch_key, m.batch_offset
-		FROM invoices i LEFT JOIN archive_manifests m ON m.invoice_id = i.id
+			i.failed_rules, i.xml, i.range_key, m.body, m.batch_key, m.batch_offset, b.batch_key, b.byte_offset, b.size, b.sha256
+		FROM invoices i LEFT JOIN archive_manifests m ON m.invoice_id = i.id LEFT JOIN archive_document_batches b ON b.invoice_id = i.id
 		WHERE i.project_id = $1 AND i.id = $2`, projectID, invoiceID).
 		Scan(&inv.ID, &inv.ProjectID, &inv.OrderID, &inv.OrderNo, &paymentRef, &inv.Number, &inv.Status, &inv.Version, &inv.Type,
 			&inv.Format, &d.issue, &inv.Currency, &inv.TotalNetCents, &inv.TotalTaxCents, &inv.TotalGrossCents, &inv.TestMode,
-			&inv.CreatedAt, &failedRules, &d.xml, &d.rangeKey, &d.manifest.body, &batchKey, &batchOffset)
+			&inv.CreatedAt, &failedRules, &d.xml, &d.rangeKey, &d.manifest.body, &batchKey, &batchOffset,
+			&partKey, &partOffset, &partSize, &partSHA)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, apperr.New(apperr.NotFound, "invoice_not_found", "no invoice %s", invoiceID)
 	}
@@ -96,6 +103,9 @@ func (s *Service) readArchivable(ctx context.Context, projectID, invoiceID strin
 	}
 	if batchKey != nil && batchOffset != nil {
 		d.manifest.batchKey, d.manifest.offset = *batchKey, *batchOffset
+	}
+	if partKey != nil {
+		d.pdfPart = &documentPart{batchKey: *partKey, offset: *partOffset, size: *partSize, sha256: *partSHA}
 	}
 	inv.IssueDate = d.issue.Format(time.DateOnly)
 	return &d, nil
@@ -120,45 +130,8 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 	until := archive.RetainUntil(d.issue, archive.RetentionYears)
 	loc := d.manifest
 	if loc.body == nil {
-		smallAmount := inv.Format == string(billing.FormatSmallAmount)
-		pdf, err := documentPDF(inv.Format, d.xml)
-		if err != nil {
-			return fmt.Errorf("render PDF: %w", err)
-		}
-		// A retry after a failure between the two puts renders the PDF again,
-		// with other bytes: the one archived first stands.
-		var pdfSt, xmlSt archive.Stored
-		err = s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
-			pdfSt, _, err = arc.PutFirst(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", until)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		objects := map[string]archive.Stored{"pdf": pdfSt}
-		m := archive.Manifest{ProjectID: projectID, NumberRange: d.rangeKey, InvoiceID: invoiceID, Number: inv.Number,
-			IssueDate: inv.IssueDate, Type: inv.Type, TestMode: inv.TestMode}
-		switch {
-		case smallAmount: // a small-amount invoice is its PDF alone
-		case xmlEmbeddedOnly(inv.Format):
-			// The PDF/A-3 embeds the XML byte for byte (whichever rendering
-			// stands): the anchor names the PDF's object with the XML's hash.
-			xmlSt = archive.Embedded(pdfSt, d.xml)
-			objects["xml"] = xmlSt
-			m.Objects = append(m.Objects, archive.EmbeddedObject(xmlSt))
-		default:
-			err = s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
-				xmlSt, err = arc.Put(ctx, archive.InvoiceXMLKey(projectID, invoiceID), d.xml, "application/xml", until)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			objects["xml"] = xmlSt
-			m.Objects = append(m.Objects, archive.Object("xml", xmlSt))
-		}
-		m.Objects = append(m.Objects, archive.Object("pdf", pdfSt))
-		if loc, err = s.chainManifest(ctx, arc, m, d.issue, objects); err != nil {
+		var err error
+		if loc, err = s.storeObjects(ctx, arc, d, until); err != nil {
 			return err
 		}
 	}
@@ -187,6 +160,63 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 			return fmt.Errorf("mark archived: the invoice changed %d times while it was marked", tries)
 		}
 	}
+}
+
+// storeObjects stores d's XML (unless it lies only inside the PDF) and
+// PDF, anchors them and chains the manifest (chainManifest). A live
+// document's PDF, at its first attempt, is written by the chain's
+// goroutine, in a document batch with the others it chains (writePDFs);
+// one recorded in a document batch already lies in that batch, written
+// again from the database when it is not in the store
+// (storeDocumentBatch). A retry of one that was not writes its PDF as an
+// object of its own, where an earlier attempt may have written it.
+func (s *Service) storeObjects(ctx context.Context, arc *archive.Archive, d *archivable, until time.Time) (chainedManifest, error) {
+	inv := d.inv
+	projectID, invoiceID := inv.ProjectID, inv.ID
+	var xmlSt archive.Stored
+	if inv.Format != string(billing.FormatSmallAmount) && !xmlEmbeddedOnly(inv.Format) {
+		err := s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
+			xmlSt, err = arc.Put(ctx, archive.InvoiceXMLKey(projectID, invoiceID), d.xml, "application/xml", until)
+			return err
+		})
+		if err != nil {
+			return chainedManifest{}, err
+		}
+	}
+	m := archive.Manifest{ProjectID: projectID, NumberRange: d.rangeKey, InvoiceID: invoiceID, Number: inv.Number,
+		IssueDate: inv.IssueDate, Type: inv.Type, TestMode: inv.TestMode}
+	var pending *pendingPDF
+	var pdfSt archive.Stored
+	switch {
+	case d.pdfPart != nil:
+		st, err := s.storeDocumentBatch(ctx, arc, projectID, *d.pdfPart, until)
+		if err != nil {
+			return chainedManifest{}, err
+		}
+		pdfSt = st
+	default:
+		pdf, err := documentPDF(inv.Format, d.xml)
+		if err != nil {
+			return chainedManifest{}, fmt.Errorf("render PDF: %w", err)
+		}
+		if d.first && !inv.TestMode {
+			pending = &pendingPDF{data: pdf, format: inv.Format, xml: d.xml, until: until}
+			break
+		}
+		// A PDF rendered again from the same XML: the one archived first stands.
+		err = s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
+			pdfSt, _, err = arc.PutFirst(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", until)
+			return err
+		})
+		if err != nil {
+			return chainedManifest{}, err
+		}
+	}
+	objs := map[string]archive.Stored{"xml": xmlSt}
+	if pending == nil {
+		objs, m.Objects = documentObjects(inv.Format, d.xml, pdfSt, xmlSt)
+	}
+	return s.chainManifest(ctx, arc, m, d.issue, objs, pending)
 }
 
 // storeManifest returns the manifest's object as loc describes it: the
@@ -351,6 +381,26 @@ func (s *Service) anchoredManifest(ctx context.Context, invoiceID string) ([]byt
 		return nil, nil
 	}
 	return body, err
+}
+
+// anchoredPDF returns the anchor of the invoice's PDF and its bucket;
+// found false when none is recorded.
+func (s *Service) anchoredPDF(ctx context.Context, invoiceID string) (st archive.Stored, bucket string, found bool, err error) {
+	var until *time.Time
+	var offset *int64
+	err = store.QueryRow(ctx, s.pool, `SELECT bucket, object_key, version_id, sha256, size, retain_until, byte_offset
+		FROM archive_objects WHERE invoice_id = $1 AND kind = 'pdf'`, invoiceID).
+		Scan(&bucket, &st.Key, &st.VersionID, &st.SHA256, &st.Size, &until, &offset)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return st, "", false, nil
+	}
+	if until != nil {
+		st.RetainUntil = *until
+	}
+	if offset != nil {
+		st.InBatch, st.Offset = true, *offset
+	}
+	return st, bucket, err == nil, err
 }
 
 // recordManifest anchors the written manifest object and marks the

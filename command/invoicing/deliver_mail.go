@@ -457,6 +457,25 @@ func (m *Mailer) compose(ctx context.Context, d dueDelivery) (mail.Message, erro
 	return msg, err
 }
 
+// archivedPDF returns a document's archived PDF: under its own key (from
+// this process's memory when it archived it lately), or else the part of
+// the document batch its anchor names, checked against the anchor.
+func (m *Mailer) archivedPDF(ctx context.Context, projectID, invoiceID string) ([]byte, error) {
+	pdf, _, err := m.archive.Get(ctx, archive.InvoicePDFKey(projectID, invoiceID))
+	if !errors.Is(err, archive.ErrNotFound) {
+		return pdf, err
+	}
+	st, bucket, found, aerr := m.svc.anchoredPDF(ctx, invoiceID)
+	if aerr != nil || !found || !st.InBatch {
+		return nil, errors.Join(err, aerr)
+	}
+	arc, err := m.archive.InBucket(bucket)
+	if err != nil {
+		return nil, err
+	}
+	return arc.Verified(ctx, st)
+}
+
 // documentTitles name each document type in German (subject and text).
 var documentTitles = map[string]string{"invoice": "Rechnung", "voucher_sale": "Beleg", "cancellation": "Stornorechnung",
 	"credit_note": "Rechnungskorrektur"}
@@ -482,7 +501,7 @@ func (m *Mailer) documentMessage(ctx context.Context, d dueDelivery) (mail.Messa
 	if m.archive == nil {
 		return mail.Message{}, errors.New("no archive configured: the documents cannot be read")
 	}
-	pdf, _, err := m.archive.Get(ctx, archive.InvoicePDFKey(d.projectID, *d.invoiceID))
+	pdf, err := m.archivedPDF(ctx, d.projectID, *d.invoiceID)
 	if err != nil {
 		return mail.Message{}, fmt.Errorf("archived PDF: %w", err)
 	}

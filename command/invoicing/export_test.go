@@ -43,3 +43,17 @@ func (iv *Invoicer) ClaimRetries(ctx context.Context, n int, lease time.Duration
 	}
 	return ids, err
 }
+
+// PendingChain is how many documents of the range wait for its next chain
+// transaction (one is running).
+func (s *Service) PendingChain(projectID, rangeKey string) int {
+	s.chains.mu.Lock()
+	defer s.chains.mu.Unlock()
+	return len(s.chains.ranges[projectID+"\x00"+rangeKey])
+}
+
+// MailedPDF is the PDF the mailer attaches to the document's e-mail, read
+// from a.
+func (s *Service) MailedPDF(ctx context.Context, a *archive.Archive, projectID, invoiceID string) ([]byte, error) {
+	return NewMailer(s, a, nil).archivedPDF(ctx, projectID, invoiceID)
+}

@@ -430,7 +430,7 @@ func queueDocument(b *pgx.Batch, projectID, orderID, orderNo, paymentRef string,
 	ev, err := event.New(event.InvoiceCreated, projectID, "invoice", doc.ID, orderNo, 1, now, data)
 	// As the database gives it back: the issue date without time, times in µs.
 	data.CreatedAt = now.Truncate(time.Microsecond)
-	doc.recorded = &archivable{inv: data, xml: xml, rangeKey: rangeKey,
+	doc.recorded = &archivable{inv: data, xml: xml, rangeKey: rangeKey, first: true,
 		issue: time.Date(inv.IssueDate.Year(), inv.IssueDate.Month(), inv.IssueDate.Day(), 0, 0, 0, 0, time.UTC)}
 	return doc, ev, err
 }
