@@ -1,10 +1,13 @@
 package invoicing_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -222,6 +225,19 @@ func TestPDFsChainedTogetherLieInOneDocumentBatch(t *testing.T) {
 	if want := archive.RetainUntil(issueDay, archive.RetentionYears); !st.RetainUntil.Equal(want) {
 		t.Errorf("the batch is retained until %s, want %s", st.RetainUntil, want)
 	}
+	// A retry finding the batch written takes the same anchor, retention included.
+	for i, id := range byPosition {
+		p := v.pdfAnchor(id)
+		var until time.Time
+		if err := v.pool.QueryRow(ctx, `SELECT retain_until FROM archive_objects WHERE invoice_id = $1 AND kind = 'pdf'`, id).Scan(&until); err != nil {
+			t.Fatal(err)
+		}
+		got, err := v.svc.RetryDocumentBatch(ctx, a, v.project, id)
+		if err != nil || got.Key != p.key || got.VersionID != p.version || !got.InBatch || got.Offset != p.offset || got.Size != p.size ||
+			got.SHA256 != p.sha || !got.RetainUntil.Equal(until) {
+			t.Errorf("document %d: a retry's anchor %+v, %v; want %+v retained until %s", i+2, got, err, p, until)
+		}
+	}
 	if rep := verify(t, v, a); rep.Checked != 3*(n+1) || rep.OK != 3*(n+1) || len(rep.Problems) != 0 {
 		t.Errorf("verify: %+v, want %d objects checked, all ok", rep, 3*(n+1))
 	}
@@ -234,6 +250,54 @@ func TestPDFsChainedTogetherLieInOneDocumentBatch(t *testing.T) {
 			if o.Kind == "pdf" && (o.Key != wantKey || o.ByteOffset == nil || *o.ByteOffset != v.pdfAnchor(e.InvoiceID).offset) {
 				t.Errorf("listing %d: PDF object %+v, want its bytes in %s", i+2, o, wantKey)
 			}
+		}
+	}
+	// The export's files are the documents byte for byte.
+	var zipped bytes.Buffer
+	if err := q.ExportArchive(ctx, &zipped, v.project, issueDay.Year(), nil); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(zipped.Bytes()), int64(zipped.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, f := range zr.File {
+		r, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f.Name] = b
+	}
+	for _, e := range entries[1:] {
+		base := "documents/" + strings.Map(func(r rune) rune { // the export's safe file names
+			if r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+				return r
+			}
+			return '_'
+		}, e.Number)
+		var pdf, xml []byte
+		for name, b := range files {
+			switch {
+			case strings.HasPrefix(name, base) && strings.HasSuffix(name, ".pdf"):
+				pdf = b
+			case strings.HasPrefix(name, base) && strings.HasSuffix(name, ".xml"):
+				xml = b
+			}
+		}
+		var recorded []byte
+		if err := v.pool.QueryRow(ctx, `SELECT xml FROM invoices WHERE id = $1`, e.InvoiceID).Scan(&recorded); err != nil {
+			t.Fatal(err)
+		}
+		p := v.pdfAnchor(e.InvoiceID)
+		if archive.SHA256(pdf) != p.sha || !bytes.Equal(xml, recorded) {
+			t.Errorf("export of %s: PDF of %d bytes (SHA-256 %s, anchored %s), XML equal to the recorded one: %v", e.Number, len(pdf),
+				archive.SHA256(pdf), p.sha, bytes.Equal(xml, recorded))
 		}
 	}
 }

@@ -57,3 +57,22 @@ func (s *Service) PendingChain(projectID, rangeKey string) int {
 func (s *Service) MailedPDF(ctx context.Context, a *archive.Archive, projectID, invoiceID string) ([]byte, error) {
 	return NewMailer(s, a, nil).archivedPDF(ctx, projectID, invoiceID)
 }
+
+// RetryDocumentBatch is what a retry of the document takes as its PDF's
+// anchor from the document batch recorded for it (storeDocumentBatch).
+func (s *Service) RetryDocumentBatch(ctx context.Context, a *archive.Archive, projectID, invoiceID string) (archive.Stored, error) {
+	d, err := s.readArchivable(ctx, projectID, invoiceID)
+	if err != nil {
+		return archive.Stored{}, err
+	}
+	if d == nil {
+		// Archived: read as a retry would have before the mark.
+		var p documentPart
+		if err := s.pool.QueryRow(ctx, `SELECT batch_key, byte_offset, size, sha256 FROM archive_document_batches WHERE invoice_id = $1`,
+			invoiceID).Scan(&p.batchKey, &p.offset, &p.size, &p.sha256); err != nil {
+			return archive.Stored{}, err
+		}
+		d = &archivable{pdfPart: &p}
+	}
+	return s.storeDocumentBatch(ctx, a, projectID, *d.pdfPart, time.Time{})
+}
