@@ -81,6 +81,47 @@ func archiveInOneCycle(t *testing.T, v *invoicingEnv, a, their *archive.Archive,
 	return ids, errs
 }
 
+// archiveAllInOneCycle is archiveInOneCycle into a, every document
+// archived.
+func archiveAllInOneCycle(t *testing.T, v *invoicingEnv, a *archive.Archive, n int) []string {
+	t.Helper()
+	ids, errs := archiveInOneCycle(t, v, a, a, n)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("document %d: %v", i+2, err)
+		}
+	}
+	return ids
+}
+
+// exportedFiles is the tax-audit export of the project's year, file by
+// file.
+func exportedFiles(t *testing.T, q *query.Service, projectID string, year int) map[string][]byte {
+	t.Helper()
+	var zipped bytes.Buffer
+	if err := q.ExportArchive(context.Background(), &zipped, projectID, year, nil); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(zipped.Bytes()), int64(zipped.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, f := range zr.File {
+		r, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f.Name] = b
+	}
+	return files
+}
+
 // pdfAnchor is a document's PDF anchor and its document batch record.
 type pdfAnchor struct {
 	key, version, sha string
@@ -145,12 +186,7 @@ func TestPDFsChainedTogetherLieInOneDocumentBatch(t *testing.T) {
 	a := archive.New(testenv.S3(t), testenv.Env("O2I_S3_BUCKET"))
 	v := newInvoicing(t, false, nil)
 	const n = 3
-	ids, errs := archiveInOneCycle(t, v, a, a, n)
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("document %d: %v", i+2, err)
-		}
-	}
+	ids := archiveAllInOneCycle(t, v, a, n)
 	ctx := context.Background()
 	if p := v.pdfAnchor(ids[0]); p.key != archive.InvoicePDFKey(v.project, ids[0]) || p.offset != -1 || p.batchKey != "" {
 		t.Errorf("the document chained alone: PDF anchored %+v, want an object of its own", p)
@@ -253,27 +289,7 @@ func TestPDFsChainedTogetherLieInOneDocumentBatch(t *testing.T) {
 		}
 	}
 	// The export's files are the documents byte for byte.
-	var zipped bytes.Buffer
-	if err := q.ExportArchive(ctx, &zipped, v.project, issueDay.Year(), nil); err != nil {
-		t.Fatal(err)
-	}
-	zr, err := zip.NewReader(bytes.NewReader(zipped.Bytes()), int64(zipped.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for _, f := range zr.File {
-		r, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(r)
-		r.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[f.Name] = b
-	}
+	files := exportedFiles(t, q, v.project, issueDay.Year())
 	for _, e := range entries[1:] {
 		base := "documents/" + strings.Map(func(r rune) rune { // the export's safe file names
 			if r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
@@ -378,12 +394,7 @@ func TestVerifyFindsAPDFAlteredInsideItsDocumentBatch(t *testing.T) {
 	a, c, bucket := unlockedArchive(t, false)
 	v := newInvoicing(t, false, nil)
 	const n = 3
-	ids, errs := archiveInOneCycle(t, v, a, a, n)
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("document %d: %v", i+2, err)
-		}
-	}
+	ids := archiveAllInOneCycle(t, v, a, n)
 	ctx := context.Background()
 	key := v.pdfAnchor(ids[1]).batchKey
 	order := batchOrder(t, v, key)

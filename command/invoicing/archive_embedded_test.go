@@ -1,7 +1,6 @@
 package invoicing_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
@@ -119,23 +118,7 @@ func TestZUGFeRDXMLLivesOnlyInsideItsPDF(t *testing.T) {
 	// The export: the same layout, the XML files byte-identical to the issued ones.
 	q := query.New(v.pool, nil)
 	q.ServeDocumentsFrom(a)
-	var buf bytes.Buffer
-	if err := q.ExportArchive(ctx, &buf, v.project, 2026, nil); err != nil {
-		t.Fatal(err)
-	}
-	zr, err := zip.NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for _, f := range zr.File {
-		r, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[f.Name], _ = io.ReadAll(r)
-		r.Close()
-	}
+	files := exportedFiles(t, q, v.project, 2026)
 	for _, d := range []struct{ id, number string }{{zugferd.ID, zugferd.Number}, {xr.ID, xr.Number}} {
 		base := d.number
 		if !bytes.Equal(files["documents/"+base+".xml"], issuedXML(t, v, d.id)) {
