@@ -227,6 +227,17 @@ type Stored struct {
 	Offset  int64
 }
 
+// Anchored completes st with an anchor's nullable columns: its retain-until
+// (nil: no retention) and byte offset (nil: the whole object).
+func (st *Stored) Anchored(retainUntil *time.Time, byteOffset *int64) {
+	if retainUntil != nil {
+		st.RetainUntil = *retainUntil
+	}
+	if byteOffset != nil {
+		st.InBatch, st.Offset = true, *byteOffset
+	}
+}
+
 // Put archives data under key with COMPLIANCE retention until retainUntil.
 // When the key already holds the same bytes it returns that object
 // (idempotent); different bytes give ErrConflict, with the stored object.
@@ -341,6 +352,14 @@ func (a *Archive) Stat(ctx context.Context, key string) (Stored, error) {
 		}
 	}
 	return st, nil
+}
+
+// Kept returns the bytes this process archived lately under key (a part
+// of a batch under its document's own key), without a request to the
+// store; false when it keeps none (see recentObjects).
+func (a *Archive) Kept(key string) ([]byte, bool) {
+	data, _, ok := a.recent.get(key)
+	return data, ok
 }
 
 // Get returns the latest document under key after checking it against the

@@ -96,12 +96,11 @@ func (s *Service) archivedInvoices(ctx context.Context, sc archiveScope, after i
 		if err := rows.Scan(&id, &kind, &o.bucket, &o.st.Key, &o.st.VersionID, &o.st.SHA256, &o.st.Size, &until, &o.embeddedIn, &offset); err != nil {
 			return nil, err
 		}
-		if offset != nil {
-			o.st.InBatch, o.st.Offset = true, *offset
-		}
 		if until != nil {
-			o.st.RetainUntil = until.UTC()
+			u := until.UTC()
+			until = &u
 		}
+		o.st.Anchored(until, offset)
 		list[at[id]].objects[kind] = o
 	}
 	return list, rows.Err()

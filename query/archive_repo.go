@@ -24,20 +24,10 @@ func anchoredObject(ctx context.Context, pool *pgxpool.Pool, projectID, invoiceI
 		FROM archive_objects o LEFT JOIN archive_objects p ON o.embedded_in IS NOT NULL AND p.invoice_id = o.invoice_id AND p.kind = o.embedded_in
 		WHERE o.project_id = $1 AND o.invoice_id = $2 AND o.kind = $3`, projectID, invoiceID, kind).
 		Scan(&bucket, &st.Key, &st.VersionID, &st.SHA256, &st.Size, &until, &offset, &inKey, &inVersion, &inSHA, &inSize, &inUntil, &inOffset)
-	if until != nil {
-		st.RetainUntil = *until
-	}
-	if offset != nil {
-		st.InBatch, st.Offset = true, *offset
-	}
+	st.Anchored(until, offset)
 	if inKey != nil {
 		in = archive.Stored{Key: *inKey, VersionID: *inVersion, SHA256: *inSHA, Size: *inSize}
-		if inUntil != nil {
-			in.RetainUntil = *inUntil
-		}
-		if inOffset != nil {
-			in.InBatch, in.Offset = true, *inOffset
-		}
+		in.Anchored(inUntil, inOffset)
 	}
 	return st, bucket, in, err
 }

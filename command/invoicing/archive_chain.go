@@ -615,14 +615,9 @@ func scanCandidates(projectID, rangeKey string, rows pgx.Rows, err error) ([]cha
 			}
 			if kind != nil {
 				a := anchorRow{kind: *kind, st: archive.Stored{Key: *key, VersionID: *version, SHA256: *sha, Size: *size}}
-				if until != nil {
-					a.st.RetainUntil = *until
-				}
+				a.st.Anchored(until, offset)
 				if embeddedIn != nil {
 					a.embeddedIn = *embeddedIn
-				}
-				if offset != nil {
-					a.st.InBatch, a.st.Offset = true, *offset
 				}
 				objects = append(objects, a)
 			}

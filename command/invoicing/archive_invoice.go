@@ -383,26 +383,6 @@ func (s *Service) anchoredManifest(ctx context.Context, invoiceID string) ([]byt
 	return body, err
 }
 
-// anchoredPDF returns the anchor of the invoice's PDF and its bucket;
-// found false when none is recorded.
-func (s *Service) anchoredPDF(ctx context.Context, invoiceID string) (st archive.Stored, bucket string, found bool, err error) {
-	var until *time.Time
-	var offset *int64
-	err = store.QueryRow(ctx, s.pool, `SELECT bucket, object_key, version_id, sha256, size, retain_until, byte_offset
-		FROM archive_objects WHERE invoice_id = $1 AND kind = 'pdf'`, invoiceID).
-		Scan(&bucket, &st.Key, &st.VersionID, &st.SHA256, &st.Size, &until, &offset)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return st, "", false, nil
-	}
-	if until != nil {
-		st.RetainUntil = *until
-	}
-	if offset != nil {
-		st.InBatch, st.Offset = true, *offset
-	}
-	return st, bucket, err == nil, err
-}
-
 // recordManifest anchors the written manifest object and marks the
 // manifest stored.
 func recordManifest(ctx context.Context, tx pgx.Tx, projectID, invoiceID, bucket string, st archive.Stored, now time.Time) error {

@@ -258,6 +258,10 @@ type mailDocument struct {
 	gross, due                    int64
 	issue                         time.Time
 	iban, reference               *string
+	// pdf is the PDF's anchor when it is a part of a document batch
+	// (nil: an object of its own, read by its key); pdfBucket its bucket.
+	pdf       *archive.Stored
+	pdfBucket string
 }
 
 // SendDue tries up to limit deliveries that are due when it starts, once
@@ -371,10 +375,11 @@ func (m *Mailer) claim(ctx context.Context, dueBy *time.Time) (dueDelivery, bool
 const (
 	claimedColumns = `COALESCE(c.id::text, ''), COALESCE(c.project_id::text, ''), COALESCE(c.kind, ''), COALESCE(c.order_no, ''),
 		COALESCE(c.recipient, ''), c.invoice_id::text, c.task_id::text, c.reply_to, COALESCE(c.attempts, 0), COALESCE(c.message_id, ''), i.number, i.type, i.format, i.currency, i.total_gross_cents, i.due_cents, i.issue_date,
-		t.iban, t.reference, p.name, p.settings`
+		t.iban, t.reference, p.name, p.settings, a.bucket, a.object_key, a.version_id, a.sha256, a.size, a.retain_until, a.byte_offset`
 	claimedJoins = `LEFT JOIN invoices i ON i.project_id = c.project_id AND i.id = c.invoice_id
 		LEFT JOIN provider_transfers t ON t.order_id = i.order_id AND t.cancelled_at IS NULL
-		LEFT JOIN projects p ON p.id = c.project_id`
+		LEFT JOIN projects p ON p.id = c.project_id
+		LEFT JOIN archive_objects a ON a.invoice_id = c.invoice_id AND a.kind = 'pdf' AND a.byte_offset IS NOT NULL`
 )
 
 // scanClaimed reads claimedColumns into d, after the values of first.
@@ -383,10 +388,19 @@ func scanClaimed(row pgx.Row, d *dueDelivery, first ...any) error {
 	var number, typ, format, currency *string
 	var gross, due *int64
 	var issue *time.Time
+	var pdfBucket, pdfKey, pdfVersion, pdfSHA *string
+	var pdfSize, pdfOffset *int64
+	var pdfUntil *time.Time
 	err := row.Scan(append(first, &d.id, &d.projectID, &d.kind, &d.orderNo, &d.recipient, &d.invoiceID, &d.taskID, &d.replyTo, &d.attempts, &d.messageID,
-		&number, &typ, &format, &currency, &gross, &due, &issue, &doc.iban, &doc.reference, &d.projectName, &d.projectSettings)...)
+		&number, &typ, &format, &currency, &gross, &due, &issue, &doc.iban, &doc.reference, &d.projectName, &d.projectSettings,
+		&pdfBucket, &pdfKey, &pdfVersion, &pdfSHA, &pdfSize, &pdfUntil, &pdfOffset)...)
 	if err == nil && number != nil && typ != nil && format != nil && currency != nil && gross != nil && due != nil && issue != nil {
 		doc.number, doc.typ, doc.format, doc.currency, doc.gross, doc.due, doc.issue = *number, *typ, *format, *currency, *gross, *due, *issue
+		if pdfKey != nil {
+			doc.pdf = &archive.Stored{Key: *pdfKey, VersionID: *pdfVersion, SHA256: *pdfSHA, Size: *pdfSize}
+			doc.pdf.Anchored(pdfUntil, pdfOffset)
+			doc.pdfBucket = *pdfBucket
+		}
 		d.doc = &doc
 	}
 	return err
@@ -457,23 +471,24 @@ func (m *Mailer) compose(ctx context.Context, d dueDelivery) (mail.Message, erro
 	return msg, err
 }
 
-// archivedPDF returns a document's archived PDF: under its own key (from
-// this process's memory when it archived it lately), or else the part of
-// the document batch its anchor names, checked against the anchor.
-func (m *Mailer) archivedPDF(ctx context.Context, projectID, invoiceID string) ([]byte, error) {
-	pdf, _, err := m.archive.Get(ctx, archive.InvoicePDFKey(projectID, invoiceID))
-	if !errors.Is(err, archive.ErrNotFound) {
+// archivedPDF returns a document's archived PDF: the object under its own
+// key, or the part of the document batch its anchor (read with the claim)
+// names, checked against the anchor; either from this process's memory
+// when it archived the document lately.
+func (m *Mailer) archivedPDF(ctx context.Context, projectID, invoiceID string, doc *mailDocument) ([]byte, error) {
+	key := archive.InvoicePDFKey(projectID, invoiceID)
+	if doc.pdf == nil {
+		pdf, _, err := m.archive.Get(ctx, key)
 		return pdf, err
 	}
-	st, bucket, found, aerr := m.svc.anchoredPDF(ctx, invoiceID)
-	if aerr != nil || !found || !st.InBatch {
-		return nil, errors.Join(err, aerr)
+	if pdf, ok := m.archive.Kept(key); ok {
+		return pdf, nil
 	}
-	arc, err := m.archive.InBucket(bucket)
+	arc, err := m.archive.InBucket(doc.pdfBucket)
 	if err != nil {
 		return nil, err
 	}
-	return arc.Verified(ctx, st)
+	return arc.Verified(ctx, *doc.pdf)
 }
 
 // documentTitles name each document type in German (subject and text).
@@ -501,7 +516,7 @@ func (m *Mailer) documentMessage(ctx context.Context, d dueDelivery) (mail.Messa
 	if m.archive == nil {
 		return mail.Message{}, errors.New("no archive configured: the documents cannot be read")
 	}
-	pdf, err := m.archivedPDF(ctx, d.projectID, *d.invoiceID)
+	pdf, err := m.archivedPDF(ctx, d.projectID, *d.invoiceID, d.doc)
 	if err != nil {
 		return mail.Message{}, fmt.Errorf("archived PDF: %w", err)
 	}

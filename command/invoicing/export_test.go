@@ -2,6 +2,7 @@ package invoicing
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/o2i-service/o2i/archive"
@@ -53,9 +54,19 @@ func (s *Service) PendingChain(projectID, rangeKey string) int {
 }
 
 // MailedPDF is the PDF the mailer attaches to the document's e-mail, read
-// from a.
+// from a, with the document as a claim of a delivery of it reads it.
 func (s *Service) MailedPDF(ctx context.Context, a *archive.Archive, projectID, invoiceID string) ([]byte, error) {
-	return NewMailer(s, a, nil).archivedPDF(ctx, projectID, invoiceID)
+	var d dueDelivery
+	row := s.pool.QueryRow(ctx, `SELECT `+claimedColumns+` FROM (SELECT gen_random_uuid() AS id, $1::uuid AS project_id, 'document'::text AS kind,
+			''::text AS order_no, ''::text AS recipient, $2::uuid AS invoice_id, NULL::uuid AS task_id, NULL::text AS reply_to, 0 AS attempts,
+			''::text AS message_id) c `+claimedJoins, projectID, invoiceID)
+	if err := scanClaimed(row, &d); err != nil {
+		return nil, err
+	}
+	if d.doc == nil {
+		return nil, fmt.Errorf("invoice %s: no document read with the claim", invoiceID)
+	}
+	return NewMailer(s, a, nil).archivedPDF(ctx, projectID, invoiceID, d.doc)
 }
 
 // RetryDocumentBatch is what a retry of the document takes as its PDF's
