@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,57 +41,15 @@ import (
 //     which answers each error for its own order.
 
 const (
-	// One statement in flight, and a second only while the first stalls.
-	// The orders arriving while a statement runs form the next batch: with
-	// one runner a batch held 14.5 orders on a two-core machine against 7.5
-	// with two, and PostgreSQL spent a fifth less CPU per order, since its
-	// work per statement (executor start, commit, WAL flush) is shared by
-	// twice as many (docs/performance.md, round 8). A statement that has
-	// been in flight for createStall (a backend waiting for a core, a slow
-	// flush) would hold every order behind it, so then a second runner
-	// writes the next batch meanwhile. A batch grows to createMaxBatch when
-	// statements are slow, so one runner does not cap the rate.
-	createRunners  = 2
+	// One statement in flight, and a second only while the first has been
+	// in flight for createStall (store.Batcher): with one runner a batch
+	// held 14.5 orders on a two-core machine against 7.5 with two, and
+	// PostgreSQL spent a fifth less CPU per order (docs/performance.md,
+	// round 8). A batch grows to createMaxBatch when statements are slow, so
+	// one runner does not cap the rate.
 	createStall    = 5 * time.Millisecond
 	createMaxBatch = 100 // orders per statement
 )
-
-// runners are the group commit's runner slots: whether each runs, and since
-// when its statement has been in flight (zero between statements).
-type runners struct {
-	active [createRunners]bool
-	since  [createRunners]time.Time
-}
-
-// spare returns a free slot for another runner: the first when none runs, a
-// further one only while every running runner's statement has been in
-// flight for createStall or longer.
-func (r *runners) spare(now time.Time) (int, bool) {
-	free := -1
-	for i, on := range r.active {
-		switch {
-		case !on:
-			if free < 0 {
-				free = i
-			}
-		case r.since[i].IsZero() || now.Sub(r.since[i]) < createStall:
-			return 0, false // a runner is not stalled: it takes the order
-		}
-	}
-	return free, free >= 0
-}
-
-// redundant reports whether the runner in slot may stop though orders are
-// pending: another runner runs whose statement is not stalled, and it takes
-// them (every runner looks at the pending orders before it stops).
-func (r *runners) redundant(slot int, now time.Time) bool {
-	for i, on := range r.active {
-		if i != slot && on && (r.since[i].IsZero() || now.Sub(r.since[i]) < createStall) {
-			return true
-		}
-	}
-	return false
-}
 
 // createItem is one new order waiting for its batch.
 type createItem struct {
@@ -120,13 +77,11 @@ type createBatcher struct {
 	fallbackCount                 prometheus.Counter
 	stallRunners                  prometheus.Counter
 
-	mu      sync.Mutex
-	pending []*createItem
-	runners runners
+	batches store.Batcher[*createItem]
 }
 
 func newCreateBatcher(pool *pgxpool.Pool) *createBatcher {
-	return &createBatcher{
+	b := &createBatcher{
 		pool: pool,
 		sizes: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "o2i_order_create_batch_orders", Help: "New orders per group-commit statement.",
@@ -139,21 +94,14 @@ func newCreateBatcher(pool *pgxpool.Pool) *createBatcher {
 			Name: "o2i_order_create_stall_runners_total", Help: "Runners started beside a group-commit statement in flight for 5 ms or longer.",
 		}),
 	}
+	b.batches = store.Batcher[*createItem]{Stall: createStall, Take: b.take, Write: b.write, OnStallRunner: b.stallRunners.Inc}
+	return b
 }
 
 // create writes one new order, in a batch with others arriving meanwhile.
 func (b *createBatcher) create(ctx context.Context, a createArgs) (createResult, error) {
 	it := &createItem{args: a, done: make(chan createResult, 1)}
-	b.mu.Lock()
-	b.pending = append(b.pending, it)
-	if slot, ok := b.runners.spare(time.Now()); ok {
-		if slices.Contains(b.runners.active[:], true) {
-			b.stallRunners.Inc() // beside a stalled one
-		}
-		b.runners.active[slot] = true
-		go b.run(slot)
-	}
-	b.mu.Unlock()
+	b.batches.Add(it)
 	select {
 	case r := <-it.done:
 		return r, nil
@@ -164,39 +112,14 @@ func (b *createBatcher) create(ctx context.Context, a createArgs) (createResult,
 	}
 }
 
-// run writes batches in its slot until nothing is pending, or until
-// another runner that is not stalled can take the rest.
-func (b *createBatcher) run(slot int) {
-	for {
-		b.mu.Lock()
-		var batch []*createItem
-		now := time.Now()
-		b.runners.since[slot] = time.Time{}
-		if !b.runners.redundant(slot, now) {
-			batch = b.take()
-		}
-		if len(batch) == 0 {
-			b.runners.active[slot] = false
-			b.mu.Unlock()
-			return
-		}
-		b.runners.since[slot] = now
-		b.mu.Unlock()
-		b.write(batch)
-	}
-}
-
-// take removes the next batch from pending (b.mu held): oldest first, at most
-// createMaxBatch, no two orders sharing an idempotency key, orderNo or
-// paymentRef.
-func (b *createBatcher) take() []*createItem {
-	if len(b.pending) == 0 {
-		return nil
-	}
-	batch := make([]*createItem, 0, min(len(b.pending), createMaxBatch))
+// take splits the waiting orders into the next batch and the rest: oldest
+// first, at most createMaxBatch, no two orders sharing an idempotency key,
+// orderNo or paymentRef. The rest reuses pending's array.
+func (b *createBatcher) take(pending []*createItem) (batch, rest []*createItem) {
+	batch = make([]*createItem, 0, min(len(pending), createMaxBatch))
 	seen := make(map[string]struct{}, 3*cap(batch))
-	rest := b.pending[:0]
-	for _, it := range b.pending {
+	rest = pending[:0]
+	for _, it := range pending {
 		ks := it.args.uniqueKeys()
 		clash := len(batch) == createMaxBatch
 		for _, k := range ks {
@@ -213,9 +136,7 @@ func (b *createBatcher) take() []*createItem {
 		}
 		batch = append(batch, it)
 	}
-	clear(b.pending[len(rest):])
-	b.pending = rest
-	return batch
+	return batch, rest
 }
 
 // write runs one batch statement and hands every order its result.

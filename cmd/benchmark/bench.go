@@ -385,7 +385,13 @@ func (b *bench) histogram(name string) (map[float64]float64, error) {
 // sumCount returns a Prometheus histogram's _sum and _count from /metrics
 // (zero when the service has not observed it yet).
 func (b *bench) sumCount(name string) (sum, count float64, err error) {
-	resp, err := http.Get("http://" + benchMetricsAddr + "/metrics")
+	return sumCountAt(benchMetricsAddr, name, "")
+}
+
+// sumCountAt is sumCount of the series with labels (as /metrics writes
+// them, `{group="x"}`; "" for none) of the process serving metrics at addr.
+func sumCountAt(addr, name, labels string) (sum, count float64, err error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -393,9 +399,9 @@ func (b *bench) sumCount(name string) (sum, count float64, err error) {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+"_sum "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+"_sum"+labels+" "); ok {
 			sum, _ = strconv.ParseFloat(v, 64)
-		} else if v, ok := strings.CutPrefix(sc.Text(), name+"_count "); ok {
+		} else if v, ok := strings.CutPrefix(sc.Text(), name+"_count"+labels+" "); ok {
 			count, _ = strconv.ParseFloat(v, 64)
 		}
 	}

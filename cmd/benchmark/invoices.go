@@ -47,6 +47,24 @@ type invoiceConfig struct {
 // invoicerDebugAddr serves the invoicer process's pprof when a profile is asked for.
 var invoicerDebugAddr = localAddr(18082)
 
+// invoicerMetricsAddr is where the drain's invoicer serves its metrics.
+var invoicerMetricsAddr = localAddr(18087)
+
+// groupCommits says how many statements the invoicer's group commits
+// (store.Group) sent per pipeline: the archived marks and the sent
+// e-mails' records.
+func groupCommits(addr string) string {
+	var parts []string
+	for _, g := range []struct{ name, what string }{{"archived_mark", "archived marks"}, {"mail_sent", "sent records"}} {
+		sum, count, err := sumCountAt(addr, "o2i_db_group_statements", `{group="`+g.name+`"}`)
+		if err != nil {
+			return "group commit: " + err.Error()
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f per pipeline (%.0f pipelines)", g.what, sum/max(count, 1), count))
+	}
+	return "statements per group-commit pipeline: " + strings.Join(parts, ", ")
+}
+
 // invoices measures the path the service exists for, an order becoming an
 // archived invoice:
 //
@@ -120,7 +138,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	log.Printf("invoices: backlog in Kafka, invoicer group lag %d events", lag)
 
 	// The drain.
-	env := []string{"O2I_METRICS_ADDR="} // no metrics listener: the service under test has it
+	env := []string{"O2I_METRICS_ADDR=" + invoicerMetricsAddr}
 	if cfg.profile != "" {
 		env = append(env, "O2I_DEBUG_ADDR="+invoicerDebugAddr)
 	}
@@ -197,6 +215,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 		rate, last.Sub(first).Round(time.Millisecond), total.Round(time.Millisecond), first.Sub(started).Round(time.Millisecond),
 		100*busyShare, perItem(shares, cfg.backlog))
 	profiled.Wait()
+	log.Printf("invoices: drain: %s", groupCommits(invoicerMetricsAddr))
 	// The invoicer's peak RSS since it started: the drain's.
 	invoicerPeak := peakRSS(b.worker.Process.Pid)
 	b.stopServer() // its connections end: PostgreSQL's counters include their last transactions

@@ -484,7 +484,8 @@ func TestMetrics(t *testing.T) {
 	if !bytes.Contains(r.Body, []byte("o2i_http_request_duration_seconds_bucket")) {
 		t.Error("metrics lack the latency histogram")
 	}
-	for _, name := range []string{"o2i_order_create_batch_orders_bucket", "o2i_order_create_fallbacks_total", "o2i_order_create_stall_runners_total"} {
+	for _, name := range []string{"o2i_order_create_batch_orders_bucket", "o2i_order_create_fallbacks_total", "o2i_order_create_stall_runners_total",
+		`o2i_db_group_statements_bucket{group="archived_mark"`, `o2i_db_group_fallbacks_total{group="mail_sent"}`} {
 		if !bytes.Contains(r.Body, []byte(name)) {
 			t.Errorf("metrics lack the group commit's %s", name)
 		}

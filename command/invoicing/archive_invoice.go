@@ -279,8 +279,8 @@ const maxMarkTries = 5
 
 // markArchived anchors the manifest object, marks the manifest stored and
 // the invoice archived, records its e-mail delivery and enqueues
-// invoice.archived in one statement (markArchivedSQL: one round trip, one
-// implicit transaction without BEGIN and COMMIT). The event's version is the
+// invoice.archived in one statement (markArchivedSQL), committed with the
+// marks of the documents archived at the same time (Service.marks). The event's version is the
 // one the invoice was read with, plus one; done is false, with nothing
 // written, when the invoice has another version or status by now (archived
 // meanwhile, or changed): the caller then reads it again.
@@ -328,10 +328,22 @@ func (s *Service) markArchived(ctx context.Context, arc *archive.Archive, inv ev
 	// The document goes to the order's e-mail (blocked in test mode).
 	args = append(args, orders.DocumentMailArgs(projectID, inv.ID, inv.OrderID, inv.OrderNo, inv.TestMode, token, leaseMS, messageID)...)
 	args = append(args, evRow...)
+	// In a pipeline with the marks of other documents (one commit for all).
 	var marked int64
-	if err := scanClaimed(s.pool.QueryRow(ctx, markArchivedSQL, args...), &claim, &marked); err != nil {
+	var claimed dueDelivery
+	err = s.marks.QueryRow(ctx, inv.ID, markArchivedSQL, args, func(row pgx.Row) error {
+		c := claim
+		var n int64
+		if err := scanClaimed(row, &c, &n); err != nil {
+			return err
+		}
+		claimed, marked = c, n
+		return nil
+	})
+	if err != nil {
 		return false, err
 	}
+	claim = claimed
 	return marked == 1, nil
 }
 

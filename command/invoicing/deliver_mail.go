@@ -622,14 +622,17 @@ func (m *Mailer) record(ctx context.Context, d dueDelivery, cause error) error {
 		// Sent, and a delivery-failed task of the order resolved, in one
 		// statement (one round trip, atomic): the task only when the
 		// delivery was still this worker's.
+		// Committed with the outcomes of the other workers' deliveries
+		// (Service.sent).
 		var recorded bool
-		err := m.svc.pool.QueryRow(ctx, `WITH sent AS (
+		err := m.svc.sent.QueryRow(ctx, d.id, `WITH sent AS (
 				UPDATE mail_deliveries SET status = 'sent', sent_at = now(), attempts = $3,
 					last_attempt_at = now(), claim_token = NULL, lease_until = NULL, version = version + 1
 				WHERE id = $1 AND claim_token = $2 RETURNING id),
 			resolved AS (`+orders.ResolveTasksSQL("sent", 4)+`)
 			SELECT EXISTS (SELECT 1 FROM sent)`,
-			d.id, d.token, attempts, d.projectID, []string{TaskMailDeliveryFailed}, d.orderNo, "sent to "+d.recipient).Scan(&recorded)
+			[]any{d.id, d.token, attempts, d.projectID, []string{TaskMailDeliveryFailed}, d.orderNo, "sent to " + d.recipient},
+			func(row pgx.Row) error { return row.Scan(&recorded) })
 		if err != nil {
 			return err
 		}
