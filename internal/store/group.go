@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -97,6 +99,18 @@ func (g *Group) take(pending []*groupItem) (batch, rest []*groupItem) {
 
 // write sends one pipeline and answers each of its statements.
 func (g *Group) write(batch []*groupItem) {
+	defer func() {
+		// Never leave a caller without an answer (a scan that panicked).
+		if p := recover(); p != nil {
+			slog.Error("group commit: panic", "panic", p)
+			for _, it := range batch {
+				select {
+				case it.done <- fmt.Errorf("group commit: panic: %v", p):
+				default:
+				}
+			}
+		}
+	}()
 	g.sizes.Observe(float64(len(batch)))
 	if len(batch) == 1 {
 		batch[0].done <- g.alone(batch[0])
@@ -117,7 +131,13 @@ func (g *Group) write(batch []*groupItem) {
 }
 
 // alone sends its statement on its own, in a transaction of its own.
-func (g *Group) alone(it *groupItem) error {
+func (g *Group) alone(it *groupItem) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			slog.Error("group commit: panic", "panic", p)
+			err = fmt.Errorf("group commit: panic: %v", p)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
 	return it.scan(QueryRow(ctx, g.pool, it.sql, it.args...))
