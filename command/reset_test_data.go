@@ -145,6 +145,7 @@ func (s *Service) ResetTestData(ctx context.Context, a *archive.Archive, rdb red
 			{&res.Invoices, `DELETE FROM invoices WHERE project_id = $1 AND id = ANY($2::uuid[])`, []any{projectID, docs}},
 			{nil, `DELETE FROM invoice_view WHERE project_id = $1 AND id = ANY($2::uuid[])`, []any{projectID, docs}},
 			{nil, `DELETE FROM number_ranges WHERE project_id = $1 AND range_key = ANY($2)`, []any{projectID, res.NumberRanges}},
+			{nil, `DELETE FROM archive_chain_heads WHERE project_id = $1 AND range_key = ANY($2)`, []any{projectID, res.NumberRanges}},
 			{nil, `DELETE FROM fulfillments WHERE order_id = ANY($1::uuid[])`, []any{ids}},
 			{nil, `DELETE FROM payments WHERE order_id = ANY($1::uuid[])`, []any{ids}},
 			{nil, `DELETE FROM invoicing_dead_letters WHERE order_id = ANY($1::uuid[])`, []any{ids}},

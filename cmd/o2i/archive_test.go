@@ -467,6 +467,12 @@ func TestResetTestDataKeepsLiveData(t *testing.T) {
 	if err != nil || !strings.HasPrefix(res2, `{"checked":6,"ok":6,"problems":[]}`) {
 		t.Errorf("verify after the reset: %s %v", res2, err)
 	}
+	// The TEST range's chain starts again too: its head (where the chain's
+	// read of the documents to chain starts) goes with the range.
+	var heads int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM archive_chain_heads WHERE project_id = $1 AND range_key = ANY($2)`, m.pid, res.Ranges).Scan(&heads); err != nil || heads != 0 {
+		t.Errorf("chain heads of the restarted ranges: %d (%v), want none", heads, err)
+	}
 	// The TEST range starts again at 1; the discarded order's number and
 	// Idempotency-Key are free again (a new order, not a replay).
 	setTestMode(t, m.pid, true)

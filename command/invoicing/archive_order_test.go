@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/command/invoicing"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
@@ -198,6 +199,11 @@ func TestVerifyReportsAChainOutOfNumberOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	setRules("{}")
+	// A broken document never awaits its archive again, so the chain's
+	// read starts after the second (the range's head): forged away too.
+	if _, err := v.pool.Exec(ctx, `DELETE FROM archive_chain_heads WHERE project_id = $1`, v.project); err != nil {
+		t.Fatal(err)
+	}
 	if err := v.svc.ArchiveInvoice(ctx, a, v.project, first.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -246,5 +252,93 @@ func TestTwoInvoicersChainOneRangeInNumberOrder(t *testing.T) {
 	}
 	if rep := verify(t, v, workingArchive(t)); rep.Checked != 3*n || rep.OK != 3*n {
 		t.Errorf("verify: %+v", rep)
+	}
+}
+
+// TestChainReadsAfterItsHead: the chain's read of the documents to chain
+// starts after the range's head, the seq of the last document it took as the
+// range's next one. A document archived before the anchor (backfill), chained
+// at the end with a larger number than one still waiting, does not move the
+// head, so the waiting one is still chained after it. A document at or before
+// the head is not read at all: with the head set past it by hand it is not
+// chained, and once the head is back it is.
+func TestChainReadsAfterItsHead(t *testing.T) {
+	t.Parallel()
+	a, _, _ := unlockedArchive(t, true)
+	v := newInvoicing(t, true, nil)
+	ctx := context.Background()
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, v.issue(v.place(simpleOrder(uniqueNo(fmt.Sprintf("HD%d", i)), "")))[0].ID)
+	}
+	seqOf := func(id string) (seq int64, rangeKey string) {
+		if err := v.pool.QueryRow(ctx, `SELECT seq, range_key FROM invoices WHERE id = $1`, id).Scan(&seq, &rangeKey); err != nil {
+			t.Fatal(err)
+		}
+		return seq, rangeKey
+	}
+	head := func(rangeKey string) int64 {
+		var seq int64
+		err := v.pool.QueryRow(ctx, `SELECT seq FROM archive_chain_heads WHERE project_id = $1 AND range_key = $2`, v.project, rangeKey).Scan(&seq)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	for _, id := range ids[:2] {
+		if err := v.svc.ArchiveInvoice(ctx, a, v.project, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second, rangeKey := seqOf(ids[1])
+	if got := head(rangeKey); got != second {
+		t.Fatalf("head %d after two documents, want the second's seq %d", got, second)
+	}
+
+	// The fourth archived before the anchor, while the third waits: the
+	// backfill chains it at the end, and the head stays.
+	var xml []byte
+	if err := v.pool.QueryRow(ctx, `SELECT xml FROM invoices WHERE id = $1`, ids[3]).Scan(&xml); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.For(true).Put(ctx, archive.InvoiceXMLKey(v.project, ids[3]), xml, "application/xml", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.pool.Exec(ctx, `UPDATE invoices SET status = 'archived', archived_at = now() WHERE id = $1`, ids[3]); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := v.svc.BackfillArchive(ctx, a, v.project, nil); err != nil || res.Anchored != 1 {
+		t.Fatalf("backfill: %+v %v", res, err)
+	}
+	if got := head(rangeKey); got != second {
+		t.Errorf("head %d after the backfill, want it unmoved at %d", got, second)
+	}
+	if err := v.svc.ArchiveInvoice(ctx, a, v.project, ids[2]); err != nil {
+		t.Fatalf("the third, after a backfilled fourth: %v", err)
+	}
+	third, _ := seqOf(ids[2])
+	if got := head(rangeKey); got != third {
+		t.Errorf("head %d after the third, want %d", got, third)
+	}
+
+	// The head set past the fifth by hand: the fifth is not read.
+	fifth, _ := seqOf(ids[4])
+	if _, err := v.pool.Exec(ctx, `UPDATE archive_chain_heads SET seq = $3 WHERE project_id = $1 AND range_key = $2`, v.project, rangeKey, fifth); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.svc.ArchiveInvoice(ctx, a, v.project, ids[4]); !errors.Is(err, invoicing.ErrChainPending) {
+		t.Errorf("the fifth at the head: %v, want ErrChainPending (not read)", err)
+	}
+	if _, err := v.pool.Exec(ctx, `UPDATE archive_chain_heads SET seq = $3 WHERE project_id = $1 AND range_key = $2`, v.project, rangeKey, third); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.svc.ArchiveInvoice(ctx, a, v.project, ids[4]); err != nil {
+		t.Fatalf("the fifth after the head: %v", err)
+	}
+	if got := v.count(`SELECT count(*) FROM archive_manifests WHERE project_id = $1`, v.project); got != 5 {
+		t.Errorf("%d manifests, want 5", got)
+	}
+	if got := head(rangeKey); got != fifth {
+		t.Errorf("head %d at the end, want %d", got, fifth)
 	}
 }
