@@ -227,6 +227,13 @@ type Stored struct {
 	Offset  int64
 }
 
+// Part is the anchor of a document of size bytes with SHA-256 sum that lies
+// in the object st from offset on (InBatch): the object's key, version and
+// retention with the document's own hash and size.
+func (st Stored) Part(sum string, size, offset int64) Stored {
+	return Stored{Key: st.Key, VersionID: st.VersionID, RetainUntil: st.RetainUntil, SHA256: sum, Size: size, InBatch: true, Offset: offset}
+}
+
 // Anchored completes st with an anchor's nullable columns: its retain-until
 // (nil: no retention) and byte offset (nil: the whole object).
 func (st *Stored) Anchored(retainUntil *time.Time, byteOffset *int64) {
@@ -272,8 +279,7 @@ func (a *Archive) PutBatch(ctx context.Context, key string, parts [][]byte, name
 	out := make([]Stored, len(parts))
 	var off int64
 	for i, p := range parts {
-		out[i] = Stored{Key: st.Key, VersionID: st.VersionID, RetainUntil: st.RetainUntil, SHA256: SHA256(p), Size: int64(len(p)),
-			InBatch: true, Offset: off}
+		out[i] = st.Part(SHA256(p), int64(len(p)), off)
 		off += int64(len(p))
 		a.recent.addAs(names[i], p, out[i])
 	}

@@ -75,20 +75,11 @@ func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m arc
 			return st, err
 		}}
 	if pdf != nil {
-		pdf.put = func(ctx context.Context, data []byte) (st archive.Stored, err error) {
-			err = s.objectStore(ctx, m.ProjectID, func(ctx context.Context) (err error) {
-				// A PDF rendered again from the same XML: the one archived first stands.
-				st, _, err = arc.PutFirst(ctx, archive.InvoicePDFKey(m.ProjectID, m.InvoiceID), data, "application/pdf", pdf.until)
-				return err
-			})
-			return st, err
+		pdf.put = func(ctx context.Context, data []byte) (archive.Stored, error) {
+			return s.putPDF(ctx, arc, m.ProjectID, m.InvoiceID, data, pdf.until)
 		}
-		pdf.putBatch = func(ctx context.Context, key string, parts [][]byte, names []string, until time.Time) (sts []archive.Stored, err error) {
-			err = s.objectStore(ctx, m.ProjectID, func(ctx context.Context) (err error) {
-				sts, err = arc.PutBatch(ctx, key, parts, names, archive.DocumentBatchContentType, until)
-				return err
-			})
-			return sts, err
+		pdf.putBatch = func(ctx context.Context, key string, parts [][]byte, names []string, until time.Time) ([]archive.Stored, error) {
+			return s.putDocumentBatch(ctx, arc, m.ProjectID, key, parts, names, until)
 		}
 	}
 	return s.chains.chain(ctx, s.pool, r)

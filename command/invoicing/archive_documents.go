@@ -178,8 +178,7 @@ type documentPart struct {
 
 // anchor is the part's anchor in the batch object st.
 func (p documentPart) anchor(st archive.Stored) archive.Stored {
-	return archive.Stored{Key: st.Key, VersionID: st.VersionID, RetainUntil: st.RetainUntil, SHA256: p.sha256, Size: p.size,
-		InBatch: true, Offset: p.offset}
+	return st.Part(p.sha256, p.size, p.offset)
 }
 
 // storeDocumentBatch returns the anchor of a document's PDF recorded as
@@ -220,11 +219,7 @@ func (s *Service) storeDocumentBatch(ctx context.Context, arc *archive.Archive, 
 		parts[i], names[i] = pdf, archive.InvoicePDFKey(projectID, m.invoiceID)
 		off += m.part.size
 	}
-	var sts []archive.Stored
-	err = s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
-		sts, err = arc.PutBatch(ctx, part.batchKey, parts, names, archive.DocumentBatchContentType, until)
-		return err
-	})
+	sts, err := s.putDocumentBatch(ctx, arc, projectID, part.batchKey, parts, names, until)
 	if err != nil {
 		return archive.Stored{}, err
 	}
@@ -234,6 +229,28 @@ func (s *Service) storeDocumentBatch(ctx context.Context, arc *archive.Archive, 
 		}
 	}
 	return archive.Stored{}, fmt.Errorf("document batch %s: no part at offset %d", part.batchKey, part.offset)
+}
+
+// putPDF writes a document's PDF as an object of its own (bounded per
+// project, as every store call). A PDF rendered again from the same XML
+// finds the one archived first, which stands.
+func (s *Service) putPDF(ctx context.Context, arc *archive.Archive, projectID, invoiceID string, pdf []byte, until time.Time) (st archive.Stored, err error) {
+	err = s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
+		st, _, err = arc.PutFirst(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", until)
+		return err
+	})
+	return st, err
+}
+
+// putDocumentBatch writes the document batch key of parts (bounded per
+// project) and returns each part's anchor.
+func (s *Service) putDocumentBatch(ctx context.Context, arc *archive.Archive, projectID, key string, parts [][]byte, names []string,
+	until time.Time) (sts []archive.Stored, err error) {
+	err = s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
+		sts, err = arc.PutBatch(ctx, key, parts, names, archive.DocumentBatchContentType, until)
+		return err
+	})
+	return sts, err
 }
 
 // batchMember is a document of a document batch as recorded.

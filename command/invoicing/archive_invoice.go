@@ -203,12 +203,7 @@ func (s *Service) storeObjects(ctx context.Context, arc *archive.Archive, d *arc
 			pending = &pendingPDF{data: pdf, format: inv.Format, xml: d.xml, until: until}
 			break
 		}
-		// A PDF rendered again from the same XML: the one archived first stands.
-		err = s.objectStore(ctx, projectID, func(ctx context.Context) (err error) {
-			pdfSt, _, err = arc.PutFirst(ctx, archive.InvoicePDFKey(projectID, invoiceID), pdf, "application/pdf", until)
-			return err
-		})
-		if err != nil {
+		if pdfSt, err = s.putPDF(ctx, arc, projectID, invoiceID, pdf, until); err != nil {
 			return chainedManifest{}, err
 		}
 	}
@@ -250,8 +245,7 @@ func (s *Service) storeManifest(ctx context.Context, arc *archive.Archive, proje
 		return *st, nil
 	}
 	// The anchor names the manifest's bytes in the batch object.
-	return archive.Stored{Key: st.Key, VersionID: st.VersionID, RetainUntil: st.RetainUntil, SHA256: archive.SHA256(loc.body),
-		Size: int64(len(loc.body)), InBatch: true, Offset: loc.offset}, nil
+	return st.Part(archive.SHA256(loc.body), int64(len(loc.body)), loc.offset), nil
 }
 
 // manifestBatchData returns the bytes of loc's manifest batch from the

@@ -71,7 +71,9 @@ func (f *groupFixture) hold(t *testing.T) (release func() []error) {
 				AND (classid::bigint << 32) | objid::bigint = $1`, f.lock).Scan(&waiting)
 			return waiting == i+1
 		})
-		time.Sleep(20 * time.Millisecond) // past the stall of 5 ms
+		if i == 0 { // its batch in flight past the stall: the next statement starts the second runner
+			testenv.Eventually(t, 10*time.Second, "the first runner stalled", f.group.StartsRunner)
+		}
 	}
 	return func() []error {
 		if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, f.lock); err != nil {
