@@ -156,16 +156,27 @@ func TestMailerRelayDownAndPermanentRefusal(t *testing.T) {
 		t.Errorf("task after a permanent refusal: %q", s)
 	}
 
-	down := mailed(t, v, a, "kunde-"+uuid.NewString()[:8]+"@example.com")
 	dead := testMailer(t, v, a, "smtp://127.0.0.1:1")
 	dead.Attempts = 100
-	// The dead relay's mailer claims the delivery at once (a service of the
-	// stack polls once a second).
-	if _, err := dead.SendDue(ctx, 100); err != nil {
-		t.Fatal(err)
-	}
-	if d := delivery(t, v, down); d.status != "pending" || d.attempts != 1 || d.lastError == nil || !strings.Contains(*d.lastError, "127.0.0.1:1") {
-		t.Errorf("delivery with the relay down %+v", d)
+	// The dead relay's mailer claims the delivery at once. A mailer of a
+	// service running beside the tests (it polls once a second) may take it
+	// first and send it: then another one.
+	for try := 1; ; try++ {
+		down := mailed(t, v, a, "kunde-"+uuid.NewString()[:8]+"@example.com")
+		n, err := dead.SendDue(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 { // claimed by another mailer
+			if try == 3 {
+				t.Fatal("every delivery was claimed by another mailer")
+			}
+			continue
+		}
+		if d := delivery(t, v, down); d.status != "pending" || d.attempts != 1 || d.lastError == nil || !strings.Contains(*d.lastError, "127.0.0.1:1") {
+			t.Errorf("delivery with the relay down %+v", d)
+		}
+		break
 	}
 }
 
