@@ -135,6 +135,7 @@ func (s *Service) ResetTestData(ctx context.Context, a *archive.Archive, rdb red
 			{nil, `DELETE FROM archive_objects WHERE invoice_id = ANY($1::uuid[])`, []any{docs}},
 			{nil, `DELETE FROM archive_manifests WHERE project_id = $1 AND invoice_id = ANY($2::uuid[])`, []any{projectID, docs}},
 			{nil, `DELETE FROM archive_repairs WHERE invoice_id = ANY($1::uuid[])`, []any{docs}},
+			{nil, `DELETE FROM archive_pending WHERE invoice_id = ANY($1::uuid[])`, []any{docs}},
 			// A task of a cause of the project or a product that held test
 			// orders only goes with them.
 			{&sharedTasks, `DELETE FROM tasks t WHERE t.project_id = $1 AND t.subject <> ALL($3)

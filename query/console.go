@@ -415,7 +415,8 @@ func (s *Service) ProjectOverview(ctx context.Context, projectID string, now tim
 		return o, err
 	}
 	var oldest *time.Time
-	if err := store.QueryRow(ctx, s.pool, `SELECT min(created_at) FROM invoices WHERE status = 'created' AND project_id = $1`, projectID).Scan(&oldest); err != nil {
+	if err := store.QueryRow(ctx, s.pool, `SELECT min(p.created_at) FROM archive_pending p JOIN invoices i ON i.id = p.invoice_id
+		WHERE p.project_id = $1 AND i.status = 'created'`, projectID).Scan(&oldest); err != nil {
 		return o, err
 	}
 	if oldest != nil && now.After(*oldest) {

@@ -577,15 +577,17 @@ func (a *anchorArrays) add(projectID, invoiceID, kind, bucket string, st archive
 // archived documents from its first number in every chain transaction (the
 // planner takes the range's unique index and filters its entries by status):
 // 1,000 buffers and 115 ms a read late in a drain of 6,000 here, and a year's
-// range of a busy project holds millions.
+// range of a busy project holds millions. It walks archive_pending (migration
+// 00220), where only the documents awaiting their archive are.
 func queueCandidates(b *pgx.Batch, projectID, rangeKey string) {
 	b.Queue(`SELECT c.id::text, c.seq, c.number, c.issue_date, c.type, c.test_mode, c.format,
 			o.kind, o.object_key, o.version_id, o.sha256, o.size, o.retain_until, o.embedded_in, o.byte_offset
-		FROM (SELECT i.id, i.seq, i.number, i.issue_date, i.type, i.test_mode, i.format FROM invoices i
-			WHERE i.project_id = $1 AND i.range_key = $2 AND `+awaitsArchiveSQL("i")+`
-			AND i.seq > coalesce((SELECT h.seq FROM archive_chain_heads h WHERE h.project_id = $1 AND h.range_key = $2), 0)
+		FROM (SELECT i.id, i.seq, i.number, i.issue_date, i.type, i.test_mode, i.format
+			FROM archive_pending p JOIN invoices i ON i.id = p.invoice_id
+			WHERE p.project_id = $1 AND p.range_key = $2 AND `+awaitsArchiveSQL("i")+`
+			AND p.seq > coalesce((SELECT h.seq FROM archive_chain_heads h WHERE h.project_id = $1 AND h.range_key = $2), 0)
 			AND NOT EXISTS (SELECT 1 FROM archive_manifests m WHERE m.invoice_id = i.id)
-			ORDER BY i.seq LIMIT $3) c
+			ORDER BY p.seq LIMIT $3) c
 		LEFT JOIN archive_objects o ON o.invoice_id = c.id AND o.kind IN ('xml', 'pdf')
 		ORDER BY c.seq, o.kind DESC`, projectID, rangeKey, chainScan)
 }

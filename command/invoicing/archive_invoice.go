@@ -361,6 +361,8 @@ var markArchivedSQL = func() string {
 		SELECT id, 'manifest', $1, ` + params(anchorFirst, anchorParams) + `, NULL FROM mark ON CONFLICT (invoice_id, kind) DO NOTHING),
 	stored AS (
 		UPDATE archive_manifests SET stored_at = $3 WHERE invoice_id = $2 AND stored_at IS NULL AND EXISTS (SELECT FROM mark)),
+	pending AS (
+		DELETE FROM archive_pending WHERE invoice_id = $2 AND EXISTS (SELECT FROM mark)),
 	mail AS (` + orders.DocumentMailSQL("mark", mailFirst) + `),
 	ev AS (
 		INSERT INTO outbox (` + outbox.Columns + `) SELECT ` + params(eventFirst, strings.Count(outbox.Columns, ",")+1) + ` FROM mark)

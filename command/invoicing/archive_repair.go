@@ -116,9 +116,11 @@ func (s *Service) archiveFollowing(ctx context.Context, a *archive.Archive, d st
 // minute is still its invoicer's to archive.
 func (s *Service) nextUnarchived(ctx context.Context, projectID, id string) (string, error) {
 	var next string
-	err := s.pool.QueryRow(ctx, `SELECT n.id::text FROM invoices i JOIN invoices n ON n.project_id = i.project_id AND n.range_key = i.range_key
-		WHERE i.project_id = $1 AND i.id = $2 AND n.seq > i.seq AND `+stuckSQL("n")+`
-		ORDER BY n.seq LIMIT 1`, projectID, id).Scan(&next)
+	err := s.pool.QueryRow(ctx, `SELECT n.id::text FROM invoices i
+			JOIN archive_pending p ON p.project_id = i.project_id AND p.range_key = i.range_key AND p.seq > i.seq
+			JOIN invoices n ON n.id = p.invoice_id
+		WHERE i.project_id = $1 AND i.id = $2 AND `+stuckSQL("n")+`
+		ORDER BY p.seq LIMIT 1`, projectID, id).Scan(&next)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
@@ -146,11 +148,11 @@ func (iv *Invoicer) repairPage() int {
 func (s *Service) claimStuck(ctx context.Context, scope string, limit int, lease time.Duration) ([]stuckDoc, error) {
 	rows, err := s.pool.Query(ctx, `WITH due AS (
 			SELECT i.id, i.project_id, coalesce(r.next_attempt_at, i.created_at + interval '1 minute') AS due_at
-			FROM invoices i LEFT JOIN archive_repairs r ON r.invoice_id = i.id
+			FROM archive_pending a JOIN invoices i ON i.id = a.invoice_id LEFT JOIN archive_repairs r ON r.invoice_id = i.id
 			WHERE `+stuckSQL("i")+`
 				AND (NOT EXISTS (SELECT 1 FROM invoicing_dead_letters d WHERE d.order_id = i.order_id AND d.resolved_at IS NULL)
-					OR NOT EXISTS (SELECT 1 FROM invoices p WHERE p.project_id = i.project_id AND p.range_key = i.range_key AND p.seq < i.seq
-						AND `+awaitsArchiveSQL("p")+`))
+					OR NOT EXISTS (SELECT 1 FROM archive_pending b JOIN invoices p ON p.id = b.invoice_id
+						WHERE b.project_id = a.project_id AND b.range_key = a.range_key AND b.seq < a.seq AND `+awaitsArchiveSQL("p")+`))
 				AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= now())
 				AND ($1 = '' OR i.project_id = nullif($1, '')::uuid)
 			ORDER BY due_at LIMIT $2)

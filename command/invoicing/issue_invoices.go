@@ -414,10 +414,14 @@ func queueDocument(b *pgx.Batch, projectID, orderID, orderNo, paymentRef string,
 	if inv.Kind == billing.KindCancellation {
 		kind = "cancellation"
 	}
-	b.Queue(`INSERT INTO invoices (id, project_id, order_id, order_no, payment_ref, number, range_key, seq, type, type_code,
-			format, status, issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, due_cents, test_mode,
-			oss_report, ec_sales_list, failed_rules, xml, document, cancels, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
+	// The document awaits its archive from here: its archive_pending row
+	// (migration 00220) goes in the same statement.
+	b.Queue(`WITH doc AS (
+			INSERT INTO invoices (id, project_id, order_id, order_no, payment_ref, number, range_key, seq, type, type_code,
+				format, status, issue_date, currency, total_net_cents, total_tax_cents, total_gross_cents, due_cents, test_mode,
+				oss_report, ec_sales_list, failed_rules, xml, document, cancels, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26))
+		INSERT INTO archive_pending (invoice_id, project_id, range_key, seq, created_at) VALUES ($1, $2, $7, $8, $26)`,
 		doc.ID, projectID, orderID, orderNo, orders.Nullable(paymentRef), inv.Number, rangeKey, seq, kind, string(inv.TypeCode),
 		string(inv.Format), doc.Status, inv.IssueDate, inv.Currency, int64(inv.Totals.TaxBasisCents), int64(inv.Totals.TaxCents),
 		int64(inv.Totals.GrandCents), int64(inv.Totals.DueCents), inv.Test, inv.OSSReport, inv.ECSalesList,
