@@ -34,10 +34,11 @@ DROP INDEX invoices_unarchived;
 DROP INDEX invoices_failed;
 DROP INDEX invoices_to_chain;
 
--- A row is about 2.2 KB (its XML and document compressed inline), three to a
--- page: 70 % leaves the room of one more version in each page, so the mark's
--- new version is written beside the old one. It applies to pages written
--- from now on.
+-- A row is about 3.5 KB (its XML and its document compressed inline), two
+-- to a full page with no room for a third version. At 70 % an insert leaves
+-- the room of one more version, so the mark's new version is written beside
+-- the old one; the price is about one live row a page instead of two. It
+-- applies to pages written from now on.
 ALTER TABLE invoices SET (fillfactor = 70);
 
 -- +goose Down
