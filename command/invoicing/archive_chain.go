@@ -405,41 +405,31 @@ func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) (ma
 	}
 	var chained map[string]chainedManifest
 	var batches map[string]manifestBatch
-	err := store.WithTx(ctx, pool, func(tx pgx.Tx) error {
-		chained, batches = map[string]chainedManifest{}, map[string]manifestBatch{}
-		b := &pgx.Batch{}
-		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`, first.ProjectID, first.NumberRange)
-		queueAnchors(b, batch)
-		b.Queue(`SELECT chain_seq, sha256 FROM archive_manifests WHERE project_id = $1 AND range_key = $2
-			ORDER BY chain_seq DESC LIMIT 1`, first.ProjectID, first.NumberRange)
-		b.Queue(recordedManifestsSQL, ids)
-		queueCandidates(b, first.ProjectID, first.NumberRange)
-		br := tx.SendBatch(ctx, b)
-		var end chainEnd
-		var recorded map[string]chainedManifest
-		var cands []chainCandidate
-		err := func() error {
-			for range b.Len() - 3 { // the lock and the anchors
-				if _, err := br.Exec(); err != nil {
-					return err
-				}
-			}
-			if err := br.QueryRow().Scan(&end.seq, &end.sha256); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return err // no row: the range's first manifest
-			}
-			rows, err := br.Query()
-			if err == nil {
-				recorded, err = collectManifests(rows)
-			}
-			if err == nil {
-				rows, err = br.Query()
-				cands, err = scanCandidates(first.ProjectID, first.NumberRange, rows, err)
-			}
-			return err
-		}()
-		if err := errors.Join(err, br.Close()); err != nil {
-			return err
+	// BEGIN goes out with the first reads, COMMIT with the last inserts:
+	// the range's advisory lock is held for no round trip of its own.
+	var end chainEnd
+	var recorded map[string]chainedManifest
+	var cands []chainCandidate
+	b := store.TxBatch()
+	b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`, first.ProjectID, first.NumberRange)
+	queueAnchors(b, batch)
+	b.Queue(`SELECT chain_seq, sha256 FROM archive_manifests WHERE project_id = $1 AND range_key = $2
+		ORDER BY chain_seq DESC LIMIT 1`, first.ProjectID, first.NumberRange).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(&end.seq, &end.sha256); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err // no row: the range's first manifest
 		}
+		return nil
+	})
+	b.Queue(recordedManifestsSQL, ids).Query(func(rows pgx.Rows) (err error) {
+		recorded, err = collectManifests(rows)
+		return err
+	})
+	queueCandidates(b, first.ProjectID, first.NumberRange).Query(func(rows pgx.Rows) (err error) {
+		cands, err = scanCandidates(first.ProjectID, first.NumberRange, rows, nil)
+		return err
+	})
+	err := store.WithTxBatch(ctx, pool, b, func(tx pgx.Tx) (*pgx.Batch, error) {
+		chained, batches = map[string]chainedManifest{}, map[string]manifestBatch{}
 		// Documents archived before the anchor go first, at the chain's end.
 		var old []chainCandidate
 		for _, r := range batch {
@@ -453,7 +443,7 @@ func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) (ma
 		for {
 			links, err := nextLinks(end, cands)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			for key, mb := range manifestBatches(links) {
 				batches[key] = mb
@@ -479,33 +469,30 @@ func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) (ma
 					ON CONFLICT (project_id, range_key) DO UPDATE SET seq = greatest(archive_chain_heads.seq, EXCLUDED.seq)`,
 					first.ProjectID, first.NumberRange, head)
 			}
-			if ins.Len() > 0 {
-				if err := tx.SendBatch(ctx, ins).Close(); err != nil {
-					return err
-				}
-			}
 			if !more || len(links) < len(cands) {
-				break
+				for _, r := range batch {
+					if c := recorded[r.m.InvoiceID]; c.body != nil {
+						r.loc = c
+					} else {
+						r.loc = chained[r.m.InvoiceID]
+					}
+				}
+				return ins, nil // sent with the COMMIT
 			}
 			// Every document read was chained and there are more: read on.
+			if err := tx.SendBatch(ctx, ins).Close(); err != nil {
+				return nil, err
+			}
 			b := &pgx.Batch{}
 			queueCandidates(b, first.ProjectID, first.NumberRange)
 			br := tx.SendBatch(ctx, b)
 			rows, err := br.Query()
 			cands, err = scanCandidates(first.ProjectID, first.NumberRange, rows, err)
 			if err := errors.Join(err, br.Close()); err != nil {
-				return err
+				return nil, err
 			}
 			more = len(cands) == chainScan
 		}
-		for _, r := range batch {
-			if c := recorded[r.m.InvoiceID]; c.body != nil {
-				r.loc = c
-			} else {
-				r.loc = chained[r.m.InvoiceID]
-			}
-		}
-		return nil
 	})
 	if err != nil {
 		return nil, nil, err
@@ -579,8 +566,8 @@ func (a *anchorArrays) add(projectID, invoiceID, kind, bucket string, st archive
 // 1,000 buffers and 115 ms a read late in a drain of 6,000 here, and a year's
 // range of a busy project holds millions. It walks archive_pending (migration
 // 00220), where only the documents awaiting their archive are.
-func queueCandidates(b *pgx.Batch, projectID, rangeKey string) {
-	b.Queue(`SELECT c.id::text, c.seq, c.number, c.issue_date, c.type, c.test_mode, c.format,
+func queueCandidates(b *pgx.Batch, projectID, rangeKey string) *pgx.QueuedQuery {
+	return b.Queue(`SELECT c.id::text, c.seq, c.number, c.issue_date, c.type, c.test_mode, c.format,
 			o.kind, o.object_key, o.version_id, o.sha256, o.size, o.retain_until, o.embedded_in, o.byte_offset
 		FROM (SELECT i.id, i.seq, i.number, i.issue_date, i.type, i.test_mode, i.format
 			FROM archive_pending p JOIN invoices i ON i.id = p.invoice_id

@@ -2,11 +2,16 @@ package invoicing
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/o2i-service/o2i/archive"
+	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/store"
 )
 
 // MarkArchived is the archived mark of the invoice read as inv, its
@@ -86,4 +91,22 @@ func (s *Service) RetryDocumentBatch(ctx context.Context, a *archive.Archive, pr
 		d = &archivable{pdfPart: &p}
 	}
 	return s.storeDocumentBatch(ctx, a, projectID, *d.pdfPart, time.Time{})
+}
+
+// SaveOrderAt saves the order's state as invoicing does, in a transaction
+// whose COMMIT goes out with the save, taking version as the order's
+// version read under its lock (a stale one when it is not).
+func (s *Service) SaveOrderAt(ctx context.Context, projectID, orderID string, version int64) error {
+	var o orders.Locked
+	first := store.TxBatch()
+	orders.QueueLock(first, projectID, "id", orderID, &o)
+	return store.WithTxBatch(ctx, s.pool, first, func(tx pgx.Tx) (*pgx.Batch, error) {
+		var content event.OrderContent
+		if err := json.Unmarshal(o.Content, &content); err != nil {
+			return nil, err
+		}
+		o.Version = version
+		var b pgx.Batch
+		return &b, queueSaveOrder(ctx, &b, projectID, &o, content, o.Status, time.Now(), nil)
+	})
 }

@@ -78,13 +78,30 @@ func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, 
 	if d.PaymentDate.IsZero() {
 		d.PaymentDate = d.IssueDate
 	}
+	// The order's lock and the project go out with the BEGIN; what the
+	// documents and the order's new state write goes out with the COMMIT
+	// (issueLockedTx's batch), so the number range's row lock, taken
+	// between them, is released in that round trip.
 	var held *HeldError
-	var orderNo string
-	err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	var o orders.Locked
+	var p project.Project
+	first := store.TxBatch()
+	orders.QueueLock(first, projectID, "id", orderID, &o)
+	if err := project.Queue(first, projectID, &p); err != nil {
+		return nil, err
+	}
+	locked := false
+	err = store.WithTxBatch(ctx, s.pool, first, func(tx pgx.Tx) (*pgx.Batch, error) {
+		locked = true
+		var last *pgx.Batch
 		var err error
-		out, held, orderNo, err = s.issueTx(ctx, tx, projectID, orderID, d)
-		return err
+		out, held, last, err = s.issueLockedTx(ctx, tx, projectID, &o, p, d)
+		return last, err
 	})
+	if !locked && errors.Is(err, pgx.ErrNoRows) {
+		return nil, apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
+	}
+	orderNo := o.OrderNo
 	var invalid *invalidDocument
 	if errors.As(err, &invalid) {
 		// Rolled back: no number taken. The order waits as a task.
@@ -110,32 +127,14 @@ func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, 
 	return out, err
 }
 
-func (s *Service) issueTx(ctx context.Context, tx pgx.Tx, projectID, orderID string, d IssueDates) ([]Issued, *HeldError, string, error) {
-	// The order's lock and the project in one round trip.
-	var o orders.Locked
-	var p project.Project
-	var b pgx.Batch
-	orders.QueueLock(&b, projectID, "id", orderID, &o)
-	if err := project.Queue(&b, projectID, &p); err != nil {
-		return nil, nil, "", err
-	}
-	err := tx.SendBatch(ctx, &b).Close()
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, "", apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
-	}
-	if err != nil {
-		return nil, nil, "", err
-	}
-	out, held, err := s.issueLockedTx(ctx, tx, projectID, &o, p, d)
-	return out, held, o.OrderNo, err
-}
-
-// issueLockedTx is issueTx on the locked order o of project p.
-func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string, o *orders.Locked, p project.Project, d IssueDates) ([]Issued, *HeldError, error) {
+// issueLockedTx issues the documents of the order o of project p, locked
+// in tx. It returns the batch of the transaction's last writes, for the
+// caller to send with the COMMIT (nil: nothing left to write).
+func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string, o *orders.Locked, p project.Project, d IssueDates) ([]Issued, *HeldError, *pgx.Batch, error) {
 	orderID := o.ID
 	var content event.OrderContent
 	if err := json.Unmarshal(o.Content, &content); err != nil {
-		return nil, nil, fmt.Errorf("order content: %w", err)
+		return nil, nil, nil, fmt.Errorf("order content: %w", err)
 	}
 	var err error
 	seller := p.Seller()
@@ -147,38 +146,38 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	var evs []event.Event
 	if o.CorrectionPending {
 		if out, evs, err = s.cancelDocumentsTx(ctx, tx, projectID, o, content.PaymentRef, seller, d.IssueDate, now); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	switch o.Status {
 	case "invoiced":
 		issued, err := issuedOf(ctx, tx, orderID)
-		return issued, nil, err
+		return issued, nil, nil, err
 	case "cancelled":
 		var b pgx.Batch
 		if orders.MayBeHeld(o.Holds) {
 			orders.QueueReleaseHeld(&b, o.ID)
 		}
 		if err := queueSaveOrder(ctx, &b, projectID, o, content, o.Status, now, evs); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return out, nil, tx.SendBatch(ctx, &b).Close()
+		return out, nil, &b, nil
 	}
 	// hold holds the order by the task of h.Kind about subject: its own
 	// number (a cause of the order, details naming it) or a shared subject
 	// (a cause of the project or a product: one task for all its orders).
-	hold := func(h *HeldError, subject string, details map[string]any) ([]Issued, *HeldError, error) {
+	hold := func(h *HeldError, subject string, details map[string]any) ([]Issued, *HeldError, *pgx.Batch, error) {
 		if details == nil {
 			details = map[string]any{"orderNo": o.OrderNo, "details": h.Details}
 		}
 		if len(evs) > 0 {
 			if err := saveOrderTx(ctx, tx, projectID, o, content, o.Status, now, evs); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 		var err error
 		h.TaskID, err = orders.HoldTx(ctx, tx, projectID, o, h.Kind, subject, details)
-		return nil, h, err
+		return nil, h, nil, err
 	}
 
 	// The project's own settings first, before anything is computed: a
@@ -190,17 +189,17 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 
 	defaults, unrecognised, err := productSettings(ctx, tx, content)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	order := orders.BillingOrder(content, defaults)
 	if orders.ProviderTransfer(content) {
 		// The invoice asks for payment to the provider's virtual IBAN with
 		// its reference; the invoicer created the payment order before.
 		if order.Transfer, err = transferOfTx(ctx, tx, orderID); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if order.Transfer == nil {
-			return nil, nil, fmt.Errorf("order %s has no bank-transfer order at the payment provider yet", o.OrderNo)
+			return nil, nil, nil, fmt.Errorf("order %s has no bank-transfer order at the payment provider yet", o.OrderNo)
 		}
 	}
 
@@ -227,7 +226,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 
 	pattern, err := billing.PatternFor(seller)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// What the buyer paid before issue: the invoice says so (BT-113) instead
 	// of asking again. A correction carries the payment of the invoice it
@@ -236,7 +235,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	// the commit, so nothing that does not need the numbers runs after it.
 	paid, isPaid, err := appliedPaymentTx(ctx, tx, o, content.PaymentGateway)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if isPaid {
 		order.Payments = []billing.ReceivedPayment{paid}
@@ -245,7 +244,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		// A first invoice (never invoiced before) skips the look-up.
 		if o.InvoicedAt != nil {
 			if order.CarriedFrom, err = lastCancelledInvoiceTx(ctx, tx, o.ID); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 	}
@@ -254,12 +253,12 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	// CII XML and its validation) follows takeNumbers.
 	prepared, err := billing.Prepare(order, seller)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	year := d.IssueDate.Year()
 	rangeKey, first, numbers, err := takeNumbers(ctx, tx, projectID, pattern, year, prepared.Documents())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	supply := d.IssueDate
 	if o.SuppliedAt != nil {
@@ -267,7 +266,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	}
 	docs, err := prepared.Number(billing.Context{IssueDate: d.IssueDate, SupplyDate: supply, PaymentDate: d.PaymentDate, Numbers: numbers})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// What the documents, the release of the order's holds and its new
 	// status write goes in one round trip at the end (write).
@@ -275,7 +274,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	for i, inv := range docs {
 		doc, ev, err := queueDocument(&write, projectID, o.ID, o.OrderNo, content.PaymentRef, inv, rangeKey, first+int64(i), "", now)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		evs = append(evs, ev)
 		out = append(out, doc)
@@ -294,7 +293,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 			if err := orders.OpenTask(ctx, tx, projectID, orders.TaskPaymentAmountMismatch, o.OrderNo, map[string]any{
 				"orderNo": o.OrderNo, "paidCents": int64(paid.Cents), "dueCents": due, "surplusCents": int64(paid.Cents) - applied,
 			}); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 	}
@@ -307,7 +306,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 			"orderNo": o.OrderNo, "numbers": numbers, "servicePeriodStart": sp.Start.Format(time.DateOnly),
 			"financialYear": sp.Start.Year(), "details": "assign the revenue to the prior financial year",
 		}); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	// A VAT ID that decides the treatment of a supply abroad and needs a
@@ -325,7 +324,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 				details["shippingCountry"] = sa.CountryCode
 			}
 			if err := orders.OpenTask(ctx, tx, projectID, TaskVATIDReview, o.OrderNo, details); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 	}
@@ -339,12 +338,9 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	// The order is invoiced: its invoice-relevant content is frozen until a
 	// correction.
 	if err := queueSaveOrder(ctx, &write, projectID, o, content, "invoiced", now, evs); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if err := tx.SendBatch(ctx, &write).Close(); err != nil {
-		return nil, nil, err
-	}
-	return out, nil, nil
+	return out, nil, &write, nil
 }
 
 // takeNumbers takes n consecutive numbers of pattern's range for year from
@@ -466,22 +462,19 @@ func saveOrderTx(ctx context.Context, tx pgx.Tx, projectID string, o *orders.Loc
 // queueSaveOrder is saveOrderTx with its statements added to b, to be sent
 // in the transaction that locked o. The order's new version and times are
 // known before the update (the row is locked: version + 1, updated_at now);
-// the update checks the version it gives, and a mismatch fails the batch,
-// so the order.updated event always carries the stored state.
+// the statement checks the version it stored (assert_true: inside
+// PostgreSQL, so that a mismatch fails the transaction even when the COMMIT
+// goes out in the same batch), so the order.updated event always carries
+// the stored state.
 func queueSaveOrder(ctx context.Context, b *pgx.Batch, projectID string, o *orders.Locked, c event.OrderContent, status string, now time.Time, evs []event.Event) error {
 	version, at := o.Version+1, now.Truncate(time.Microsecond) // as the database stores it
-	b.Queue(`UPDATE orders SET status = $2, correction_pending = false, version = version + 1, updated_at = $3,
-			invoiced_at = CASE WHEN $2 = 'invoiced' THEN $3 ELSE invoiced_at END, holds = '[]'
-		WHERE id = $1 RETURNING version`, o.ID, status, at).QueryRow(func(row pgx.Row) error {
-		var stored int64
-		if err := row.Scan(&stored); err != nil {
-			return fmt.Errorf("save order %s: %w", o.OrderNo, err)
-		}
-		if stored != version {
-			return fmt.Errorf("save order %s: version %d stored, %d expected", o.OrderNo, stored, version)
-		}
-		return nil
-	})
+	b.Queue(`WITH saved AS (
+			UPDATE orders SET status = $2, correction_pending = false, version = version + 1, updated_at = $3,
+				invoiced_at = CASE WHEN $2 = 'invoiced' THEN $3 ELSE invoiced_at END, holds = '[]'
+			WHERE id = $1 RETURNING version)
+		SELECT assert_true(count(*) = 1 AND min(version) = $4,
+			format('save order %s: version %s stored, %s expected', $5::text, coalesce(min(version)::text, 'no row'), $4))
+		FROM saved`, o.ID, status, at, version, o.OrderNo)
 	o.Version, o.UpdatedAt = version, at
 	if status == "invoiced" {
 		o.InvoicedAt = &at

@@ -23,6 +23,7 @@ import (
 	"github.com/o2i-service/o2i/command/invoicing"
 	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apikey"
+	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/einvoice"
 	"github.com/o2i-service/o2i/internal/httpx"
 	"github.com/o2i-service/o2i/internal/project"
@@ -153,6 +154,47 @@ func TestIssueInvoicesNumbersValidatesAndRecords(t *testing.T) {
 		if e != "order.created" && e != "order.updated" && e != "invoice.created" {
 			t.Errorf("unexpected event %s", e)
 		}
+	}
+}
+
+// The order's save checks the version it stores inside its statement: the
+// transaction's COMMIT goes out in the same batch, so a mismatch found by
+// the client after reading the result would come after the commit.
+func TestOrderSaveAtAStaleVersionCommitsNothing(t *testing.T) {
+	t.Parallel()
+	v := newInvoicing(t, true, nil)
+	ctx := context.Background()
+	id := v.place(simpleOrder(uniqueNo("SV"), ""))
+	state := func() (version int64, status string) {
+		t.Helper()
+		if err := v.pool.QueryRow(ctx, `SELECT version, status FROM orders WHERE id = $1`, id).Scan(&version, &status); err != nil {
+			t.Fatal(err)
+		}
+		return version, status
+	}
+	version, status := state()
+	err := v.svc.SaveOrderAt(ctx, v.project, id, version-1)
+	if want := fmt.Sprintf("version %d stored, %d expected", version+1, version); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("save at a stale version: %v, want an error naming %q", err, want)
+	}
+	if got, _ := state(); got != version {
+		t.Errorf("after the refused save: version %d, want %d (nothing committed)", got, version)
+	}
+	if err := v.svc.SaveOrderAt(ctx, v.project, id, version); err != nil {
+		t.Fatalf("save at the order's version: %v", err)
+	}
+	if got, gotStatus := state(); got != version+1 || gotStatus != status {
+		t.Errorf("after the save: version %d, status %s, want %d and %s", got, gotStatus, version+1, status)
+	}
+}
+
+func TestIssueInvoicesOfAnUnknownOrder(t *testing.T) {
+	t.Parallel()
+	v := newInvoicing(t, true, nil)
+	_, err := v.svc.IssueInvoices(context.Background(), v.project, uuid.NewString(), invoicing.IssueDates{IssueDate: issueDay})
+	var ae *apperr.Error
+	if !errors.As(err, &ae) || ae.Kind != apperr.NotFound || ae.Code != "order_not_found" {
+		t.Fatalf("issue of an unknown order: %v, want order_not_found", err)
 	}
 }
 
