@@ -65,6 +65,23 @@ func groupCommits(addr string) string {
 	return "statements per group-commit pipeline: " + strings.Join(parts, ", ")
 }
 
+// roundTrips says how many round trips to PostgreSQL (store.RoundTrips)
+// the drain cost per invoice in the invoicer's process (started for the
+// drain) and in the service's (api, relay, projector; serviceBefore: its
+// count when the drain started).
+func roundTrips(serviceBefore float64, invoices int) string {
+	invoicer, err := metricSum(invoicerMetricsAddr, "o2i_db_round_trips_total")
+	if err != nil {
+		return "round trips: " + err.Error()
+	}
+	service, err := metricSum(benchMetricsAddr, "o2i_db_round_trips_total")
+	if err != nil {
+		return "round trips: " + err.Error()
+	}
+	n := float64(max(invoices, 1))
+	return fmt.Sprintf("PostgreSQL round trips per invoice: invoicer %.2f, service (api, relay, projector) %.2f", invoicer/n, (service-serviceBefore)/n)
+}
+
 // invoices measures the path the service exists for, an order becoming an
 // archived invoice:
 //
@@ -161,6 +178,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 		return nil, fmt.Errorf("start the invoicer: %w", err)
 	}
 	busy0, procs0 := machineBusy(), processTimes()
+	serviceTrips0, _ := metricSum(benchMetricsAddr, "o2i_db_round_trips_total")
 	var profiled sync.WaitGroup
 	// At least 20 invoices/s: a machine shared with other loads drains slowly.
 	limit := max(3*time.Minute, time.Duration(cfg.backlog/20)*time.Second)
@@ -216,6 +234,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 		100*busyShare, perItem(shares, cfg.backlog))
 	profiled.Wait()
 	log.Printf("invoices: drain: %s", groupCommits(invoicerMetricsAddr))
+	log.Printf("invoices: drain: %s", roundTrips(serviceTrips0, cfg.backlog))
 	// The invoicer's peak RSS since it started: the drain's.
 	invoicerPeak := peakRSS(b.worker.Process.Pid)
 	b.stopServer() // its connections end: PostgreSQL's counters include their last transactions

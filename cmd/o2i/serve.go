@@ -31,6 +31,7 @@ import (
 	"github.com/o2i-service/o2i/internal/mail"
 	"github.com/o2i-service/o2i/internal/ratelimit"
 	"github.com/o2i-service/o2i/internal/reqlog"
+	"github.com/o2i-service/o2i/internal/store"
 	"github.com/o2i-service/o2i/internal/tracing"
 )
 
@@ -132,7 +133,7 @@ func serve(ctx context.Context, cfg Config, args []string, stderr io.Writer) err
 	}
 	defer d.close()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), store.RoundTrips)
 
 	// Workers stop when workCtx ends; the API drains first so that accepted
 	// requests' effects are still relayed and projected.

@@ -76,6 +76,7 @@ func Open(ctx context.Context, url string, maxConns int32, opts ...Option) (*pgx
 		o(cfg)
 	}
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	cfg.ConnConfig.Tracer = roundTripTracer{}
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		registerUUIDStrings(c.TypeMap())
 		return nil

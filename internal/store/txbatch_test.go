@@ -3,53 +3,32 @@ package store_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/o2i-service/o2i/internal/store"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
 
-// roundTrips counts what a pool sends: each Exec, Query or QueryRow and
-// each batch is one round trip.
-type roundTrips struct{ queries, batches atomic.Int64 }
-
-func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	r.queries.Add(1)
-	return ctx
-}
-func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	r.batches.Add(1)
-	return ctx
-}
-func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-
 // txBatchFixture is a table of its own (with a deferred unique constraint,
-// checked at COMMIT) and a pool whose round trips are counted.
+// checked at COMMIT) and a pool of one connection (a transaction left open
+// would block the next use).
 type txBatchFixture struct {
 	pool  *pgxpool.Pool
-	trips *roundTrips
 	table string
 }
 
 func newTxBatchFixture(t *testing.T) *txBatchFixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &txBatchFixture{trips: &roundTrips{}, table: "txbatch_test_" + uuid.NewString()[:8]}
-	cfg, err := pgxpool.ParseConfig(testenv.Env("O2I_DATABASE_URL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // one connection: a transaction left open would block the next use
-	cfg.ConnConfig.Tracer = f.trips
-	if f.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+	f := &txBatchFixture{table: "txbatch_test_" + uuid.NewString()[:8]}
+	var err error
+	if f.pool, err = store.Open(ctx, testenv.Env("O2I_DATABASE_URL"), 1); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.pool.Close)
@@ -58,8 +37,6 @@ func newTxBatchFixture(t *testing.T) *txBatchFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = f.pool.Exec(context.Background(), `DROP TABLE `+f.table) })
-	f.trips.queries.Store(0)
-	f.trips.batches.Store(0)
 	return f
 }
 
@@ -95,9 +72,11 @@ func (f *txBatchFixture) keys(t *testing.T) map[string]bool {
 	return out
 }
 
+// Not parallel: store.RoundTrips counts every pool's round trips.
 func TestTxBatchCommitsInTwoRoundTrips(t *testing.T) {
 	f := newTxBatchFixture(t)
 	ctx := context.Background()
+	trips := testutil.ToFloat64(store.RoundTrips)
 	first := store.TxBatch()
 	f.insert(first, "a", 1)
 	var read int
@@ -113,8 +92,8 @@ func TestTxBatchCommitsInTwoRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q, b := f.trips.queries.Load(), f.trips.batches.Load(); q != 0 || b != 2 {
-		t.Errorf("%d queries and %d batches sent, want 0 and 2 (BEGIN and COMMIT in the batches)", q, b)
+	if n := testutil.ToFloat64(store.RoundTrips) - trips; n != 2 {
+		t.Errorf("%.0f round trips, want 2 (BEGIN and COMMIT in the batches)", n)
 	}
 	if got := f.keys(t); !got["a"] || !got["b"] || len(got) != 2 {
 		t.Errorf("committed %v, want a and b", got)
