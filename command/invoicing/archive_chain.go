@@ -78,6 +78,9 @@ func (s *Service) chainManifest(ctx context.Context, arc *archive.Archive, m arc
 		pdf.put = func(ctx context.Context, data []byte) (archive.Stored, error) {
 			return s.putPDF(ctx, arc, m.ProjectID, m.InvoiceID, data, pdf.until)
 		}
+		pdf.putClaimed = func(ctx context.Context, data []byte) (archive.Stored, error) {
+			return s.putOwnPDF(ctx, arc, m.ProjectID, m.InvoiceID, data, pdf.until)
+		}
 		pdf.putBatch = func(ctx context.Context, key string, parts [][]byte, names []string, until time.Time) ([]archive.Stored, error) {
 			return s.putDocumentBatch(ctx, arc, m.ProjectID, key, parts, names, until)
 		}

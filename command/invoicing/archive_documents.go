@@ -24,6 +24,16 @@ import (
 // and no object is left in the archive that no document names. Test
 // documents keep a PDF object of their own (a reset removes them one by
 // one), as does a document its transaction takes alone.
+//
+// A retry of a live document can run beside its issuing call (the order's
+// event delivered again while the call is still at work). It records its
+// own object in archive_document_batches too (claimOwnPDF) before writing
+// it, and that table holds one record a document: whichever attempt
+// records first decides where the PDF lies. A retry that finds a document
+// batch writes that batch; a document batch one of whose members a retry
+// claimed is not written, and each of its members is written as an object
+// of its own (claimed the same way). So two attempts never leave the PDF in
+// two objects.
 
 const (
 	// maxDocumentBatch is the most PDFs one document batch holds.
@@ -40,10 +50,11 @@ type pendingPDF struct {
 	format string
 	xml    []byte // the EN 16931 XML: embedded in a ZUGFeRD PDF, anchored inside it
 	until  time.Time
-	// put writes the PDF as an object of its own; putBatch writes a
-	// document batch (both bounded per project, as every store call).
-	put      func(ctx context.Context, data []byte) (archive.Stored, error)
-	putBatch func(ctx context.Context, key string, parts [][]byte, names []string, until time.Time) ([]archive.Stored, error)
+	// put writes the PDF as an object of its own; putClaimed does too,
+	// once it has claimed it (putOwnPDF); putBatch writes a document batch
+	// (all bounded per project, as every store call).
+	put, putClaimed func(ctx context.Context, data []byte) (archive.Stored, error)
+	putBatch        func(ctx context.Context, key string, parts [][]byte, names []string, until time.Time) ([]archive.Stored, error)
 }
 
 // pdfItem is what documentBatches needs of a pending PDF.
@@ -109,6 +120,19 @@ func writePDFs(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) {
 		first := members[0]
 		key := archive.DocumentBatchKey(first.m.ProjectID, first.m.InvoiceID, len(members))
 		err := recordDocumentBatch(ctx, pool, key, members)
+		if store.IsUniqueViolation(err, "") {
+			// A member's PDF is recorded elsewhere already (a retry beside
+			// this attempt claimed it): no batch, each as a retry would.
+			for _, r := range members {
+				st, err := r.pdf.putClaimed(ctx, r.pdf.data)
+				if err != nil {
+					r.err = err
+					continue
+				}
+				r.anchorPDF(st)
+			}
+			continue
+		}
 		var sts []archive.Stored
 		if err == nil {
 			sts, err = first.pdf.putBatch(ctx, key, parts, names, first.pdf.until)
@@ -152,8 +176,9 @@ func documentObjects(format string, xml []byte, pdfSt, xmlSt archive.Stored) (ma
 }
 
 // recordDocumentBatch records the parts of a document batch before it is
-// written: each member's PDF, in order (a member recorded in another batch
-// already fails the whole insert; the members' retries find their own).
+// written: each member's PDF, in order. A member recorded already (in
+// another batch, or claimed by a retry) fails the whole insert with a
+// unique violation, and nothing of the batch is recorded.
 func recordDocumentBatch(ctx context.Context, pool *pgxpool.Pool, key string, members []*chainRequest) error {
 	ids, positions := make([]string, len(members)), make([]int32, len(members))
 	offsets, sizes, sums := make([]int64, len(members)), make([]int64, len(members)), make([]string, len(members))
@@ -240,6 +265,48 @@ func (s *Service) putPDF(ctx context.Context, arc *archive.Archive, projectID, i
 		return err
 	})
 	return st, err
+}
+
+// claimOwnPDF records that a live document's PDF lies in an object of its
+// own, unless a record of the document stands already (one record a
+// document, archive_document_batches' key), and returns the record that
+// stands: this one, or a document batch recorded before. One round trip:
+// the read after the insert sees a record that a concurrent insert made
+// (the insert waits for it).
+func claimOwnPDF(ctx context.Context, pool *pgxpool.Pool, projectID, invoiceID string, pdf []byte) (documentPart, error) {
+	var b pgx.Batch
+	b.Queue(`INSERT INTO archive_document_batches (invoice_id, batch_key, position, byte_offset, size, sha256)
+		VALUES ($1, $2, 0, 0, $3, $4) ON CONFLICT DO NOTHING`, invoiceID, archive.InvoicePDFKey(projectID, invoiceID), int64(len(pdf)), archive.SHA256(pdf))
+	var p documentPart
+	b.Queue(`SELECT batch_key, byte_offset, size, sha256 FROM archive_document_batches WHERE invoice_id = $1`, invoiceID).
+		QueryRow(func(r pgx.Row) error { return r.Scan(&p.batchKey, &p.offset, &p.size, &p.sha256) })
+	conn, err := store.Acquire(ctx, pool)
+	if err != nil {
+		return documentPart{}, err
+	}
+	defer conn.Release()
+	return p, conn.SendBatch(ctx, &b).Close()
+}
+
+// ownsObject reports whether p records a PDF in an object of its own (not
+// a document batch).
+func (p documentPart) ownsObject(projectID, invoiceID string) bool {
+	return p.batchKey == archive.InvoicePDFKey(projectID, invoiceID)
+}
+
+// putOwnPDF writes a live document's PDF as an object of its own once it
+// has claimed it (claimOwnPDF); when a document batch was recorded for it
+// first, it writes that batch (storeDocumentBatch) and returns the PDF's
+// anchor in it.
+func (s *Service) putOwnPDF(ctx context.Context, arc *archive.Archive, projectID, invoiceID string, pdf []byte, until time.Time) (archive.Stored, error) {
+	part, err := claimOwnPDF(ctx, s.pool, projectID, invoiceID, pdf)
+	if err != nil {
+		return archive.Stored{}, err
+	}
+	if !part.ownsObject(projectID, invoiceID) {
+		return s.storeDocumentBatch(ctx, arc, projectID, part, until)
+	}
+	return s.putPDF(ctx, arc, projectID, invoiceID, pdf, until)
 }
 
 // putDocumentBatch writes the document batch key of parts (bounded per

@@ -435,3 +435,100 @@ func TestVerifyFindsAPDFAlteredInsideItsDocumentBatch(t *testing.T) {
 		t.Errorf("verify after the batch was cut inside PDF 2: %+v, want PDFs 2 and 3 altered, not 1", rep.Problems)
 	}
 }
+
+// TestARetryBesideTheIssuingCallLeavesNoObjectOfNoDocument: the order's
+// event delivered again while its issuing call is still at work archives
+// the document as a retry (ArchiveInvoice) beside that call, as in a fault
+// run. The retry claims the PDF as an object of its own before it writes
+// it, so the issuing call does not write the document batch that would
+// hold the PDF a second time: each of that batch's documents is written
+// as an object of its own. Every document is archived, and every object
+// under the project is named by a document's anchor.
+func TestARetryBesideTheIssuingCallLeavesNoObjectOfNoDocument(t *testing.T) {
+	t.Parallel()
+	c := testenv.S3(t)
+	bucket := testenv.Env("O2I_S3_BUCKET")
+	a := archive.New(c, bucket)
+	v := newInvoicing(t, false, nil)
+	ctx := context.Background()
+	var docs []invoicing.Issued
+	for i := range 3 {
+		docs = append(docs, v.issue(v.place(simpleOrder(uniqueNo(fmt.Sprintf("RB%d", i)), "")))[0])
+	}
+	var rangeKey string
+	if err := v.pool.QueryRow(ctx, `SELECT range_key FROM invoices WHERE id = $1`, docs[0].ID).Scan(&rangeKey); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := v.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`, v.project, rangeKey); err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	wg.Go(func() { errs[0] = v.svc.ArchiveIssued(ctx, a, v.project, docs[0]) })
+	testenv.Eventually(t, 30*time.Second, "the first document's PDF written", func() bool {
+		_, err := a.Stat(ctx, archive.InvoicePDFKey(v.project, docs[0].ID))
+		return err == nil
+	})
+	// The second and third wait for the next chain transaction, whose
+	// document batch would hold both PDFs.
+	for i := 1; i <= 2; i++ {
+		wg.Go(func() { errs[i] = v.svc.ArchiveIssued(ctx, a, v.project, docs[i]) })
+	}
+	testenv.Eventually(t, 30*time.Second, "the issuing calls of the others waiting", func() bool {
+		return v.svc.PendingChain(v.project, rangeKey) == 2
+	})
+	// Meanwhile a retry of the third writes its PDF as an object of its own.
+	wg.Go(func() { errs[3] = v.svc.ArchiveInvoice(ctx, a, v.project, docs[2].ID) })
+	testenv.Eventually(t, 30*time.Second, "the retry's PDF written and the retry waiting", func() bool {
+		_, err := a.Stat(ctx, archive.InvoicePDFKey(v.project, docs[2].ID))
+		return err == nil && v.svc.PendingChain(v.project, rangeKey) == 3
+	})
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("archiving %d: %v", i, err)
+		}
+	}
+	for _, d := range docs {
+		var status string
+		if err := v.pool.QueryRow(ctx, `SELECT status FROM invoices WHERE id = $1`, d.ID).Scan(&status); err != nil || status != "archived" {
+			t.Errorf("%s: status %q (%v), want archived", d.Number, status, err)
+		}
+		if p := v.pdfAnchor(d.ID); p.key != archive.InvoicePDFKey(v.project, d.ID) || p.offset != -1 {
+			t.Errorf("%s: PDF anchored %+v, want an object of its own", d.Number, p)
+		}
+	}
+	rows, err := v.pool.Query(ctx, `SELECT DISTINCT object_key FROM archive_objects WHERE project_id = $1`, v.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchored := map[string]bool{}
+	for _, k := range keys {
+		anchored[k] = true
+	}
+	objects := 0
+	for obj := range c.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: v.project + "/", Recursive: true}) {
+		if obj.Err != nil {
+			t.Fatal(obj.Err)
+		}
+		objects++
+		if !anchored[obj.Key] {
+			t.Errorf("object %s belongs to no document", obj.Key)
+		}
+	}
+	if objects == 0 {
+		t.Fatal("no object of the project listed")
+	}
+}

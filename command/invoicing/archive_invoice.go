@@ -65,8 +65,9 @@ type archivable struct {
 	manifest chainedManifest // the manifest an earlier attempt chained (body nil: none)
 	pdfPart  *documentPart   // the PDF's part of the document batch an earlier attempt recorded (nil: none)
 	// first: the issuing call archives what it recorded, no attempt can
-	// have written its PDF before (a live one goes into a document batch;
-	// a retry's finds an object of its own its attempt wrote).
+	// have written its PDF before (a live one goes into a document batch,
+	// unless a retry beside it claimed the PDF; a retry's finds an object
+	// of its own its attempt wrote).
 	first bool
 }
 
@@ -169,7 +170,8 @@ func (s *Service) storeDocument(ctx context.Context, a *archive.Archive, d *arch
 // one recorded in a document batch already lies in that batch, written
 // again from the database when it is not in the store
 // (storeDocumentBatch). A retry of one that was not writes its PDF as an
-// object of its own, where an earlier attempt may have written it.
+// object of its own, where an earlier attempt may have written it; a live
+// one claims it first (putOwnPDF), since its issuing call may be at work.
 func (s *Service) storeObjects(ctx context.Context, arc *archive.Archive, d *archivable, until time.Time) (chainedManifest, error) {
 	inv := d.inv
 	projectID, invoiceID := inv.ProjectID, inv.ID
@@ -188,7 +190,7 @@ func (s *Service) storeObjects(ctx context.Context, arc *archive.Archive, d *arc
 	var pending *pendingPDF
 	var pdfSt archive.Stored
 	switch {
-	case d.pdfPart != nil:
+	case d.pdfPart != nil && !d.pdfPart.ownsObject(projectID, invoiceID):
 		st, err := s.storeDocumentBatch(ctx, arc, projectID, *d.pdfPart, until)
 		if err != nil {
 			return chainedManifest{}, err
@@ -203,7 +205,11 @@ func (s *Service) storeObjects(ctx context.Context, arc *archive.Archive, d *arc
 			pending = &pendingPDF{data: pdf, format: inv.Format, xml: d.xml, until: until}
 			break
 		}
-		if pdfSt, err = s.putPDF(ctx, arc, projectID, invoiceID, pdf, until); err != nil {
+		put := s.putPDF
+		if !inv.TestMode {
+			put = s.putOwnPDF // claimed first: an issuing call may be at work beside this retry
+		}
+		if pdfSt, err = put(ctx, arc, projectID, invoiceID, pdf, until); err != nil {
 			return chainedManifest{}, err
 		}
 	}
