@@ -22,6 +22,31 @@ import (
 	"github.com/o2i-service/o2i/render"
 )
 
+// issueWithTheChainHeld issues n live documents of one number range (order
+// numbers starting with prefix) and holds the range's chain lock in the
+// transaction it returns: their chain transactions wait for its rollback.
+func issueWithTheChainHeld(t *testing.T, v *invoicingEnv, n int, prefix string) ([]invoicing.Issued, string, pgx.Tx) {
+	t.Helper()
+	ctx := context.Background()
+	var docs []invoicing.Issued
+	for i := range n {
+		docs = append(docs, v.issue(v.place(simpleOrder(uniqueNo(fmt.Sprintf("%s%d", prefix, i)), "")))[0])
+	}
+	var rangeKey string
+	if err := v.pool.QueryRow(ctx, `SELECT range_key FROM invoices WHERE id = $1`, docs[0].ID).Scan(&rangeKey); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := v.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`, v.project, rangeKey); err != nil {
+		_ = lock.Rollback(ctx)
+		t.Fatal(err)
+	}
+	return docs, rangeKey, lock
+}
+
 // archiveInOneCycle issues n+1 live documents of one number range and
 // archives them as the invoicer does (ArchiveIssued, their first attempt)
 // so that one chain transaction takes the last n: while the range's
@@ -32,22 +57,8 @@ import (
 func archiveInOneCycle(t *testing.T, v *invoicingEnv, a, their *archive.Archive, n int) ([]string, []error) {
 	t.Helper()
 	ctx := context.Background()
-	var docs []invoicing.Issued
-	for i := range n + 1 {
-		docs = append(docs, v.issue(v.place(simpleOrder(uniqueNo(fmt.Sprintf("DB%d", i)), "")))[0])
-	}
-	var rangeKey string
-	if err := v.pool.QueryRow(ctx, `SELECT range_key FROM invoices WHERE id = $1`, docs[0].ID).Scan(&rangeKey); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := v.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs, rangeKey, lock := issueWithTheChainHeld(t, v, n+1, "DB")
 	defer lock.Rollback(ctx)
-	if _, err := lock.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`, v.project, rangeKey); err != nil {
-		t.Fatal(err)
-	}
 	firstDone := make(chan error, 1)
 	go func() { firstDone <- v.svc.ArchiveIssued(ctx, a, v.project, docs[0]) }()
 	// The first one's PDF written: its transaction has started, alone.
@@ -451,22 +462,8 @@ func TestARetryBesideTheIssuingCallLeavesNoObjectOfNoDocument(t *testing.T) {
 	a := archive.New(c, bucket)
 	v := newInvoicing(t, false, nil)
 	ctx := context.Background()
-	var docs []invoicing.Issued
-	for i := range 3 {
-		docs = append(docs, v.issue(v.place(simpleOrder(uniqueNo(fmt.Sprintf("RB%d", i)), "")))[0])
-	}
-	var rangeKey string
-	if err := v.pool.QueryRow(ctx, `SELECT range_key FROM invoices WHERE id = $1`, docs[0].ID).Scan(&rangeKey); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := v.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs, rangeKey, lock := issueWithTheChainHeld(t, v, 3, "RB")
 	defer lock.Rollback(ctx)
-	if _, err := lock.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`, v.project, rangeKey); err != nil {
-		t.Fatal(err)
-	}
 	errs := make([]error, 4)
 	var wg sync.WaitGroup
 	wg.Go(func() { errs[0] = v.svc.ArchiveIssued(ctx, a, v.project, docs[0]) })
