@@ -103,12 +103,7 @@ func writePDFs(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) {
 	for _, g := range documentBatches(items) {
 		if len(g) == 1 {
 			r := reqs[g[0]]
-			st, err := r.pdf.put(ctx, r.pdf.data)
-			if err != nil {
-				r.err = err
-				continue
-			}
-			r.anchorPDF(st)
+			r.writeAlone(ctx, r.pdf.put)
 			continue
 		}
 		members := make([]*chainRequest, len(g))
@@ -124,12 +119,7 @@ func writePDFs(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) {
 			// A member's PDF is recorded elsewhere already (a retry beside
 			// this attempt claimed it): no batch, each as a retry would.
 			for _, r := range members {
-				st, err := r.pdf.putClaimed(ctx, r.pdf.data)
-				if err != nil {
-					r.err = err
-					continue
-				}
-				r.anchorPDF(st)
+				r.writeAlone(ctx, r.pdf.putClaimed)
 			}
 			continue
 		}
@@ -145,6 +135,17 @@ func writePDFs(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) {
 			r.anchorPDF(sts[i])
 		}
 	}
+}
+
+// writeAlone writes r's PDF as an object of its own with put and anchors
+// it; a failure is r's error.
+func (r *chainRequest) writeAlone(ctx context.Context, put func(context.Context, []byte) (archive.Stored, error)) {
+	st, err := put(ctx, r.pdf.data)
+	if err != nil {
+		r.err = err
+		return
+	}
+	r.anchorPDF(st)
 }
 
 // anchorPDF completes r's anchors and manifest objects with its PDF as

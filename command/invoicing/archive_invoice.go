@@ -205,9 +205,12 @@ func (s *Service) storeObjects(ctx context.Context, arc *archive.Archive, d *arc
 			pending = &pendingPDF{data: pdf, format: inv.Format, xml: d.xml, until: until}
 			break
 		}
+		// A live document's retry claims the object first (an issuing call
+		// may be at work beside it), unless an earlier retry claimed it:
+		// d.pdfPart here is such a claim, a batch having gone above.
 		put := s.putPDF
-		if !inv.TestMode {
-			put = s.putOwnPDF // claimed first: an issuing call may be at work beside this retry
+		if !inv.TestMode && d.pdfPart == nil {
+			put = s.putOwnPDF
 		}
 		if pdfSt, err = put(ctx, arc, projectID, invoiceID, pdf, until); err != nil {
 			return chainedManifest{}, err
