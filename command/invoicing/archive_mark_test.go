@@ -79,33 +79,57 @@ func TestMarkArchivedWritesNothingWhenTheInvoiceChanged(t *testing.T) {
 	}
 }
 
-// TestNoIndexOfInvoicesNamesWhatTheMarksChange: the archived mark and the
-// failed mark change status, archived_at, version, failure_reason and
-// failure_task_id. With none of them in an index of invoices (its columns,
-// expressions or predicate), PostgreSQL can write the new row version as a
-// HOT update: in the row's own page, no index entry written (migration
-// 00220). An index that names one of them makes every mark write an entry
-// in every index of the table.
-func TestNoIndexOfInvoicesNamesWhatTheMarksChange(t *testing.T) {
+// TestThePipelinesUpdatesCanBeHOT: PostgreSQL writes an update's new row
+// version as a HOT update (in the row's own page, no index entry written)
+// only when no index names a column it changes (its key, expressions or
+// predicate) and the page has room. For each update the pipeline makes of
+// every document, no index of its table names what it changes, and the
+// table leaves room in its pages (fillfactor below 100):
+//   - the archived and the failed mark of invoices (migration 00220);
+//   - the order's save when it is invoiced (00223);
+//   - the manifest's stored mark (00223).
+//
+// An index that names one of them, or a table filled to the last byte,
+// makes every such update write an entry in every index of the table.
+func TestThePipelinesUpdatesCanBeHOT(t *testing.T) {
 	t.Parallel()
 	pool := testenv.Pool(t)
-	rows, err := pool.Query(context.Background(), `SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid)
-		FROM pg_index WHERE indrelid = 'invoices'::regclass`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defs := map[string]string{}
-	var name, def string
-	if _, err := pgx.ForEachRow(rows, []any{&name, &def}, func() error { defs[name] = def; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if len(defs) == 0 {
-		t.Fatal("no index of invoices read")
-	}
-	changed := regexp.MustCompile(`\b(status|archived_at|version|failure_reason|failure_task_id)\b`)
-	for name, def := range defs {
-		if m := changed.FindString(def); m != "" {
-			t.Errorf("index %s names %s, which the marks change: %s", name, m, def)
+	ctx := context.Background()
+	for _, c := range []struct {
+		update, table string
+		changes       string // a regexp of the columns it changes
+		maxFill       int
+	}{
+		{"the archived and the failed mark", "invoices", `status|archived_at|version|failure_reason|failure_task_id`, 70},
+		{"the order's save when it is invoiced", "orders", `status|correction_pending|version|updated_at|invoiced_at|holds`, 80},
+		{"the manifest's stored mark", "archive_manifests", `stored_at`, 70},
+	} {
+		rows, err := pool.Query(ctx, `SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid)
+			FROM pg_index WHERE indrelid = $1::regclass`, c.table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defs := map[string]string{}
+		var name, def string
+		if _, err := pgx.ForEachRow(rows, []any{&name, &def}, func() error { defs[name] = def; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(defs) == 0 {
+			t.Fatalf("%s: no index of %s read", c.update, c.table)
+		}
+		changed := regexp.MustCompile(`\b(` + c.changes + `)\b`)
+		for name, def := range defs {
+			if m := changed.FindString(def); m != "" {
+				t.Errorf("%s: index %s names %s, which the update changes: %s", c.update, name, m, def)
+			}
+		}
+		var fill int
+		if err := pool.QueryRow(ctx, `SELECT coalesce((SELECT split_part(o, '=', 2)::int FROM unnest(reloptions) o WHERE o LIKE 'fillfactor=%'), 100)
+			FROM pg_class WHERE oid = $1::regclass`, c.table).Scan(&fill); err != nil {
+			t.Fatal(err)
+		}
+		if fill > c.maxFill {
+			t.Errorf("%s: %s fills its pages to %d %%, want at most %d %% (room for the new version)", c.update, c.table, fill, c.maxFill)
 		}
 	}
 }
