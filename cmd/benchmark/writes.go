@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,11 +26,11 @@ func (b *bench) writes(ctx context.Context, conns int, d time.Duration) ([]resul
 	if err := b.serve(ctx); err != nil {
 		return nil, err
 	}
-	tps, err := b.pgbench(ctx, conns, d)
+	pg1, err := b.pgbench(ctx, conns, d)
 	if err != nil {
 		return nil, err
 	}
-	log.Printf("writes: pgbench %.0f tps", tps)
+	log.Printf("writes: pgbench %s", pg1)
 
 	_, keys, err := b.newProject(ctx, "bench writes "+time.Now().Format(time.RFC3339), 16)
 	if err != nil {
@@ -94,17 +95,17 @@ func (b *bench) writes(ctx context.Context, conns int, d time.Duration) ([]resul
 	p50, _ := quantile(before, after, 0.50)
 	// The ceiling again: the machine's load moves between runs, and the
 	// share is taken of the mean of the runs before and after.
-	tps2, err := b.pgbench(ctx, conns, d)
+	pg2, err := b.pgbench(ctx, conns, d)
 	if err != nil {
 		return nil, err
 	}
-	log.Printf("writes: pgbench again %.0f tps", tps2)
+	log.Printf("writes: pgbench again %s", pg2)
 	return []result{
 		{
 			What: fmt.Sprintf("POST /v1/orders, realistic orders (~1 KB), %d connections, synchronous_commit on", conns),
 			Measured: fmt.Sprintf("%.0f accepted orders/s, p50 %s, p99 %s (wrk) = %.0f %% of the ceiling (its mean); %.1f orders per insert statement (a second statement beside a stalled one %.0f times), %.2f transactions per order (all roles); %s%s",
-				lat.rps, ms(lat.p50), ms(lat.p99), 200*lat.rps/(tps+tps2), perStatement, stalls, perOrder, lat.cost(), loadAverage()),
-			Ceiling: fmt.Sprintf("pgbench, one ~1 KB JSONB row per transaction, %d clients, before and after: %.0f and %.0f tps", conns, tps, tps2),
+				lat.rps, ms(lat.p50), ms(lat.p99), 200*lat.rps/(pg1.tps+pg2.tps), perStatement, stalls, perOrder, lat.cost(), loadAverage()),
+			Ceiling: fmt.Sprintf("pgbench, one ~1 KB JSONB row per transaction, %d clients, before and after: %s; %s", conns, pg1, pg2),
 			Target:  "≥ 35 % of the ceiling, p99 < 25 ms",
 		},
 		{
@@ -159,35 +160,98 @@ func orderJSON(orderNo string, n int64) []byte {
 
 var pgbenchTPS = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
 
+// pgbenchRun is one pgbench run: its rate and the latency of its
+// transactions (from its per-transaction log), the database's own tail
+// beside which the POST's p99 is read.
+type pgbenchRun struct {
+	tps      float64
+	p50, p99 time.Duration
+}
+
+func (r pgbenchRun) String() string {
+	return fmt.Sprintf("%.0f tps, p50 %s, p99 %s", r.tps, ms(r.p50), ms(r.p99))
+}
+
 // pgbench inserts one ~1 KB JSONB row per transaction with conns clients.
-func (b *bench) pgbench(ctx context.Context, conns int, d time.Duration) (float64, error) {
+func (b *bench) pgbench(ctx context.Context, conns int, d time.Duration) (pgbenchRun, error) {
 	bin, err := exec.LookPath("pgbench")
 	if err != nil {
 		matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pgbench")
 		if len(matches) == 0 {
-			return 0, fmt.Errorf("pgbench not found (Debian package postgresql-contrib or postgresql)")
+			return pgbenchRun{}, fmt.Errorf("pgbench not found (Debian package postgresql-contrib or postgresql)")
 		}
 		bin = matches[len(matches)-1]
 	}
 	if _, err := b.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_jsonb (id bigserial PRIMARY KEY, doc jsonb NOT NULL)`); err != nil {
-		return 0, err
+		return pgbenchRun{}, err
 	}
 	doc := strings.ReplaceAll(string(orderJSON("PGBENCH", 1)), "\n", "")
 	script := filepath.Join(b.dir, "insert.sql")
 	if err := os.WriteFile(script, []byte("INSERT INTO bench_jsonb (doc) VALUES ('"+strings.ReplaceAll(doc, "'", "''")+"');\n"), 0o644); err != nil {
-		return 0, err
+		return pgbenchRun{}, err
 	}
-	out, err := exec.CommandContext(ctx, bin, "-n", "-c", strconv.Itoa(conns), "-j", "2", "-T", strconv.Itoa(int(d.Seconds())),
-		"-f", script, testenv.Env("O2I_DATABASE_URL")).CombinedOutput()
+	// -l: one line per transaction (its latency in µs third), in a file
+	// per thread named by the prefix.
+	logs, err := os.MkdirTemp(b.dir, "pgbench-log-")
 	if err != nil {
-		return 0, fmt.Errorf("pgbench: %v: %s", err, out)
+		return pgbenchRun{}, err
+	}
+	defer os.RemoveAll(logs)
+	out, err := exec.CommandContext(ctx, bin, "-n", "-c", strconv.Itoa(conns), "-j", "2", "-T", strconv.Itoa(int(d.Seconds())),
+		"-l", "--log-prefix", filepath.Join(logs, "tx"), "-f", script, testenv.Env("O2I_DATABASE_URL")).CombinedOutput()
+	if err != nil {
+		return pgbenchRun{}, fmt.Errorf("pgbench: %v: %s", err, out)
 	}
 	m := pgbenchTPS.FindStringSubmatch(string(out))
 	if m == nil {
-		return 0, fmt.Errorf("pgbench output without tps:\n%s", out)
+		return pgbenchRun{}, fmt.Errorf("pgbench output without tps:\n%s", out)
 	}
 	_, _ = b.pool.Exec(ctx, `TRUNCATE bench_jsonb`)
-	return strconv.ParseFloat(m[1], 64)
+	run := pgbenchRun{}
+	if run.tps, err = strconv.ParseFloat(m[1], 64); err != nil {
+		return pgbenchRun{}, err
+	}
+	files, _ := filepath.Glob(filepath.Join(logs, "tx.*"))
+	var lat []time.Duration
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return pgbenchRun{}, err
+		}
+		l, err := pgbenchLatencies(data)
+		if err != nil {
+			return pgbenchRun{}, fmt.Errorf("pgbench log %s: %w", filepath.Base(f), err)
+		}
+		lat = append(lat, l...)
+	}
+	if len(lat) == 0 {
+		return pgbenchRun{}, fmt.Errorf("pgbench wrote no transaction log")
+	}
+	slices.Sort(lat)
+	run.p50, run.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	return run, nil
+}
+
+// pgbenchLatencies reads the latencies of a pgbench per-transaction log:
+// "client_id transaction_no time script_no time_epoch time_us" a line,
+// time in microseconds.
+func pgbenchLatencies(data []byte) ([]time.Duration, error) {
+	var out []time.Duration
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			return nil, fmt.Errorf("line %d: %d fields, want 6: %q", i+1, len(f), line)
+		}
+		us, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || us < 0 {
+			return nil, fmt.Errorf("line %d: latency %q is not a count of microseconds", i+1, f[2])
+		}
+		out = append(out, time.Duration(us)*time.Microsecond)
+	}
+	return out, nil
 }
 
 // probeProjection posts one order and waits until GET shows it.
