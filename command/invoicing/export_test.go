@@ -20,6 +20,19 @@ func (s *Service) MarkArchived(ctx context.Context, a *archive.Archive, inv even
 	return s.markArchived(ctx, a, inv, st, now)
 }
 
+// ArchivableInvoice is the invoice as the archiving reads it (every field
+// of its events), or an error when it is archived already or broke rules.
+func (s *Service) ArchivableInvoice(ctx context.Context, projectID, id string) (event.Invoice, error) {
+	d, err := s.readArchivable(ctx, projectID, id)
+	if err != nil {
+		return event.Invoice{}, err
+	}
+	if d == nil {
+		return event.Invoice{}, fmt.Errorf("invoice %s is not to be archived", id)
+	}
+	return d.inv, nil
+}
+
 // Process exposes the invoicer's handling of one order event: its try,
 // then the retry table (with the task when the failure escalates) and the
 // failed documents.
