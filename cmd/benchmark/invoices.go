@@ -171,6 +171,10 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	if err != nil {
 		return nil, err
 	}
+	wal0, err := walPosition(ctx, b.pool)
+	if err != nil {
+		return nil, err
+	}
 	b.worker = b.command([]string{"serve", "--roles", "invoicer"}, env...)
 	started := time.Now()
 	if err := b.worker.Start(); err != nil {
@@ -244,6 +248,11 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	}
 	requests := counts0.perInvoice(counts1, cfg.backlog)
 	log.Printf("invoices: drain: %s", requests)
+	if wal1, err := walPosition(ctx, b.pool); err != nil {
+		log.Printf("invoices: drain: WAL position: %v", err)
+	} else {
+		logWAL(ctx, b.pool, "invoices: drain", wal0, wal1, cfg.backlog)
+	}
 	if stats {
 		if drained, err := readStatements(ctx, b.pool); err != nil {
 			log.Printf("invoices: statement statistics: %v", err)

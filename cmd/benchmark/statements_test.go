@@ -49,3 +49,36 @@ func TestStatementReport(t *testing.T) {
 		t.Error("a report over no items is not empty")
 	}
 }
+
+// TestWALReport: relations are summed over their record types, listed
+// largest first (ties by name), per item, each with its largest record
+// types by bytes; a report over no items is empty.
+func TestWALReport(t *testing.T) {
+	t.Parallel()
+	recs := []walRecords{
+		{relation: "invoices", recordType: "INSERT", count: 10, bytes: 16000},
+		{relation: "invoices", recordType: "LOCK", count: 40, bytes: 2000},
+		{relation: "invoices", recordType: "HOT_UPDATE", count: 10, bytes: 1800},
+		{relation: "invoices", recordType: "PRUNE", count: 5, bytes: 300},
+		{relation: "outbox", recordType: "INSERT", count: 30, bytes: 33000},
+		{relation: "(no relation)", recordType: "COMMIT", count: 30, bytes: 1000},
+		{relation: "archive_pending", recordType: "INSERT", count: 10, bytes: 1000},
+	}
+	got := walReport(recs, 10, 3)
+	for _, want := range []string{
+		"WAL per invoice by relation (the first block of each record): 5.5 KB in 13.5 records",
+		"\n     3300 B   3.00 records  outbox",
+		"\n     2010 B   6.50 records  invoices                                           INSERT 1.00, LOCK 4.00, HOT_UPDATE 1.00",
+		"\n      100 B   3.00 records  (no relation)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "archive_pending") || strings.Contains(got, "PRUNE") {
+		t.Errorf("report goes past its top 3 relations or 3 record types:\n%s", got)
+	}
+	if walReport(recs, 0, 3) != "" || walReport(nil, 10, 3) != "" {
+		t.Error("a report over no items or no records is not empty")
+	}
+}

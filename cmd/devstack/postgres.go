@@ -53,6 +53,9 @@ func pgSettings(cfg *config) string {
 		"shared_preload_libraries = 'pg_stat_statements'",
 		"pg_stat_statements.track = all",
 		"pg_stat_statements.max = 5000",
+		// The bench reads the WAL of its drain back (pg_walinspect) to
+		// split it by relation: keep a drain's WAL past its checkpoints.
+		"wal_keep_size = 1GB",
 	}
 	return strings.Join(lines, "\n") + "\n"
 }
@@ -450,9 +453,9 @@ func pgEnsureDB(cfg *config, fresh bool, limit time.Duration) error {
 	return pgPing(ctx, appURL)
 }
 
-// pgStatementsSetup creates pg_stat_statements in the service's database
-// and lets the service's role read every statement's text and reset the
-// counters. Creating the extension needs the superuser, which production
+// pgStatementsSetup creates pg_stat_statements and pg_walinspect in the
+// service's database and lets the service's role read every statement's
+// text, reset the counters and read the WAL's records. Creating the extension needs the superuser, which production
 // databases may not grant, so it is done here and not in a migration.
 func pgStatementsSetup(role string) []string {
 	ident := pgx.Identifier{role}.Sanitize()
@@ -460,6 +463,10 @@ func pgStatementsSetup(role string) []string {
 		"CREATE EXTENSION IF NOT EXISTS pg_stat_statements",
 		"GRANT pg_read_all_stats TO " + ident,
 		"GRANT EXECUTE ON FUNCTION pg_stat_statements_reset TO " + ident,
+		// The WAL's records (the bench's WAL per relation): only this
+		// function, not the role that reads any server file.
+		"CREATE EXTENSION IF NOT EXISTS pg_walinspect",
+		"GRANT EXECUTE ON FUNCTION pg_get_wal_records_info(pg_lsn, pg_lsn) TO " + ident,
 	}
 }
 
@@ -487,7 +494,7 @@ func pgEnsureStatements(cfg *config, limit time.Duration) {
 	}
 	for _, q := range pgStatementsSetup(cfg.pgUser) {
 		if _, err := conn.Exec(ctx, q); err != nil {
-			logf("postgres: pg_stat_statements not set up: %s: %v", q, err)
+			logf("postgres: the bench's statistics not set up: %s: %v", q, err)
 			return
 		}
 	}
