@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log"
@@ -107,27 +108,13 @@ func walReport(recs []walRecords, n, top int) string {
 		rels = append(rels, r)
 	}
 	// Largest first; ties by name, so that the report is stable.
-	slices.SortFunc(rels, func(a, b *relation) int {
-		if a.bytes != b.bytes {
-			if a.bytes > b.bytes {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.name, b.name)
-	})
+	slices.SortFunc(rels, func(a, b *relation) int { return cmp.Or(cmpDesc(a.bytes, b.bytes), strings.Compare(a.name, b.name)) })
 	per := func(v float64) float64 { return v / float64(n) }
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "WAL per invoice by relation (the first block of each record): %.1f KB in %.1f records", per(total)/1000, per(count))
 	for _, r := range rels[:min(top, len(rels))] {
 		slices.SortFunc(r.types, func(a, b walRecords) int {
-			if a.bytes != b.bytes {
-				if a.bytes > b.bytes {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.recordType, b.recordType)
+			return cmp.Or(cmpDesc(a.bytes, b.bytes), strings.Compare(a.recordType, b.recordType))
 		})
 		var types []string
 		for _, t := range r.types[:min(3, len(r.types))] {
