@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -53,16 +54,11 @@ func readWAL(ctx context.Context, pool *pgxpool.Pool, from, to string) ([]walRec
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []walRecords
-	for rows.Next() {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (walRecords, error) {
 		var w walRecords
-		if err := rows.Scan(&w.relation, &w.recordType, &w.count, &w.bytes); err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+		err := row.Scan(&w.relation, &w.recordType, &w.count, &w.bytes)
+		return w, err
+	})
 }
 
 // logWAL prints the WAL between two positions per item (n items), by
