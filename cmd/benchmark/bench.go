@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -406,6 +407,13 @@ func sumCountAt(addr, name, labels string) (sum, count float64, err error) {
 		}
 	}
 	return sum, count, sc.Err()
+}
+
+// medianAndP99 sorts d, which must not be empty, and returns its elements
+// at n/2 and n·99/100 (rounded down): its median and 99th percentile.
+func medianAndP99(d []time.Duration) (p50, p99 time.Duration) {
+	slices.Sort(d)
+	return d[len(d)/2], d[len(d)*99/100]
 }
 
 // quantile estimates the q-quantile of the observations between two

@@ -370,8 +370,8 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	if len(lat) != len(accepted) {
 		return nil, fmt.Errorf("%d of %d orders of the steady load have an archived invoice", len(lat), len(accepted))
 	}
-	slices.Sort(lat)
-	p50, p99, worst := lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
+	p50, p99 := medianAndP99(lat)
+	worst := lat[len(lat)-1]
 	log.Printf("invoices: steady %d orders/s: accepted → archived p50 %s, p99 %s, max %s over %d orders; %d not archived yet when the load ended",
 		cfg.rate, human(p50), human(p99), human(worst), len(lat), behind)
 
@@ -831,10 +831,9 @@ func loop(ctx context.Context, workers int, d time.Duration, f func() error) (fl
 	if firstErr != nil {
 		return 0, latencies{}, firstErr
 	}
-	slices.Sort(all)
 	elapsed := time.Since(start)
-	return float64(len(all)) / elapsed.Seconds(), latencies{n: len(all), rps: float64(len(all)) / elapsed.Seconds(),
-		p50: all[len(all)/2], p99: all[len(all)*99/100]}, nil
+	p50, p99 := medianAndP99(all)
+	return float64(len(all)) / elapsed.Seconds(), latencies{n: len(all), rps: float64(len(all)) / elapsed.Seconds(), p50: p50, p99: p99}, nil
 }
 
 // newArchive connects to the stack's archive buckets (live, with the test

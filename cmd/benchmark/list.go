@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -219,7 +218,6 @@ func measure(ctx context.Context, workers int, d time.Duration, keys []string, f
 	if len(all) == 0 {
 		return latencies{}, errors.New("no request completed")
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	return latencies{n: len(all), rps: float64(len(all)) / time.Since(start).Seconds(),
-		p50: all[len(all)/2], p99: all[len(all)*99/100]}, nil
+	p50, p99 := medianAndP99(all)
+	return latencies{n: len(all), rps: float64(len(all)) / time.Since(start).Seconds(), p50: p50, p99: p99}, nil
 }

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -227,8 +226,7 @@ func (b *bench) pgbench(ctx context.Context, conns int, d time.Duration) (pgbenc
 	if len(lat) == 0 {
 		return pgbenchRun{}, fmt.Errorf("pgbench wrote no transaction log")
 	}
-	slices.Sort(lat)
-	run.p50, run.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	run.p50, run.p99 = medianAndP99(lat)
 	return run, nil
 }
 

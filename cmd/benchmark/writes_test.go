@@ -35,3 +35,28 @@ func TestPgbenchLatencies(t *testing.T) {
 		}
 	}
 }
+
+// TestMedianAndP99: the durations sorted, whatever their order, then the
+// elements at n/2 and n·99/100 (rounded down).
+func TestMedianAndP99(t *testing.T) {
+	t.Parallel()
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = ms(100 - i) // 100 ms down to 1 ms
+	}
+	for _, c := range []struct {
+		name     string
+		in       []time.Duration
+		p50, p99 time.Duration
+	}{
+		{"one", []time.Duration{ms(7)}, ms(7), ms(7)},
+		{"unsorted three", []time.Duration{ms(9), ms(1), ms(5)}, ms(5), ms(9)},
+		{"a hundred, descending", hundred, ms(51), ms(100)},
+	} {
+		p50, p99 := medianAndP99(c.in)
+		if p50 != c.p50 || p99 != c.p99 {
+			t.Errorf("%s: p50 %s, p99 %s; want %s, %s", c.name, p50, p99, c.p50, c.p99)
+		}
+	}
+}

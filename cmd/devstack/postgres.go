@@ -293,7 +293,7 @@ func ensurePostgres(cfg *config, deadline time.Time) error {
 			if err := pgEnsureDB(cfg, false, limitFor(30*time.Second, deadline)); err != nil {
 				return withLog(err, cfg.rel(logPath))
 			}
-			pgEnsureStatements(cfg, limitFor(30*time.Second, deadline))
+			pgEnsureBenchStats(cfg, limitFor(30*time.Second, deadline))
 			logf("postgres: already running on 127.0.0.1:%d", cfg.pgPort)
 			return nil
 		}
@@ -319,7 +319,7 @@ func ensurePostgres(cfg *config, deadline time.Time) error {
 	if err := pgEnsureDB(cfg, fresh, limitFor(30*time.Second, deadline)); err != nil {
 		return withLog(err, cfg.rel(logPath))
 	}
-	pgEnsureStatements(cfg, limitFor(30*time.Second, deadline))
+	pgEnsureBenchStats(cfg, limitFor(30*time.Second, deadline))
 	logf("postgres: started on 127.0.0.1:%d in %s (data %s)", cfg.pgPort, time.Since(start).Round(100*time.Millisecond), cfg.rel(dataDir))
 	return nil
 }
@@ -453,11 +453,12 @@ func pgEnsureDB(cfg *config, fresh bool, limit time.Duration) error {
 	return pgPing(ctx, appURL)
 }
 
-// pgStatementsSetup creates pg_stat_statements and pg_walinspect in the
+// pgBenchStatsSetup creates pg_stat_statements and pg_walinspect in the
 // service's database and lets the service's role read every statement's
-// text, reset the counters and read the WAL's records. Creating the extension needs the superuser, which production
-// databases may not grant, so it is done here and not in a migration.
-func pgStatementsSetup(role string) []string {
+// text, reset the counters and read the WAL's records. Creating the
+// extensions needs the superuser, which production databases may not
+// grant, so it is done here and not in a migration.
+func pgBenchStatsSetup(role string) []string {
 	ident := pgx.Identifier{role}.Sanitize()
 	return []string{
 		"CREATE EXTENSION IF NOT EXISTS pg_stat_statements",
@@ -470,21 +471,21 @@ func pgStatementsSetup(role string) []string {
 	}
 }
 
-// pgEnsureStatements runs pgStatementsSetup as the superuser. The bench
+// pgEnsureBenchStats runs pgBenchStatsSetup as the superuser. The bench
 // reads the statistics when they are there; a failure is logged, not fatal
 // (a cluster started before the library was preloaded, or no superuser
 // password).
-func pgEnsureStatements(cfg *config, limit time.Duration) {
+func pgEnsureBenchStats(cfg *config, limit time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	pwb, err := os.ReadFile(cfg.path("pg-superuser.pw"))
 	if err != nil {
-		logf("postgres: pg_stat_statements not set up: the superuser password (.dev/pg-superuser.pw) is missing")
+		logf("postgres: the bench's statistics not set up: the superuser password (.dev/pg-superuser.pw) is missing")
 		return
 	}
 	conn, err := pgx.Connect(ctx, pgURL("postgres", strings.TrimSpace(string(pwb)), cfg.pgDB, cfg.pgPort))
 	if err != nil {
-		logf("postgres: pg_stat_statements not set up: %v", err)
+		logf("postgres: the bench's statistics not set up: %v", err)
 		return
 	}
 	defer conn.Close(context.Background())
@@ -492,7 +493,7 @@ func pgEnsureStatements(cfg *config, limit time.Duration) {
 	if err := conn.QueryRow(ctx, "SHOW shared_preload_libraries").Scan(&preloaded); err != nil || !strings.Contains(preloaded, "pg_stat_statements") {
 		logf("postgres: pg_stat_statements is not preloaded; restart to collect statement statistics (make down && make stack)")
 	}
-	for _, q := range pgStatementsSetup(cfg.pgUser) {
+	for _, q := range pgBenchStatsSetup(cfg.pgUser) {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			logf("postgres: the bench's statistics not set up: %s: %v", q, err)
 			return
