@@ -222,7 +222,8 @@ type Conn struct {
 // Conn returns a connection of s, dialled at its first Send.
 func (s *Sender) Conn() *Conn { return &Conn{s: s} }
 
-// phase is the deadline go-mail sets on the connection for each phase.
+// phase is the deadline set on the connection for each phase (go-mail's
+// for the dial and the greeting, transmit's for the message).
 func (s *Sender) phase() time.Duration { return s.SessionTimeout() / sessionPhases }
 
 // Send delivers m within the sender's Timeout (and ctx, while connecting),
@@ -234,22 +235,22 @@ func (c *Conn) Send(ctx context.Context, m Message) error {
 		return err
 	}
 	if c.smtp != nil && time.Since(c.last) >= c.s.phase() {
-		c.drop() // idle past its deadline: go-mail's check of it would fail
+		c.drop() // idle past its deadline: the check of it would fail
 	}
 	if c.smtp != nil {
-		c.last = time.Now() // go-mail's check sets the next deadline
-		err := c.client.SendWithSMTPClient(c.smtp, msg)
-		if err == nil || msg.IsDelivered() {
+		c.last = time.Now()
+		delivered, err := c.transmit(c.smtp, msg, true)
+		if err == nil || delivered {
 			if err != nil {
 				c.drop()
 			}
 			return nil
 		}
 		c.drop()
-		if se := (*gomail.SendError)(nil); !errors.As(err, &se) || se.Reason != gomail.ErrConnCheck {
+		if !errors.Is(err, errConnClosed) {
 			return c.s.classify(err)
 		}
-		// The relay had closed the connection (go-mail's NOOP before the
+		// The relay had closed the connection (the check before the
 		// message failed): nothing was sent, dial again.
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.s.SessionTimeout())
@@ -269,14 +270,14 @@ func (c *Conn) Send(ctx context.Context, m Message) error {
 	}
 	sc, err := client.DialToSMTPClientWithContext(ctx)
 	if err != nil {
-		return c.s.classify(fmt.Errorf("dial failed: %w", err))
+		return fmt.Errorf("SMTP %s: dial failed: %w", c.s.Addr(), err)
 	}
 	c.client, c.smtp = client, sc
 	c.last = time.Now()
-	err = client.SendWithSMTPClient(sc, msg)
+	delivered, err := c.transmit(sc, msg, false)
 	if err != nil {
 		c.drop()
-		if !msg.IsDelivered() {
+		if !delivered {
 			return c.s.classify(err)
 		}
 	}
@@ -299,13 +300,14 @@ func (c *Conn) drop() {
 	c.client, c.smtp = nil, nil
 }
 
-// classify makes a failure the relay calls permanent (5xx) a *PermanentError.
+// classify makes a failure the relay calls permanent (a 5xx answer) a
+// *PermanentError.
 func (s *Sender) classify(err error) error {
-	var se *gomail.SendError
-	if errors.As(err, &se) && se.ErrorCode() >= 500 && se.ErrorCode() < 600 {
-		return &PermanentError{fmt.Errorf("SMTP %s: %w", s.Addr(), err)}
+	err = fmt.Errorf("SMTP %s: %w", s.Addr(), err)
+	if code := replyCode(err); code >= 500 && code < 600 {
+		return &PermanentError{err}
 	}
-	return fmt.Errorf("SMTP %s: %w", s.Addr(), err)
+	return err
 }
 
 // PermanentError is a delivery that will fail the same way every time.

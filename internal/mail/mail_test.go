@@ -224,6 +224,73 @@ func TestConnReusesItsConnection(t *testing.T) {
 	}
 }
 
+// TestSendOverTheWire: what the relay receives is the message as composed,
+// lines that begin with a dot included (sent doubled, RFC 5321 4.5.2); a 5xx
+// answer is permanent, a 4xx one not.
+func TestSendOverTheWire(t *testing.T) {
+	t.Parallel()
+	r := newScriptedRelay(t, afterData{})
+	s := mustSender(t, r.url, "r@example.com")
+	s.Timeout = 20 * time.Second
+	m := Message{MessageID: "o2i.1@example.com", To: "kunde@example.com", Subject: "Rechnung RE-1",
+		Text: "Guten Tag,\n.\n.Punkt am Anfang\n..zwei\nEnde", Attachments: []Attachment{{Name: "RE-1.pdf", ContentType: "application/pdf",
+			Data: bytes.Repeat([]byte("%PDF-1.7 .\n"), 5000)}}}
+	if err := s.Send(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := s.Compose(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var composed bytes.Buffer
+	if _, err := msg.WriteTo(&composed); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	got := r.received
+	r.mu.Unlock()
+	// The Date header is the second's and the MIME boundary new in each
+	// composition: compare without them.
+	noDate := func(s string) string {
+		var keep []string
+		for _, l := range strings.Split(s, "\r\n") {
+			if !strings.HasPrefix(l, "Date: ") {
+				keep = append(keep, l)
+			}
+		}
+		s = strings.Join(keep, "\r\n")
+		if _, rest, ok := strings.Cut(s, "boundary="); ok {
+			if b, _, ok := strings.Cut(strings.Trim(rest, `"`), "\r\n"); ok {
+				s = strings.ReplaceAll(s, strings.Trim(b, `"`), "BOUNDARY")
+			}
+		}
+		return s
+	}
+	if len(got) != 1 || noDate(got[0]) != noDate(composed.String()) {
+		t.Fatalf("the relay received %d messages; the first differs from the composed one (%d and %d bytes)", len(got), len(got[0]), composed.Len())
+	}
+	if !strings.Contains(got[0], "\r\n.Punkt am Anfang\r\n..zwei\r\n") {
+		t.Errorf("the lines that begin with dots did not arrive as written:\n%s", got[0])
+	}
+
+	for _, tc := range []struct {
+		answer    string
+		permanent bool
+	}{
+		{"550 5.1.1 mailbox unavailable", true},
+		{"451 4.3.0 try again later", false},
+	} {
+		r.mu.Lock()
+		r.rcptReply = tc.answer
+		r.mu.Unlock()
+		err := s.Send(context.Background(), Message{To: "kunde@example.com", Subject: "x", Text: "x"})
+		var pe *PermanentError
+		if err == nil || errors.As(err, &pe) != tc.permanent || !strings.Contains(err.Error(), tc.answer[:3]) {
+			t.Errorf("RCPT answered %q: %v, want an error naming it, permanent %v", tc.answer, err, tc.permanent)
+		}
+	}
+}
+
 // afterData is what the scripted relay does once a message's data ended.
 type afterData struct {
 	silent bool // never answers
@@ -238,6 +305,8 @@ type scriptedRelay struct {
 
 	mu          sync.Mutex
 	after       afterData
+	rcptReply   string   // the answer to RCPT; empty: 250 ok
+	received    []string // each message's data, the dots taken out again
 	conns, msgs int
 }
 
@@ -283,6 +352,7 @@ func (r *scriptedRelay) serve(c net.Conn) {
 	reply := func(s string) { _, _ = c.Write([]byte(s + "\r\n")) }
 	reply("220 relay.test ESMTP")
 	inData := false
+	var data strings.Builder
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
@@ -294,6 +364,8 @@ func (r *scriptedRelay) serve(c net.Conn) {
 			inData = false
 			r.mu.Lock()
 			r.msgs++
+			r.received = append(r.received, data.String())
+			data.Reset()
 			after := r.after
 			r.mu.Unlock()
 			if after.silent {
@@ -305,6 +377,15 @@ func (r *scriptedRelay) serve(c net.Conn) {
 				return
 			}
 		case inData:
+			data.WriteString(strings.TrimPrefix(line, ".") + "\r\n")
+		case strings.HasPrefix(cmd, "RCPT"):
+			r.mu.Lock()
+			answer := r.rcptReply
+			r.mu.Unlock()
+			if answer == "" {
+				answer = "250 ok"
+			}
+			reply(answer)
 		case strings.HasPrefix(cmd, "EHLO"):
 			reply("250-relay.test")
 			reply("250 8BITMIME")
