@@ -2,15 +2,18 @@ package mail
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"io"
 	"net/textproto"
 	"testing"
 )
 
 // BenchmarkComposeAndWrite composes a message with a PDF-sized attachment
-// and writes it as the text of DATA: through the line-wise dotWriter a send
-// uses, and through net/textproto's DotWriter (go-mail's, a byte at a time)
-// for comparison.
+// and writes it as a send does: as a BDAT chunk (the message as it is,
+// checked for bare line feeds), as the text of DATA through the line-wise
+// dotWriter, and, for comparison, through net/textproto's DotWriter
+// (go-mail's, a byte at a time).
 func BenchmarkComposeAndWrite(b *testing.B) {
 	s, err := NewSender("smtp://127.0.0.1:25", "billing@example.com")
 	if err != nil {
@@ -26,6 +29,11 @@ func BenchmarkComposeAndWrite(b *testing.B) {
 		name string
 		data func(*bufio.Writer) io.WriteCloser
 	}{
+		{"chunk", func(bw *bufio.Writer) io.WriteCloser {
+			c := messageBuffers.Get().(*bytes.Buffer) // as a send takes one
+			c.Reset()
+			return &chunkWriter{w: bw, buf: c}
+		}},
 		{"lines", func(bw *bufio.Writer) io.WriteCloser { return newDotWriter(bw) }},
 		{"textproto", func(bw *bufio.Writer) io.WriteCloser { return textproto.NewWriter(bw).DotWriter() }},
 	} {
@@ -47,4 +55,22 @@ func BenchmarkComposeAndWrite(b *testing.B) {
 			}
 		})
 	}
+}
+
+// chunkWriter writes as a BDAT chunk is sent: composed into a buffer, checked,
+// written out.
+type chunkWriter struct {
+	w   *bufio.Writer
+	buf *bytes.Buffer
+}
+
+func (c *chunkWriter) Write(p []byte) (int, error) { return c.buf.Write(p) }
+
+func (c *chunkWriter) Close() error {
+	defer putMessageBuffer(c.buf)
+	if !crlfOnly(c.buf.Bytes()) {
+		return errors.New("bare line feed")
+	}
+	_, _ = c.w.Write(c.buf.Bytes())
+	return c.w.Flush()
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -225,11 +226,22 @@ func TestConnReusesItsConnection(t *testing.T) {
 }
 
 // TestSendOverTheWire: what the relay receives is the message as composed,
-// lines that begin with a dot included (sent doubled, RFC 5321 4.5.2); a 5xx
-// answer is permanent, a 4xx one not.
+// lines that begin with a dot included, as DATA (sent doubled, RFC 5321
+// 4.5.2) and as a BDAT chunk (RFC 3030) to a relay that offers CHUNKING; a
+// 5xx answer is permanent, a 4xx one not.
 func TestSendOverTheWire(t *testing.T) {
 	t.Parallel()
+	for _, chunking := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunking %v", chunking), func(t *testing.T) {
+			t.Parallel()
+			sendOverTheWire(t, chunking)
+		})
+	}
+}
+
+func sendOverTheWire(t *testing.T, chunking bool) {
 	r := newScriptedRelay(t, afterData{})
+	r.chunking = chunking
 	s := mustSender(t, r.url, "r@example.com")
 	s.Timeout = 20 * time.Second
 	m := Message{MessageID: "o2i.1@example.com", To: "kunde@example.com", Subject: "Rechnung RE-1",
@@ -247,8 +259,11 @@ func TestSendOverTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.mu.Lock()
-	got := r.received
+	got, via := r.received, r.via
 	r.mu.Unlock()
+	if want := map[bool]string{false: "DATA", true: "BDAT"}[chunking]; len(via) != 1 || via[0] != want {
+		t.Errorf("the message went as %v, want %s", via, want)
+	}
 	// The Date header is the second's and the MIME boundary new in each
 	// composition: compare without them.
 	noDate := func(s string) string {
@@ -305,8 +320,10 @@ type scriptedRelay struct {
 
 	mu          sync.Mutex
 	after       afterData
+	chunking    bool     // offers CHUNKING (RFC 3030 BDAT)
 	rcptReply   string   // the answer to RCPT; empty: 250 ok
 	received    []string // each message's data, the dots taken out again
+	via         []string // DATA or BDAT, each message's
 	conns, msgs int
 }
 
@@ -345,6 +362,23 @@ func (r *scriptedRelay) counts() (conns, msgs int) {
 	return r.conns, r.msgs
 }
 
+// taken records a message whose data ended and answers as r.after says;
+// false: the connection is to end.
+func (r *scriptedRelay) taken(message, via string, c net.Conn, br *bufio.Reader) bool {
+	r.mu.Lock()
+	r.msgs++
+	r.received = append(r.received, message)
+	r.via = append(r.via, via)
+	after := r.after
+	r.mu.Unlock()
+	if after.silent {
+		_, _ = io.Copy(io.Discard, br) // taken, never answered
+		return false
+	}
+	_, _ = c.Write([]byte("250 queued\r\n"))
+	return !after.hangUp
+}
+
 func (r *scriptedRelay) serve(c net.Conn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Minute))
@@ -362,18 +396,21 @@ func (r *scriptedRelay) serve(c net.Conn) {
 		switch cmd := strings.ToUpper(line); {
 		case inData && line == ".":
 			inData = false
-			r.mu.Lock()
-			r.msgs++
-			r.received = append(r.received, data.String())
-			data.Reset()
-			after := r.after
-			r.mu.Unlock()
-			if after.silent {
-				_, _ = io.Copy(io.Discard, br) // taken, never answered
+			if !r.taken(data.String(), "DATA", c, br) {
 				return
 			}
-			reply("250 queued")
-			if after.hangUp {
+			data.Reset()
+		case strings.HasPrefix(cmd, "BDAT ") && strings.HasSuffix(cmd, " LAST"):
+			n, err := strconv.Atoi(strings.Fields(cmd)[1])
+			chunk := make([]byte, max(n, 0))
+			if err != nil || n < 0 {
+				reply("501 bad size")
+				return
+			}
+			if _, err := io.ReadFull(br, chunk); err != nil {
+				return
+			}
+			if !r.taken(string(chunk), "BDAT", c, br) {
 				return
 			}
 		case inData:
@@ -388,6 +425,11 @@ func (r *scriptedRelay) serve(c net.Conn) {
 			reply(answer)
 		case strings.HasPrefix(cmd, "EHLO"):
 			reply("250-relay.test")
+			r.mu.Lock()
+			if r.chunking {
+				reply("250-CHUNKING")
+			}
+			r.mu.Unlock()
 			reply("250 8BITMIME")
 		case strings.HasPrefix(cmd, "DATA"):
 			inData = true
