@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/textproto"
+	"strconv"
+	"strings"
 	"sync"
 
 	gomail "github.com/wneessen/go-mail"
@@ -22,14 +24,11 @@ var errConnClosed = errors.New("connection closed by the relay")
 // buffer, they go as one BDAT chunk (RFC 3030) when the relay offers
 // CHUNKING, as they are, else as DATA through dotWriter (go-mail's goes
 // through net/textproto's dot-writer, a byte at a time: half the CPU of an
-// e-mail with a PDF; and a relay reads DATA back a byte at a time too).
-// delivered: the relay accepted the message, whatever fails after.
+// e-mail with a PDF; and a relay reads DATA back a byte at a time too). A
+// relay that offers PIPELINING (RFC 2920) as well gets the check, MAIL,
+// RCPT and the chunk in one write: one round trip a message instead of
+// four. delivered: the relay accepted the message, whatever fails after.
 func (c *Conn) transmit(sc *smtp.Client, msg *gomail.Msg, kept bool) (delivered bool, err error) {
-	if kept {
-		if err := sc.Noop(); err != nil {
-			return false, fmt.Errorf("%w: %w", errConnClosed, err)
-		}
-	}
 	if err := sc.UpdateDeadline(c.s.phase()); err != nil {
 		return false, err
 	}
@@ -47,6 +46,16 @@ func (c *Conn) transmit(sc *smtp.Client, msg *gomail.Msg, kept bool) (delivered 
 	if _, err := msg.WriteTo(buf); err != nil {
 		return false, fmt.Errorf("message: %w", err)
 	}
+	chunking, _ := sc.Extension("CHUNKING")
+	chunking = chunking && crlfOnly(buf.Bytes())
+	if pipelining, _ := sc.Extension("PIPELINING"); pipelining && chunking {
+		return sendPipelined(sc.Text, kept, mailCommand(sc, from), rcpts, buf.Bytes())
+	}
+	if kept {
+		if err := sc.Noop(); err != nil {
+			return false, fmt.Errorf("%w: %w", errConnClosed, err)
+		}
+	}
 	if err := sc.Mail(from); err != nil {
 		return false, fmt.Errorf("MAIL FROM: %w", err)
 	}
@@ -55,12 +64,73 @@ func (c *Conn) transmit(sc *smtp.Client, msg *gomail.Msg, kept bool) (delivered 
 			return false, fmt.Errorf("RCPT TO %s: %w", r, err)
 		}
 	}
-	if chunking, _ := sc.Extension("CHUNKING"); chunking && crlfOnly(buf.Bytes()) {
+	if chunking {
 		err = sendChunk(sc.Text, buf.Bytes())
 	} else {
 		err = sendData(sc.Text, buf.Bytes())
 	}
 	return err == nil, err
+}
+
+// mailCommand is the MAIL command go-mail's Mail would send: from (its
+// angle brackets included) with the parameters of the relay's extensions.
+func mailCommand(sc *smtp.Client, from string) string {
+	cmd := "MAIL FROM:" + from
+	if ok, _ := sc.Extension("8BITMIME"); ok {
+		cmd += " BODY=8BITMIME"
+	}
+	if ok, _ := sc.Extension("SMTPUTF8"); ok {
+		cmd += " SMTPUTF8"
+	}
+	return cmd
+}
+
+// sendPipelined writes the check of a kept connection (NOOP), the MAIL
+// command, each RCPT and the message's one BDAT chunk at once, then reads
+// their answers in order. A relay refuses the chunk of a transaction whose
+// MAIL or every RCPT it refused, and the caller drops the connection after
+// any failure, so no answer is left unread on a connection used again.
+func sendPipelined(t *textproto.Conn, kept bool, mail string, rcpts []string, message []byte) (delivered bool, err error) {
+	type command struct {
+		id   uint
+		name string
+		code int // as go-mail expects: 25 for RCPT takes 250 and 251
+	}
+	lines := make([]command, 0, len(rcpts)+3)
+	if kept {
+		lines = append(lines, command{name: "NOOP", code: 250})
+	}
+	lines = append(lines, command{name: mail, code: 250})
+	for _, r := range rcpts {
+		lines = append(lines, command{name: "RCPT TO:" + r, code: 25})
+	}
+	lines = append(lines, command{name: "BDAT " + strconv.Itoa(len(message)) + " LAST", code: 250})
+	for i := range lines {
+		if strings.ContainsAny(lines[i].name, "\r\n") {
+			return false, fmt.Errorf("%q: a command must not contain CR or LF", lines[i].name)
+		}
+		if lines[i].id, err = t.Cmd("%s", lines[i].name); err != nil {
+			break // the answers say which (a closed connection: the first)
+		}
+	}
+	if err == nil {
+		_, _ = t.W.Write(message)
+		err = t.W.Flush()
+	}
+	for i, l := range lines {
+		if err == nil {
+			t.StartResponse(l.id)
+			_, _, err = t.ReadResponse(l.code)
+			t.EndResponse(l.id)
+		}
+		if err != nil {
+			if i == 0 && kept {
+				return false, fmt.Errorf("%w: %w", errConnClosed, err)
+			}
+			return false, fmt.Errorf("%s: %w", l.name, err)
+		}
+	}
+	return true, nil
 }
 
 // sendChunk sends the message as its only BDAT chunk and reads the relay's

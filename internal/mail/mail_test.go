@@ -193,7 +193,17 @@ func TestSendBoundedBySessionTimeout(t *testing.T) {
 // message (Send succeeds) and the next one goes over a new connection.
 func TestConnReusesItsConnection(t *testing.T) {
 	t.Parallel()
+	for _, ext := range relayExtensions {
+		t.Run(ext.name, func(t *testing.T) {
+			t.Parallel()
+			connReusesItsConnection(t, ext.chunking, ext.pipelining)
+		})
+	}
+}
+
+func connReusesItsConnection(t *testing.T, chunking, pipelining bool) {
 	r := newScriptedRelay(t, afterData{})
+	r.chunking, r.pipelining = chunking, pipelining
 	s := mustSender(t, r.url, "r@example.com")
 	s.Timeout = 20 * time.Second
 	c := s.Conn()
@@ -231,17 +241,25 @@ func TestConnReusesItsConnection(t *testing.T) {
 // 5xx answer is permanent, a 4xx one not.
 func TestSendOverTheWire(t *testing.T) {
 	t.Parallel()
-	for _, chunking := range []bool{false, true} {
-		t.Run(fmt.Sprintf("chunking %v", chunking), func(t *testing.T) {
+	for _, ext := range relayExtensions {
+		t.Run(ext.name, func(t *testing.T) {
 			t.Parallel()
-			sendOverTheWire(t, chunking)
+			sendOverTheWire(t, ext.chunking, ext.pipelining)
 		})
 	}
 }
 
-func sendOverTheWire(t *testing.T, chunking bool) {
+// relayExtensions are the ways of a relay the tests send to: DATA only,
+// CHUNKING, and CHUNKING with PIPELINING (where the scripted relay answers
+// a group of commands only once its chunk is in).
+var relayExtensions = []struct {
+	name                 string
+	chunking, pipelining bool
+}{{"DATA", false, false}, {"CHUNKING", true, false}, {"CHUNKING and PIPELINING", true, true}}
+
+func sendOverTheWire(t *testing.T, chunking, pipelining bool) {
 	r := newScriptedRelay(t, afterData{})
-	r.chunking = chunking
+	r.chunking, r.pipelining = chunking, pipelining
 	s := mustSender(t, r.url, "r@example.com")
 	s.Timeout = 20 * time.Second
 	m := Message{MessageID: "o2i.1@example.com", To: "kunde@example.com", Subject: "Rechnung RE-1",
@@ -321,6 +339,7 @@ type scriptedRelay struct {
 	mu          sync.Mutex
 	after       afterData
 	chunking    bool     // offers CHUNKING (RFC 3030 BDAT)
+	pipelining  bool     // offers PIPELINING (RFC 2920)
 	rcptReply   string   // the answer to RCPT; empty: 250 ok
 	received    []string // each message's data, the dots taken out again
 	via         []string // DATA or BDAT, each message's
@@ -362,29 +381,61 @@ func (r *scriptedRelay) counts() (conns, msgs int) {
 	return r.conns, r.msgs
 }
 
-// taken records a message whose data ended and answers as r.after says;
-// false: the connection is to end.
-func (r *scriptedRelay) taken(message, via string, c net.Conn, br *bufio.Reader) bool {
+// taken records a message whose data ended and says what to answer (empty:
+// nothing, the relay goes silent) and whether the connection goes on.
+func (r *scriptedRelay) taken(message, via string) (answer string, goOn bool) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.msgs++
 	r.received = append(r.received, message)
 	r.via = append(r.via, via)
-	after := r.after
-	r.mu.Unlock()
-	if after.silent {
-		_, _ = io.Copy(io.Discard, br) // taken, never answered
-		return false
+	if r.after.silent {
+		return "", false
 	}
-	_, _ = c.Write([]byte("250 queued\r\n"))
-	return !after.hangUp
+	return "250 queued", !r.after.hangUp
 }
 
 func (r *scriptedRelay) serve(c net.Conn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Minute))
 	br := bufio.NewReader(c)
-	reply := func(s string) { _, _ = c.Write([]byte(s + "\r\n")) }
+	r.mu.Lock()
+	chunking, pipelining := r.chunking, r.pipelining
+	r.mu.Unlock()
+	// A pipelining relay here answers NOOP, MAIL and RCPT only once the
+	// message's chunk is in (or at DATA or QUIT): a client that waits for
+	// an answer before it sends the next command of the group waits in
+	// vain.
+	var pending []string
+	recipient := false // a recipient of the message in hand was accepted
+	flush := func() {
+		_, _ = c.Write([]byte(strings.Join(pending, "")))
+		pending = pending[:0]
+	}
+	reply := func(s string) {
+		pending = append(pending, s+"\r\n")
+		if !pipelining {
+			flush()
+		}
+	}
+	end := func(message, via string) bool {
+		if !recipient {
+			reply("554 no valid recipients")
+			flush()
+			return true
+		}
+		answer, goOn := r.taken(message, via)
+		if answer == "" {
+			_, _ = io.Copy(io.Discard, br) // taken, never answered
+			return false
+		}
+		reply(answer)
+		flush()
+		recipient = false
+		return goOn
+	}
 	reply("220 relay.test ESMTP")
+	flush()
 	inData := false
 	var data strings.Builder
 	for {
@@ -396,25 +447,26 @@ func (r *scriptedRelay) serve(c net.Conn) {
 		switch cmd := strings.ToUpper(line); {
 		case inData && line == ".":
 			inData = false
-			if !r.taken(data.String(), "DATA", c, br) {
+			if !end(data.String(), "DATA") {
 				return
 			}
 			data.Reset()
+		case inData:
+			data.WriteString(strings.TrimPrefix(line, ".") + "\r\n")
 		case strings.HasPrefix(cmd, "BDAT ") && strings.HasSuffix(cmd, " LAST"):
 			n, err := strconv.Atoi(strings.Fields(cmd)[1])
-			chunk := make([]byte, max(n, 0))
 			if err != nil || n < 0 {
 				reply("501 bad size")
+				flush()
 				return
 			}
+			chunk := make([]byte, n)
 			if _, err := io.ReadFull(br, chunk); err != nil {
 				return
 			}
-			if !r.taken(string(chunk), "BDAT", c, br) {
+			if !end(string(chunk), "BDAT") {
 				return
 			}
-		case inData:
-			data.WriteString(strings.TrimPrefix(line, ".") + "\r\n")
 		case strings.HasPrefix(cmd, "RCPT"):
 			r.mu.Lock()
 			answer := r.rcptReply
@@ -422,20 +474,34 @@ func (r *scriptedRelay) serve(c net.Conn) {
 			if answer == "" {
 				answer = "250 ok"
 			}
+			recipient = recipient || answer[0] == '2'
 			reply(answer)
 		case strings.HasPrefix(cmd, "EHLO"):
-			reply("250-relay.test")
-			r.mu.Lock()
-			if r.chunking {
-				reply("250-CHUNKING")
+			ext := []string{"relay.test"}
+			if chunking {
+				ext = append(ext, "CHUNKING")
 			}
-			r.mu.Unlock()
-			reply("250 8BITMIME")
+			if pipelining {
+				ext = append(ext, "PIPELINING")
+			}
+			ext = append(ext, "8BITMIME")
+			for i, e := range ext {
+				if i < len(ext)-1 {
+					_, _ = c.Write([]byte("250-" + e + "\r\n"))
+				} else {
+					_, _ = c.Write([]byte("250 " + e + "\r\n"))
+				}
+			}
+		case strings.HasPrefix(cmd, "DATA") && !recipient:
+			reply("554 no valid recipients")
+			flush()
 		case strings.HasPrefix(cmd, "DATA"):
 			inData = true
 			reply("354 go ahead")
+			flush()
 		case strings.HasPrefix(cmd, "QUIT"):
 			reply("221 bye")
+			flush()
 			return
 		default:
 			reply("250 ok")
