@@ -49,7 +49,8 @@ func (c *Conn) transmit(sc *smtp.Client, msg *gomail.Msg, kept bool) (delivered 
 	chunking, _ := sc.Extension("CHUNKING")
 	chunking = chunking && crlfOnly(buf.Bytes())
 	if pipelining, _ := sc.Extension("PIPELINING"); pipelining && chunking {
-		return sendPipelined(sc.Text, kept, mailCommand(sc, from), rcpts, buf.Bytes())
+		err = sendChunked(sc.Text, kept, envelope(sc, from, rcpts), buf.Bytes())
+		return err == nil, err
 	}
 	if kept {
 		if err := sc.Noop(); err != nil {
@@ -65,90 +66,79 @@ func (c *Conn) transmit(sc *smtp.Client, msg *gomail.Msg, kept bool) (delivered 
 		}
 	}
 	if chunking {
-		err = sendChunk(sc.Text, buf.Bytes())
+		err = sendChunked(sc.Text, false, nil, buf.Bytes())
 	} else {
 		err = sendData(sc.Text, buf.Bytes())
 	}
 	return err == nil, err
 }
 
-// mailCommand is the MAIL command go-mail's Mail would send: from (its
-// angle brackets included) with the parameters of the relay's extensions.
-func mailCommand(sc *smtp.Client, from string) string {
-	cmd := "MAIL FROM:" + from
-	if ok, _ := sc.Extension("8BITMIME"); ok {
-		cmd += " BODY=8BITMIME"
-	}
-	if ok, _ := sc.Extension("SMTPUTF8"); ok {
-		cmd += " SMTPUTF8"
-	}
-	return cmd
+// command is one line sent to the relay and the answer it must get (as
+// go-mail reads it: 25 for RCPT takes 250 and 251).
+type command struct {
+	line string
+	code int
 }
 
-// sendPipelined writes the check of a kept connection (NOOP), the MAIL
-// command, each RCPT and the message's one BDAT chunk at once, then reads
-// their answers in order. A relay refuses the chunk of a transaction whose
-// MAIL or every RCPT it refused, and the caller drops the connection after
-// any failure, so no answer is left unread on a connection used again.
-func sendPipelined(t *textproto.Conn, kept bool, mail string, rcpts []string, message []byte) (delivered bool, err error) {
-	type command struct {
-		id   uint
-		name string
-		code int // as go-mail expects: 25 for RCPT takes 250 and 251
+// envelope is the MAIL command go-mail's Mail would send (from with its
+// angle brackets, the parameters of the relay's extensions) and a RCPT for
+// each recipient.
+func envelope(sc *smtp.Client, from string, rcpts []string) []command {
+	mail := "MAIL FROM:" + from
+	if ok, _ := sc.Extension("8BITMIME"); ok {
+		mail += " BODY=8BITMIME"
 	}
-	lines := make([]command, 0, len(rcpts)+3)
-	if kept {
-		lines = append(lines, command{name: "NOOP", code: 250})
+	if ok, _ := sc.Extension("SMTPUTF8"); ok {
+		mail += " SMTPUTF8"
 	}
-	lines = append(lines, command{name: mail, code: 250})
+	cmds := []command{{mail, 250}}
 	for _, r := range rcpts {
-		lines = append(lines, command{name: "RCPT TO:" + r, code: 25})
+		cmds = append(cmds, command{"RCPT TO:" + r, 25})
 	}
-	lines = append(lines, command{name: "BDAT " + strconv.Itoa(len(message)) + " LAST", code: 250})
-	for i := range lines {
-		if strings.ContainsAny(lines[i].name, "\r\n") {
-			return false, fmt.Errorf("%q: a command must not contain CR or LF", lines[i].name)
+	return cmds
+}
+
+// sendChunked writes the check of a kept connection (NOOP), the commands
+// before (the envelope when pipelined, none when they went one by one) and
+// the message as its only BDAT chunk at once, then reads their answers in
+// order. A relay refuses the chunk of a transaction whose MAIL or every RCPT
+// it refused, and the caller drops the connection after any failure, so no
+// answer is left unread on a connection used again. A failure of the check
+// is errConnClosed: nothing was sent.
+func sendChunked(t *textproto.Conn, kept bool, before []command, message []byte) error {
+	cmds := make([]command, 0, len(before)+2)
+	if kept {
+		cmds = append(cmds, command{"NOOP", 250})
+	}
+	cmds = append(cmds, before...)
+	cmds = append(cmds, command{"BDAT " + strconv.Itoa(len(message)) + " LAST", 250})
+	ids := make([]uint, len(cmds))
+	var err error
+	for i, c := range cmds {
+		if strings.ContainsAny(c.line, "\r\n") {
+			return fmt.Errorf("%q: a command must not contain CR or LF", c.line)
 		}
-		if lines[i].id, err = t.Cmd("%s", lines[i].name); err != nil {
-			break // the answers say which (a closed connection: the first)
+		if ids[i], err = t.Cmd("%s", c.line); err != nil {
+			break // reported as the first command's failure below
 		}
 	}
 	if err == nil {
+		// The command lines went out (Cmd flushes); the chunk follows.
 		_, _ = t.W.Write(message)
 		err = t.W.Flush()
 	}
-	for i, l := range lines {
+	for i, c := range cmds {
 		if err == nil {
-			t.StartResponse(l.id)
-			_, _, err = t.ReadResponse(l.code)
-			t.EndResponse(l.id)
+			t.StartResponse(ids[i])
+			_, _, err = t.ReadResponse(c.code)
+			t.EndResponse(ids[i])
 		}
 		if err != nil {
 			if i == 0 && kept {
-				return false, fmt.Errorf("%w: %w", errConnClosed, err)
+				return fmt.Errorf("%w: %w", errConnClosed, err)
 			}
-			return false, fmt.Errorf("%s: %w", l.name, err)
+			return fmt.Errorf("%s: %w", c.line, err)
 		}
-	}
-	return true, nil
-}
-
-// sendChunk sends the message as its only BDAT chunk and reads the relay's
-// answer to it.
-func sendChunk(t *textproto.Conn, message []byte) error {
-	id, err := t.Cmd("BDAT %d LAST", len(message))
-	if err != nil {
-		return fmt.Errorf("BDAT: %w", err)
-	}
-	// The command line went out (Cmd flushes); the chunk follows it.
-	_, _ = t.W.Write(message)
-	if err := t.W.Flush(); err != nil {
-		return fmt.Errorf("BDAT: %w", err)
-	}
-	t.StartResponse(id)
-	defer t.EndResponse(id)
-	if _, _, err := t.ReadResponse(250); err != nil {
-		return fmt.Errorf("BDAT: %w", err)
 	}
 	return nil
 }

@@ -61,19 +61,12 @@ func TestCompose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := s.Compose(Message{To: "kunde@example.com", ReplyTo: "kontakt@example.com", Subject: "Ihre Rechnung RE-1",
+	b := composed(t, s, Message{To: "kunde@example.com", ReplyTo: "kontakt@example.com", Subject: "Ihre Rechnung RE-1",
 		Text: "Grüße", Attachments: []Attachment{{Name: "RE-1.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.7")}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if _, err := msg.WriteTo(&b); err != nil {
-		t.Fatal(err)
-	}
 	for _, want := range []string{"Reply-To: <kontakt@example.com>", "To: <kunde@example.com>", "Subject: Ihre Rechnung RE-1",
 		"Content-Type: application/pdf", `filename="RE-1.pdf"`, "charset=UTF-8"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("message lacks %q:\n%s", want, b.String())
+		if !strings.Contains(b, want) {
+			t.Errorf("message lacks %q:\n%s", want, b)
 		}
 	}
 	_, err = s.Compose(Message{To: "not an address", Subject: "x"})
@@ -98,15 +91,8 @@ func TestMessageID(t *testing.T) {
 	}
 	header := func(m Message) string {
 		t.Helper()
-		msg, err := s.Compose(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b bytes.Buffer
-		if _, err := msg.WriteTo(&b); err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(b.String(), "\r\n") {
+		b := composed(t, s, m)
+		for _, line := range strings.Split(b, "\r\n") {
 			if v, ok := strings.CutPrefix(line, "Message-Id: "); ok {
 				return v
 			}
@@ -114,7 +100,7 @@ func TestMessageID(t *testing.T) {
 				return v
 			}
 		}
-		t.Fatalf("no Message-ID:\n%s", b.String())
+		t.Fatalf("no Message-ID:\n%s", b)
 		return ""
 	}
 	m := Message{MessageID: id, To: "kunde@example.com", Subject: "Ihre Rechnung RE-1", Text: "x"}
@@ -133,6 +119,20 @@ func TestMessageID(t *testing.T) {
 	if d := mustSender(t, "smtp://h:25", "r@localhost").NewMessageID(); !strings.HasSuffix(d, "@localhost") {
 		t.Errorf("Message-ID %q of a sender at localhost", d)
 	}
+}
+
+// composed is m as s composes it, the bytes a relay receives.
+func composed(t *testing.T, s *Sender, m Message) string {
+	t.Helper()
+	msg, err := s.Compose(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := msg.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 func mustSender(t *testing.T, url, from string) *Sender {
@@ -268,19 +268,12 @@ func sendOverTheWire(t *testing.T, chunking, pipelining bool) {
 	if err := s.Send(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := s.Compose(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var composed bytes.Buffer
-	if _, err := msg.WriteTo(&composed); err != nil {
-		t.Fatal(err)
-	}
+	want := composed(t, s, m)
 	r.mu.Lock()
 	got, via := r.received, r.via
 	r.mu.Unlock()
-	if want := map[bool]string{false: "DATA", true: "BDAT"}[chunking]; len(via) != 1 || via[0] != want {
-		t.Errorf("the message went as %v, want %s", via, want)
+	if how := map[bool]string{false: "DATA", true: "BDAT"}[chunking]; len(via) != 1 || via[0] != how {
+		t.Errorf("the message went as %v, want %s", via, how)
 	}
 	// The Date header is the second's and the MIME boundary new in each
 	// composition: compare without them.
@@ -299,8 +292,8 @@ func sendOverTheWire(t *testing.T, chunking, pipelining bool) {
 		}
 		return s
 	}
-	if len(got) != 1 || noDate(got[0]) != noDate(composed.String()) {
-		t.Fatalf("the relay received %d messages; the first differs from the composed one (%d and %d bytes)", len(got), len(got[0]), composed.Len())
+	if len(got) != 1 || noDate(got[0]) != noDate(want) {
+		t.Fatalf("the relay received %d messages; the first differs from the composed one (%d and %d bytes)", len(got), len(got[0]), len(want))
 	}
 	if !strings.Contains(got[0], "\r\n.Punkt am Anfang\r\n..zwei\r\n") {
 		t.Errorf("the lines that begin with dots did not arrive as written:\n%s", got[0])
