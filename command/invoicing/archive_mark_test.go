@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/o2i-service/o2i/archive"
-	"github.com/o2i-service/o2i/internal/einvoice"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/testenv"
 )
@@ -135,37 +134,4 @@ func TestThePipelinesUpdatesCanBeHOT(t *testing.T) {
 			t.Errorf("%s: %s fills its pages to %d %%, want at most %d %% (room for the new version)", c.update, c.table, fill, c.maxFill)
 		}
 	}
-}
-
-// TestAnInvoicesXMLIsStoredWithLZ4: an issued invoice's XML and document
-// are compressed with lz4 (migration 00224), not pglz, which cost about
-// 150 µs of PostgreSQL's CPU an invoice under the number range's lock; and
-// the XML reads back whole: it still passes the rules it was issued by.
-func TestAnInvoicesXMLIsStoredWithLZ4(t *testing.T) {
-	t.Parallel()
-	v := newInvoicing(t, true, nil)
-	ctx := context.Background()
-	d := v.issue(v.place(simpleOrder(uniqueNo("LZ"), "")))[0]
-	var xmlMethod, documentMethod *string
-	var xml []byte
-	if err := v.pool.QueryRow(ctx, `SELECT pg_column_compression(xml), pg_column_compression(document), xml FROM invoices WHERE id = $1`,
-		d.ID).Scan(&xmlMethod, &documentMethod, &xml); err != nil {
-		t.Fatal(err)
-	}
-	if xmlMethod == nil || *xmlMethod != "lz4" {
-		t.Errorf("the XML (%d bytes) is stored compressed with %v, want lz4", len(xml), deref(xmlMethod))
-	}
-	if documentMethod != nil && *documentMethod != "lz4" {
-		t.Errorf("the document is stored compressed with %s, want lz4 (or not compressed)", *documentMethod)
-	}
-	if fs := einvoice.CheckXML(xml); !einvoice.Valid(fs) || !strings.Contains(string(xml), "<ram:ID>"+d.Number+"</ram:ID>") {
-		t.Errorf("the stored XML of %s does not read back as issued: %v", d.Number, fs)
-	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return "nothing (not compressed)"
-	}
-	return *s
 }

@@ -112,21 +112,22 @@ func sendChunked(t *textproto.Conn, kept bool, before []command, message []byte)
 	}
 	cmds = append(cmds, before...)
 	cmds = append(cmds, command{"BDAT " + strconv.Itoa(len(message)) + " LAST", 250})
-	ids := make([]uint, len(cmds))
-	var err error
-	for i, c := range cmds {
+	for _, c := range cmds {
 		if strings.ContainsAny(c.line, "\r\n") {
 			return fmt.Errorf("%q: a command must not contain CR or LF", c.line)
 		}
-		if ids[i], err = t.Cmd("%s", c.line); err != nil {
-			break // reported as the first command's failure below
-		}
 	}
-	if err == nil {
-		// The command lines went out (Cmd flushes); the chunk follows.
-		_, _ = t.W.Write(message)
-		err = t.W.Flush()
+	// The lines are buffered, not sent one by one (textproto's Cmd flushes
+	// each): the commands and the chunk leave in one write.
+	ids := make([]uint, len(cmds))
+	for i, c := range cmds {
+		ids[i] = t.Next()
+		t.StartRequest(ids[i])
+		_, _ = t.W.WriteString(c.line + "\r\n")
+		t.EndRequest(ids[i])
 	}
+	_, _ = t.W.Write(message)
+	err := t.W.Flush() // reported as the first command's failure below
 	for i, c := range cmds {
 		if err == nil {
 			t.StartResponse(ids[i])
