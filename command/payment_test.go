@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/o2i-service/o2i/command"
 	"github.com/o2i-service/o2i/command/orders"
@@ -204,4 +206,33 @@ func jsonInto(t *testing.T, body []byte, v any) error {
 		return err
 	}
 	return nil
+}
+
+// TestPaidAtOfAnOrderBeforeItsPayment: an unpaid order with a reference and
+// no payment waiting for it is not paid; once its payment arrives it is,
+// from then on without a transaction.
+func TestPaidAtOfAnOrderBeforeItsPayment(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	withWebhookSecret(t, e)
+	o := order(uniqueNo("LATE"))
+	created := e.postOrder(mustJSON(t, o))
+	if created.status != 201 {
+		t.Fatalf("order: %d %s", created.status, created.body)
+	}
+	id := created.order(t).ID
+	if paid, err := orders.PaidAt(context.Background(), e.pool, e.project, id); err != nil || paid != nil {
+		t.Fatalf("an order without its payment: paid %v, %v", paid, err)
+	}
+	body := stripeEvent("evt_"+uuid.NewString()[:12], "payment_intent.succeeded", o["paymentRef"].(string), 4165)
+	if res, ok := e.deliver(body); !ok || !res.Applied {
+		t.Fatalf("payment of the order: %+v", res)
+	}
+	paid, err := orders.PaidAt(context.Background(), e.pool, e.project, id)
+	if err != nil || paid == nil {
+		t.Fatalf("after its payment: paid %v, %v", paid, err)
+	}
+	if _, err := orders.PaidAt(context.Background(), e.pool, e.project, uuid.NewString()); !errors.Is(err, pgx.ErrNoRows) {
+		t.Errorf("an order that does not exist: %v", err)
+	}
 }

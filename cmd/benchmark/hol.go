@@ -134,7 +134,7 @@ func (b *bench) holDrain(ctx context.Context, backlog, faulty int) (float64, err
 	if err != nil {
 		return 0, err
 	}
-	if err := b.postOrders(ctx, client, bKeys, fmt.Sprintf("HOLB-%d-", stamp), backlog, 16); err != nil {
+	if err := b.postOrders(ctx, client, bKeys, fmt.Sprintf("HOLB-%d-", stamp), backlog, 16, creditOrder); err != nil {
 		return 0, err
 	}
 	if err := b.waitOutbox(ctx, time.Minute); err != nil {

@@ -42,7 +42,25 @@ type invoiceConfig struct {
 	steady   time.Duration // length of the steady load
 	profile  string        // file for a CPU profile of the invoicer during the drain
 	projects int           // projects the backlog is spread over (each has its own invoice number counter)
+	payment  string        // how the backlog's orders are paid: credit (store credit) or card (the provider's webhook)
 }
+
+// The ways the drain's orders are paid (-invoice-payment).
+const (
+	paidByCredit = "credit" // store credit covers the order: due at once, issued without a payment
+	paidByCard   = "card"   // the provider reports the card payment by webhook, matched by paymentRef
+)
+
+// paidBy describes the drain's orders by how they are paid.
+func paidBy(payment string) string {
+	if payment == paidByCard {
+		return "card-paid (each payment reported by the provider's signed webhook before the drain, matched by paymentRef)"
+	}
+	return "credit-covered"
+}
+
+// benchWebhookSecret signs the card drain's payment webhooks.
+const benchWebhookSecret = "whsec_bench"
 
 // invoicerDebugAddr serves the invoicer process's pprof when a profile is asked for.
 var invoicerDebugAddr = localAddr(18082)
@@ -85,8 +103,9 @@ func roundTrips(serviceBefore float64, invoices int) string {
 // invoices measures the path the service exists for, an order becoming an
 // archived invoice:
 //
-//   - drain: cfg.backlog credit-covered digital orders (due at once) are
-//     accepted while no invoicer runs (the service runs api, relay and
+//   - drain: cfg.backlog digital orders, due at once (covered by store
+//     credit, or paid by card: -invoice-payment), are accepted, and the
+//     card payments reported, while no invoicer runs (the service runs api, relay and
 //     projector), then the invoicer role is started in a process of its own
 //     and drains them; archived invoices/s from the first to the last
 //     archived_at. Its ceiling, measured in the same run with the service
@@ -98,6 +117,9 @@ func roundTrips(serviceBefore float64, invoices int) string {
 func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, error) {
 	if cfg.backlog < 2 || cfg.rate < 1 || cfg.steady < time.Second || cfg.projects < 1 {
 		return nil, fmt.Errorf("-invoice-orders must be at least 2, -invoice-rate, -invoice-projects at least 1, -invoice-for at least 1s")
+	}
+	if cfg.payment != paidByCredit && cfg.payment != paidByCard {
+		return nil, fmt.Errorf("-invoice-payment must be %s or %s, got %q", paidByCredit, paidByCard, cfg.payment)
 	}
 	workers := invoicing.DefaultInvoicerWorkers // the invoicer's Workers (O2I_INVOICER_WORKERS unset)
 	b.stopServer()                              // a former stage's service runs an invoicer
@@ -124,7 +146,8 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 		// A live project: its documents go to the locked bucket with
 		// COMPLIANCE retention, as in production.
 		live := false
-		if _, err := project.Apply(ctx, b.pool, id, project.Update{TestMode: &live}); err != nil {
+		if _, err := project.Apply(ctx, b.pool, id, project.Update{TestMode: &live,
+			Settings: func(s *project.Settings) { s.StripeWebhookSecret = benchWebhookSecret }}); err != nil {
 			return nil, err
 		}
 		drainProjects, keys = append(drainProjects, id), append(keys, k...)
@@ -132,10 +155,21 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	prefix := fmt.Sprintf("INV-%d-", time.Now().Unix())
 	start := time.Now()
-	if err := b.postOrders(ctx, client, keys, prefix, cfg.backlog, 16); err != nil {
+	order := creditOrder
+	if cfg.payment == paidByCard {
+		order = cardOrder
+	}
+	if err := b.postOrders(ctx, client, keys, prefix, cfg.backlog, 16, order); err != nil {
 		return nil, err
 	}
 	log.Printf("invoices: %d orders accepted in %s", cfg.backlog, time.Since(start).Round(time.Millisecond))
+	if cfg.payment == paidByCard {
+		start := time.Now()
+		if err := b.postPayments(ctx, client, drainProjects, keys, prefix, cfg.backlog, 8); err != nil {
+			return nil, err
+		}
+		log.Printf("invoices: %d card payments matched in %s", cfg.backlog, time.Since(start).Round(time.Millisecond))
+	}
 	if err := b.waitOutbox(ctx, time.Minute); err != nil {
 		return nil, err
 	}
@@ -329,7 +363,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 		return nil, err
 	}
 	// Warm-up: the invoicer must have joined its consumer group.
-	if err := b.postOrders(ctx, client, keys[:1], prefix+"PROBE-", 1, 1); err != nil {
+	if err := b.postOrders(ctx, client, keys[:1], prefix+"PROBE-", 1, 1, creditOrder); err != nil {
 		return nil, err
 	}
 	if err := b.waitArchived(ctx, steadyProject, 1, 90*time.Second); err != nil {
@@ -378,9 +412,9 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	kb := func(n int) string { return fmt.Sprintf("%.1f KB", float64(n)/1000) }
 	return []result{
 		{
-			What: fmt.Sprintf("invoice pipeline, drain: %d credit-covered digital orders of %s accepted with no invoicer running, then the invoicer role "+
+			What: fmt.Sprintf("invoice pipeline, drain: %d %s digital orders of %s accepted with no invoicer running, then the invoicer role "+
 				"(own process, %d workers) issues them (compute, CII XML, EN 16931 validation), renders their PDF/A-3 and archives them (live project: the locked bucket, COMPLIANCE retention)",
-				cfg.backlog, projects(cfg.projects), workers),
+				cfg.backlog, paidBy(cfg.payment), projects(cfg.projects), workers),
 			Measured: fmt.Sprintf("%.0f archived invoices/s (first to last archived) = %.0f %% of the archive's ceiling, all %d archived %.1f s after the invoicer started; "+
 				"meanwhile the machine was %.0f %% busy; the invoicer's peak RSS %.0f MB; CPU ms per invoice by process: %s; %s%s",
 				rate, 100*rate/puts, cfg.backlog, total.Seconds(), 100*busyShare, float64(invoicerPeak)/(1<<20), perItem(shares, cfg.backlog), requests, shared),
@@ -478,29 +512,88 @@ func (b *bench) postBody(ctx context.Context, c *http.Client, key, orderNo strin
 	return nil
 }
 
-// postOrders sends n credit orders (prefix + index) from conns goroutines.
-func (b *bench) postOrders(ctx context.Context, c *http.Client, keys []string, prefix string, n, conns int) error {
+// cardOrder is a digital order paid by card through the payment provider,
+// with a service period: due once its payment is reported (postPayments),
+// its invoice says it is paid.
+func cardOrder(orderNo string) []byte {
+	return []byte(fmt.Sprintf(`{"orderNo":%q,"paymentRef":%q,"paymentGateway":"stripe","email":"kunde@example.com","currency":"EUR",
+"billingAddress":{"country_code":"DE","name":"Max Muster","street":"Weg 1","postal_code":"10115","city":"Berlin"},
+"items":[{"name":"Beratung je Stunde","quantity":1,"unitNetCents":1000,"taxRate":19,"sku":"BER-STD"}],
+"service_period":{"start_date":"2026-11-01","end_date":"2026-11-30"},"grossTotalCents":1190}`, orderNo, cardPaymentRef(orderNo)))
+}
+
+// cardPaymentRef is the payment intent of a card order.
+func cardPaymentRef(orderNo string) string { return "pi_" + orderNo }
+
+// cardPayment is the provider's payment_intent.succeeded of a card order.
+func cardPayment(orderNo string) []byte {
+	return []byte(fmt.Sprintf(`{"id":"evt_%s","type":"payment_intent.succeeded","data":{"object":{"id":%q,"amount_received":1190,"currency":"eur",
+"latest_charge":{"id":"ch_%s","payment_method_details":{"type":"card","card":{"brand":"visa","funding":"credit","last4":"4242"}}}}}}`,
+		orderNo, cardPaymentRef(orderNo), orderNo))
+}
+
+// postPayments reports the payment of the n card orders (prefix + index,
+// the order i of project i % len(projects), as postOrders spread them) as
+// the provider does, signed, from conns goroutines (below the webhook's
+// limit of requests in flight per client address), and checks each was
+// applied to its order.
+func (b *bench) postPayments(ctx context.Context, c *http.Client, projects, keys []string, prefix string, n, conns int) error {
+	perProject := len(keys) / len(projects) // newProject's keys, in the order of the projects
+	return inParallel(ctx, n, conns, func(ctx context.Context, i int) error {
+		orderNo := fmt.Sprintf("%s%d", prefix, i)
+		body := cardPayment(orderNo)
+		// postOrders sent order i with keys[i % len(keys)]: its project's.
+		projectID := projects[(i%len(keys))/perProject]
+		req, err := http.NewRequestWithContext(ctx, "POST", b.baseURL+"/v1/webhooks/stripe/"+projectID, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Stripe-Signature", testenv.StripeSignature(benchWebhookSecret, body, time.Now()))
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(raw, []byte(`"applied":true`)) {
+			return fmt.Errorf("POST /v1/webhooks/stripe payment of %s: %d %s", orderNo, resp.StatusCode, raw)
+		}
+		return nil
+	})
+}
+
+// postOrders sends n orders (prefix + index; order gives the body of an
+// order number) from conns goroutines, order i with keys[i % len(keys)].
+func (b *bench) postOrders(ctx context.Context, c *http.Client, keys []string, prefix string, n, conns int, order func(string) []byte) error {
+	return inParallel(ctx, n, conns, func(ctx context.Context, i int) error {
+		orderNo := fmt.Sprintf("%s%d", prefix, i)
+		return b.postBody(ctx, c, keys[i%len(keys)], orderNo, order(orderNo))
+	})
+}
+
+// inParallel calls do for 0..n-1 from conns goroutines and returns the
+// first error, after which no further call starts.
+func inParallel(ctx context.Context, n, conns int, do func(ctx context.Context, i int) error) error {
 	var next atomic.Int64
 	var once sync.Once
 	var firstErr error
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	for w := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range conns {
+		wg.Go(func() {
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(n) || ctx.Err() != nil {
 					return
 				}
-				if err := b.postBody(ctx, c, keys[w%len(keys)], fmt.Sprintf("%s%d", prefix, i), creditOrder(fmt.Sprintf("%s%d", prefix, i))); err != nil {
+				if err := do(ctx, int(i)); err != nil {
 					once.Do(func() { firstErr = err; cancel() })
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if firstErr == nil {

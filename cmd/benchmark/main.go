@@ -95,6 +95,7 @@ func main() {
 	flag.IntVar(&inv.rate, "invoice-rate", 50, "orders per second of the steady load (invoices stage)")
 	flag.DurationVar(&inv.steady, "invoice-for", 20*time.Second, "length of the steady load (invoices stage)")
 	flag.IntVar(&inv.projects, "invoice-projects", 1, "projects the invoicer's backlog is spread over (invoices stage)")
+	flag.StringVar(&inv.payment, "invoice-payment", paidByCredit, "how the invoicer's backlog is paid: credit (store credit covers each order) or card (the provider's webhook reports each payment before the drain) (invoices stage)")
 	flag.StringVar(&inv.profile, "invoicer-profile", "", "write a 15 s CPU profile of the invoicer process during the drain to this file")
 	holOrders := flag.Int("hol-orders", 1000, "orders of project B drained alone and behind project A's black-holed provider (hol stage)")
 	holFaulty := flag.Int("hol-faulty", 30, "provider_transfer orders of project A waiting on its black-holed provider (hol stage)")

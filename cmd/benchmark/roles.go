@@ -174,7 +174,7 @@ func (b *bench) roles(ctx context.Context, cfg roleConfig) ([]result, roleFigure
 		return nil, f, err
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
-	if err := b.postOrders(ctx, client, invKeys, fmt.Sprintf("ROLE-%d-", time.Now().Unix()), cfg.invoices, 16); err != nil {
+	if err := b.postOrders(ctx, client, invKeys, fmt.Sprintf("ROLE-%d-", time.Now().Unix()), cfg.invoices, 16, creditOrder); err != nil {
 		return nil, f, err
 	}
 	if err := b.waitOutbox(ctx, 2*time.Minute); err != nil {

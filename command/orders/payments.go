@@ -62,15 +62,31 @@ WHERE id = $1 RETURNING version, updated_at`, o.ID, at, amount).Scan(&o.Version,
 	return o.OrderNo, true, o.EnqueueState(ctx, tx, projectID, event.OrderUpdated)
 }
 
+const paidAtQuery = `SELECT paid_at, payment_ref FROM orders WHERE project_id = $1 AND id = $2`
+
 // PaidAt says when the order's payment arrived (nil: not paid). An unpaid
 // order with a paymentRef takes a payment that arrived before it and waits
 // unmatched; that is how a payment without an order meets its order.
 func PaidAt(ctx context.Context, pool *pgxpool.Pool, projectID, orderID string) (*time.Time, error) {
+	// The invoicer asks for every event of an order paid through the
+	// provider. Mostly the answer needs no transaction: the order is paid
+	// (paid_at is never taken back), it takes no payment by reference, or
+	// no payment waits for its reference (one that arrives from now on finds
+	// the order and pays it). Only a waiting payment is matched, in a
+	// transaction that reads both again.
 	var paid *time.Time
+	var ref *string
+	if err := pool.QueryRow(ctx, paidAtQuery, projectID, orderID).Scan(&paid, &ref); err != nil || paid != nil || ref == nil {
+		return paid, err
+	}
+	var waiting bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM payments
+WHERE project_id = $1 AND payment_ref = $2 AND order_id IS NULL AND event_type = 'payment_intent.succeeded')`, projectID, *ref).Scan(&waiting); err != nil || !waiting {
+		return nil, err
+	}
 	err := store.WithTx(ctx, pool, func(tx pgx.Tx) error {
 		var ref *string
-		if err := tx.QueryRow(ctx, `SELECT paid_at, payment_ref FROM orders WHERE project_id = $1 AND id = $2`, projectID, orderID).
-			Scan(&paid, &ref); err != nil {
+		if err := tx.QueryRow(ctx, paidAtQuery, projectID, orderID).Scan(&paid, &ref); err != nil {
 			return err
 		}
 		if paid != nil || ref == nil {
