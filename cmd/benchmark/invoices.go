@@ -962,19 +962,22 @@ func sleep(ctx context.Context, d time.Duration) {
 // stackCounts are the stack's request counters: the object store's S3
 // requests by API (MinIO's own metrics), PostgreSQL's committed and
 // rolled-back transactions of the service's database, and the WAL the
-// cluster wrote (bytes, and the full-page images among its records).
+// cluster wrote (bytes, and the full-page images among its records) and
+// flushed to disk (calls, and their time: track_wal_io_timing).
 type stackCounts struct {
-	s3                 map[string]float64 // putobject, headobject, getobject, ...
-	commits, rollbacks float64
-	walBytes, walFPI   float64
+	s3                   map[string]float64 // putobject, headobject, getobject, ...
+	commits, rollbacks   float64
+	walBytes, walFPI     float64
+	walSyncs, walSyncsMs float64
 }
 
 // counts reads the stack's counters.
 func (b *bench) counts(ctx context.Context) (stackCounts, error) {
 	c := stackCounts{s3: map[string]float64{}}
-	if err := b.pool.QueryRow(ctx, `SELECT xact_commit::float8, xact_rollback::float8, w.wal_bytes::float8, w.wal_fpi::float8
+	if err := b.pool.QueryRow(ctx, `SELECT xact_commit::float8, xact_rollback::float8, w.wal_bytes::float8, w.wal_fpi::float8,
+			w.wal_sync::float8, w.wal_sync_time
 		FROM pg_stat_database, pg_stat_wal w WHERE datname = current_database()`).
-		Scan(&c.commits, &c.rollbacks, &c.walBytes, &c.walFPI); err != nil {
+		Scan(&c.commits, &c.rollbacks, &c.walBytes, &c.walFPI, &c.walSyncs, &c.walSyncsMs); err != nil {
 		return c, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -1032,9 +1035,17 @@ func (c stackCounts) perInvoice(d stackCounts, n int) string {
 			parts = append(parts, fmt.Sprintf("%s %.2f", api, v/float64(n)))
 		}
 	}
-	return fmt.Sprintf("S3 requests per invoice: %s; PostgreSQL transactions per invoice: %.2f committed, %.2f rolled back; WAL per invoice: %.1f KB (%.2f full-page images)",
+	// The disk's flush time: a number range's invoices are issued one
+	// after another, each waiting for its commit's flush under the range's
+	// lock, so a slow flush slows the drain whatever the cores do.
+	syncs := (d.walSyncs - c.walSyncs) / float64(n)
+	flushes := fmt.Sprintf("WAL flushes per invoice: %.2f", syncs)
+	if ms := d.walSyncsMs - c.walSyncsMs; ms > 0 && d.walSyncs > c.walSyncs {
+		flushes += fmt.Sprintf(", %.2f ms each", ms/(d.walSyncs-c.walSyncs))
+	}
+	return fmt.Sprintf("S3 requests per invoice: %s; PostgreSQL transactions per invoice: %.2f committed, %.2f rolled back; WAL per invoice: %.1f KB (%.2f full-page images); %s",
 		strings.Join(parts, ", "), (d.commits-c.commits)/float64(n), (d.rollbacks-c.rollbacks)/float64(n),
-		(d.walBytes-c.walBytes)/float64(n)/1000, (d.walFPI-c.walFPI)/float64(n))
+		(d.walBytes-c.walBytes)/float64(n)/1000, (d.walFPI-c.walFPI)/float64(n), flushes)
 }
 
 // minioMetricsToken is the bearer token of MinIO's Prometheus metrics for

@@ -148,7 +148,7 @@ func TestRedisConf(t *testing.T) {
 
 func TestPGSettingsKeepDurability(t *testing.T) {
 	s := pgSettings(newConfig("/repo", 0))
-	for _, want := range []string{"port = 25432", "listen_addresses = '127.0.0.1'", "synchronous_commit = on", "max_connections = 200", "shared_buffers = 256MB", "wal_compression = lz4"} {
+	for _, want := range []string{"port = 25432", "listen_addresses = '127.0.0.1'", "synchronous_commit = on", "max_connections = 200", "shared_buffers = 256MB", "wal_compression = lz4", "track_wal_io_timing = on"} {
 		if !strings.Contains(s, want+"\n") {
 			t.Errorf("settings lack %q", want)
 		}

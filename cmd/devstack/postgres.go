@@ -56,6 +56,9 @@ func pgSettings(cfg *config) string {
 		// The bench reads the WAL of its drain back (pg_walinspect) to
 		// split it by relation: keep a drain's WAL past its checkpoints.
 		"wal_keep_size = 1GB",
+		// The bench prints the WAL flushes' mean time (pg_stat_wal): the
+		// number range's invoices each wait for one under its lock.
+		"track_wal_io_timing = on",
 	}
 	return strings.Join(lines, "\n") + "\n"
 }
