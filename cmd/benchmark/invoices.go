@@ -137,7 +137,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	// Statement statistics of the backlog's acceptance (API, relay,
 	// projector) and, apart, of the drain.
 	stats := resetStatements(ctx, b.pool)
-	var drainProjects, keys []string
+	var drainProjects, keys, keyProjects []string // keyProjects[i]: the project of keys[i]
 	for range cfg.projects {
 		id, k, err := b.newProject(ctx, "bench invoices drain "+time.Now().Format(time.RFC3339), max(1, 16/cfg.projects))
 		if err != nil {
@@ -151,6 +151,9 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 			return nil, err
 		}
 		drainProjects, keys = append(drainProjects, id), append(keys, k...)
+		for range k {
+			keyProjects = append(keyProjects, id)
+		}
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	prefix := fmt.Sprintf("INV-%d-", time.Now().Unix())
@@ -165,7 +168,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	log.Printf("invoices: %d orders accepted in %s", cfg.backlog, time.Since(start).Round(time.Millisecond))
 	if cfg.payment == paidByCard {
 		start := time.Now()
-		if err := b.postPayments(ctx, client, drainProjects, keys, prefix, cfg.backlog, 8); err != nil {
+		if err := b.postPayments(ctx, client, keyProjects, prefix, cfg.backlog, 8); err != nil {
 			return nil, err
 		}
 		log.Printf("invoices: %d card payments matched in %s", cfg.backlog, time.Since(start).Round(time.Millisecond))
@@ -493,23 +496,33 @@ func creditOrder(orderNo string) []byte {
 // postBody sends one order (its number is also its Idempotency-Key) and
 // returns when it is accepted; every stage that writes orders uses it.
 func (b *bench) postBody(ctx context.Context, c *http.Client, key, orderNo string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", b.baseURL+"/v1/orders", bytes.NewReader(body))
-	if err != nil {
-		return err
+	if _, err := b.post(ctx, c, "/v1/orders", body, http.StatusCreated, "Authorization", "Bearer "+key, "Idempotency-Key", orderNo); err != nil {
+		return fmt.Errorf("order %s: %w", orderNo, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+key)
+	return nil
+}
+
+// post sends a JSON body to path with the header pairs and returns the
+// answer's body, an error unless its status is want.
+func (b *bench) post(ctx context.Context, c *http.Client, path string, body []byte, want int, header ...string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", b.baseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", orderNo)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("POST /v1/orders %s: %d %s", orderNo, resp.StatusCode, raw)
+	if resp.StatusCode != want {
+		return raw, fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, raw)
 	}
-	return nil
+	return raw, nil
 }
 
 // cardOrder is a digital order paid by card through the payment provider,
@@ -532,34 +545,21 @@ func cardPayment(orderNo string) []byte {
 		orderNo, cardPaymentRef(orderNo), orderNo))
 }
 
-// postPayments reports the payment of the n card orders (prefix + index,
-// the order i of project i % len(projects), as postOrders spread them) as
-// the provider does, signed, from conns goroutines (below the webhook's
-// limit of requests in flight per client address), and checks each was
-// applied to its order.
-func (b *bench) postPayments(ctx context.Context, c *http.Client, projects, keys []string, prefix string, n, conns int) error {
-	perProject := len(keys) / len(projects) // newProject's keys, in the order of the projects
+// postPayments reports the payment of the n card orders (prefix + index;
+// order i was sent with keys[i % len(keys)], whose project is
+// keyProjects[i % len(keys)]) as the provider does, signed, from conns
+// goroutines (below the webhook's limit of requests in flight per client
+// address), and checks each was applied to its order.
+func (b *bench) postPayments(ctx context.Context, c *http.Client, keyProjects []string, prefix string, n, conns int) error {
 	return inParallel(ctx, n, conns, func(ctx context.Context, i int) error {
 		orderNo := fmt.Sprintf("%s%d", prefix, i)
 		body := cardPayment(orderNo)
-		// postOrders sent order i with keys[i % len(keys)]: its project's.
-		projectID := projects[(i%len(keys))/perProject]
-		req, err := http.NewRequestWithContext(ctx, "POST", b.baseURL+"/v1/webhooks/stripe/"+projectID, bytes.NewReader(body))
-		if err != nil {
-			return err
+		raw, err := b.post(ctx, c, "/v1/webhooks/stripe/"+keyProjects[i%len(keyProjects)], body, http.StatusOK,
+			"Stripe-Signature", testenv.StripeSignature(benchWebhookSecret, body, time.Now()))
+		if err == nil && !bytes.Contains(raw, []byte(`"applied":true`)) {
+			err = fmt.Errorf("the payment of %s was not applied: %s", orderNo, raw)
 		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Stripe-Signature", testenv.StripeSignature(benchWebhookSecret, body, time.Now()))
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !bytes.Contains(raw, []byte(`"applied":true`)) {
-			return fmt.Errorf("POST /v1/webhooks/stripe payment of %s: %d %s", orderNo, resp.StatusCode, raw)
-		}
-		return nil
+		return err
 	})
 }
 
@@ -975,7 +975,7 @@ type stackCounts struct {
 func (b *bench) counts(ctx context.Context) (stackCounts, error) {
 	c := stackCounts{s3: map[string]float64{}}
 	if err := b.pool.QueryRow(ctx, `SELECT xact_commit::float8, xact_rollback::float8, w.wal_bytes::float8, w.wal_fpi::float8,
-			w.wal_sync::float8, w.wal_sync_time
+			coalesce((to_jsonb(w)->>'wal_sync')::float8, 0), coalesce((to_jsonb(w)->>'wal_sync_time')::float8, 0)
 		FROM pg_stat_database, pg_stat_wal w WHERE datname = current_database()`).
 		Scan(&c.commits, &c.rollbacks, &c.walBytes, &c.walFPI, &c.walSyncs, &c.walSyncsMs); err != nil {
 		return c, err
@@ -1038,10 +1038,13 @@ func (c stackCounts) perInvoice(d stackCounts, n int) string {
 	// The disk's flush time: a number range's invoices are issued one
 	// after another, each waiting for its commit's flush under the range's
 	// lock, so a slow flush slows the drain whatever the cores do.
-	syncs := (d.walSyncs - c.walSyncs) / float64(n)
-	flushes := fmt.Sprintf("WAL flushes per invoice: %.2f", syncs)
-	if ms := d.walSyncsMs - c.walSyncsMs; ms > 0 && d.walSyncs > c.walSyncs {
-		flushes += fmt.Sprintf(", %.2f ms each", ms/(d.walSyncs-c.walSyncs))
+	// A server whose pg_stat_wal does not count flushes reports none.
+	flushes := "WAL flushes: not counted by this server"
+	if syncs := d.walSyncs - c.walSyncs; syncs > 0 {
+		flushes = fmt.Sprintf("WAL flushes per invoice: %.2f", syncs/float64(n))
+		if ms := d.walSyncsMs - c.walSyncsMs; ms > 0 {
+			flushes += fmt.Sprintf(", %.2f ms each", ms/syncs)
+		}
 	}
 	return fmt.Sprintf("S3 requests per invoice: %s; PostgreSQL transactions per invoice: %.2f committed, %.2f rolled back; WAL per invoice: %.1f KB (%.2f full-page images); %s",
 		strings.Join(parts, ", "), (d.commits-c.commits)/float64(n), (d.rollbacks-c.rollbacks)/float64(n),

@@ -64,6 +64,11 @@ WHERE id = $1 RETURNING version, updated_at`, o.ID, at, amount).Scan(&o.Version,
 
 const paidAtQuery = `SELECT paid_at, payment_ref FROM orders WHERE project_id = $1 AND id = $2`
 
+// waitingPayments are the succeeded payments of project $1's reference $2
+// that no order took yet (they arrived before it).
+const waitingPayments = `FROM payments
+WHERE project_id = $1 AND payment_ref = $2 AND order_id IS NULL AND event_type = 'payment_intent.succeeded'`
+
 // PaidAt says when the order's payment arrived (nil: not paid). An unpaid
 // order with a paymentRef takes a payment that arrived before it and waits
 // unmatched; that is how a payment without an order meets its order.
@@ -80,8 +85,7 @@ func PaidAt(ctx context.Context, pool *pgxpool.Pool, projectID, orderID string) 
 		return paid, err
 	}
 	var waiting bool
-	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM payments
-WHERE project_id = $1 AND payment_ref = $2 AND order_id IS NULL AND event_type = 'payment_intent.succeeded')`, projectID, *ref).Scan(&waiting); err != nil || !waiting {
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 `+waitingPayments+`)`, projectID, *ref).Scan(&waiting); err != nil || !waiting {
 		return nil, err
 	}
 	err := store.WithTx(ctx, pool, func(tx pgx.Tx) error {
@@ -95,8 +99,7 @@ WHERE project_id = $1 AND payment_ref = $2 AND order_id IS NULL AND event_type =
 		var paymentID string
 		var amount int64
 		var at time.Time
-		err := tx.QueryRow(ctx, `SELECT id::text, amount_cents, received_at FROM payments
-WHERE project_id = $1 AND payment_ref = $2 AND order_id IS NULL AND event_type = 'payment_intent.succeeded'
+		err := tx.QueryRow(ctx, `SELECT id::text, amount_cents, received_at `+waitingPayments+`
 ORDER BY received_at LIMIT 1 FOR UPDATE SKIP LOCKED`, projectID, *ref).Scan(&paymentID, &amount, &at)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
