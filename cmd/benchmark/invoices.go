@@ -69,8 +69,8 @@ var invoicerDebugAddr = localAddr(18082)
 var invoicerMetricsAddr = localAddr(18087)
 
 // groupCommits says how many statements the invoicer's group commits
-// (store.Group) sent per pipeline: the archived marks and the sent
-// e-mails' records.
+// (store.Group) sent per pipeline (the archived marks and the sent
+// e-mails' records) and how many orders its issue groups took together.
 func groupCommits(addr string) string {
 	var parts []string
 	for _, g := range []struct{ name, what string }{{"archived_mark", "archived marks"}, {"mail_sent", "sent records"}} {
@@ -80,7 +80,19 @@ func groupCommits(addr string) string {
 		}
 		parts = append(parts, fmt.Sprintf("%s %.1f per pipeline (%.0f pipelines)", g.what, sum/max(count, 1), count))
 	}
-	return "statements per group-commit pipeline: " + strings.Join(parts, ", ")
+	out := "statements per group-commit pipeline: " + strings.Join(parts, ", ")
+	// The issuing transactions of several orders of one project (the
+	// invoicer's issue groups); the other orders went alone.
+	sum, count, err := sumCountAt(addr, "o2i_invoicer_issue_group_orders", "")
+	if err != nil {
+		return out + "; issue groups: " + err.Error()
+	}
+	fallbacks, err := metricSum(addr, "o2i_invoicer_issue_group_fallbacks_total")
+	if err != nil {
+		return out + "; issue groups: " + err.Error()
+	}
+	return out + fmt.Sprintf("; orders issued in groups of several: %.0f in %.0f transactions (%.1f per transaction, %.0f fell back to one by one)",
+		sum, count, sum/max(count, 1), fallbacks)
 }
 
 // roundTrips says how many round trips to PostgreSQL (store.RoundTrips)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/o2i-service/o2i/archive"
 	"github.com/o2i-service/o2i/command/orders"
@@ -123,3 +124,7 @@ func (s *Service) SaveOrderAt(ctx context.Context, projectID, orderID string, ve
 		return &b, queueSaveOrder(ctx, &b, projectID, &o, content, o.Status, time.Now(), nil)
 	})
 }
+
+// IssueGroupFallbacks is how many issuing transactions of several orders
+// failed, each of their orders then issued alone.
+func (s *Service) IssueGroupFallbacks() float64 { return testutil.ToFloat64(s.issues.fallbacks) }

@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
@@ -71,6 +75,9 @@ func (e *HeldError) Error() string { return "order held as task " + e.Kind + ": 
 // invoiced, and invoice.created and order.updated go to the outbox.
 // Calling it for an order already invoiced returns its documents. An order
 // that cannot be invoiced yet returns a *HeldError after recording the task.
+//
+// Orders of one project that come to be issued while one of its issuing
+// transactions runs are issued together in the next (issue_groups.go).
 func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, d IssueDates) (out []Issued, err error) {
 	defer apperr.Wrap(&err, "issue invoices of order %s", orderID)
 	ctx, span := tracing.Start(ctx, "issue invoices", trace.SpanKindInternal, tracing.ProjectID.String(projectID))
@@ -78,106 +85,219 @@ func (s *Service) IssueInvoices(ctx context.Context, projectID, orderID string, 
 	if d.PaymentDate.IsZero() {
 		d.PaymentDate = d.IssueDate
 	}
-	// The order's lock and the project go out with the BEGIN; what the
-	// documents and the order's new state write goes out with the COMMIT
-	// (issueLockedTx's batch), so the number range's row lock, taken
-	// between them, is released in that round trip.
-	var held *HeldError
-	var o orders.Locked
-	var p project.Project
-	first := store.TxBatch()
-	orders.QueueLock(first, projectID, "id", orderID, &o)
-	if err := project.Queue(first, projectID, &p); err != nil {
-		return nil, err
-	}
-	locked := false
-	err = store.WithTxBatch(ctx, s.pool, first, func(tx pgx.Tx) (*pgx.Batch, error) {
-		locked = true
-		var last *pgx.Batch
-		var err error
-		out, held, last, err = s.issueLockedTx(ctx, tx, projectID, &o, p, d)
-		return last, err
-	})
-	if !locked && errors.Is(err, pgx.ErrNoRows) {
-		return nil, apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
-	}
-	orderNo := o.OrderNo
-	var invalid *invalidDocument
-	if errors.As(err, &invalid) {
-		// Rolled back: no number taken. The order waits as a task.
-		h := &HeldError{Kind: orders.TaskValidationFailed, Details: invalid.Error()}
-		err = store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-			o, err := orders.Lock(ctx, tx, projectID, "id", orderID)
-			if err != nil {
-				return err
-			}
-			h.TaskID, err = orders.HoldTx(ctx, tx, projectID, &o, h.Kind, orderNo, map[string]any{
-				"orderNo": orderNo, "document": invalid.kind, "rules": invalid.rules, "findings": invalid.findings,
-			})
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		return nil, h
-	}
-	if err == nil && held != nil {
-		return nil, held
-	}
-	return out, err
+	return s.issueGrouped(ctx, projectID, orderID, d)
 }
 
-// issueLockedTx issues the documents of the order o of project p, locked
-// in tx. It returns the batch of the transaction's last writes, for the
-// caller to send with the COMMIT (nil: nothing left to write).
-func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string, o *orders.Locked, p project.Project, d IssueDates) ([]Issued, *HeldError, *pgx.Batch, error) {
-	orderID := o.ID
-	var content event.OrderContent
-	if err := json.Unmarshal(o.Content, &content); err != nil {
-		return nil, nil, nil, fmt.Errorf("order content: %w", err)
+// issueAlone is IssueInvoices in a transaction of its own.
+func (s *Service) issueAlone(ctx context.Context, projectID, orderID string, d IssueDates) ([]Issued, error) {
+	m := &groupMember{orderID: orderID, dates: d}
+	err := s.issueTx(ctx, projectID, []*groupMember{m})
+	if !m.locked && errors.Is(err, pgx.ErrNoRows) {
+		return nil, apperr.New(apperr.NotFound, "order_not_found", "no order %s", orderID)
 	}
+	var invalid *invalidDocument
+	if errors.As(err, &invalid) {
+		return nil, s.holdInvalid(ctx, projectID, orderID, m.o.OrderNo, invalid)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if m.held != nil {
+		return nil, m.held
+	}
+	return m.out, nil
+}
+
+// holdInvalid holds the order whose document broke a rule (its issuing
+// transaction rolled back: no number taken) as its task, and returns the
+// hold.
+func (s *Service) holdInvalid(ctx context.Context, projectID, orderID, orderNo string, invalid *invalidDocument) error {
+	h := &HeldError{Kind: orders.TaskValidationFailed, Details: invalid.Error()}
+	err := store.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		o, err := orders.Lock(ctx, tx, projectID, "id", orderID)
+		if err != nil {
+			return err
+		}
+		h.TaskID, err = orders.HoldTx(ctx, tx, projectID, &o, h.Kind, orderNo, map[string]any{
+			"orderNo": orderNo, "document": invalid.kind, "rules": invalid.rules, "findings": invalid.findings,
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return h
+}
+
+// groupMember is one order of an issuing transaction and what became of it.
+type groupMember struct {
+	orderID string
+	dates   IssueDates
+
+	o      orders.Locked
+	locked bool // the transaction read the order, locked
+	alone  bool // left for a transaction of its own (a correction, or the same order twice)
+	out    []Issued
+	held   *HeldError
+}
+
+// issueTx issues the orders of members in one transaction, in four steps:
+//
+//  1. The BEGIN goes out with every order's lock (in the orders' ids'
+//     order, so that two transactions never wait for each other's orders)
+//     and the project.
+//  2. Each order is decided and computed as far as it can be without its
+//     numbers (planIssueTx): the reads happen before any range is locked.
+//  3. The numbers of all due documents are taken, one statement per range
+//     (numberPlansTx); from here the range's row lock is held to the commit.
+//  4. The documents are rendered and checked, on several cores at once
+//     (checkPlans), and every write goes with the COMMIT (recordPlanTx).
+//
+// Any error rolls back all of it: no number is taken. A member left alone
+// is not touched; the caller issues it on its own.
+func (s *Service) issueTx(ctx context.Context, projectID string, members []*groupMember) error {
+	slices.SortStableFunc(members, func(a, b *groupMember) int { return strings.Compare(a.orderID, b.orderID) })
+	var p project.Project
+	first := store.TxBatch()
+	if len(members) > 1 {
+		// An order that another transaction keeps locked fails the group
+		// soon instead of holding the others: they are issued alone then.
+		first.Queue(`SET LOCAL lock_timeout = '` + groupLockTimeout + `'`)
+	}
+	for i, m := range members {
+		if i > 0 && m.orderID == members[i-1].orderID {
+			m.alone = true // after the group: it finds the order invoiced
+			continue
+		}
+		orders.QueueLock(first, projectID, "id", m.orderID, &m.o)
+	}
+	if err := project.Queue(first, projectID, &p); err != nil {
+		return err
+	}
+	if len(members) > 1 {
+		first.Queue(`SET LOCAL lock_timeout TO DEFAULT`)
+	}
+	return store.WithTxBatch(ctx, s.pool, first, func(tx pgx.Tx) (*pgx.Batch, error) {
+		var write pgx.Batch
+		plans := make([]*issuePlan, 0, len(members))
+		var due []*issuePlan
+		for _, m := range members {
+			if m.alone {
+				continue
+			}
+			m.locked = true
+			if len(members) > 1 && m.o.CorrectionPending {
+				m.alone = true // its cancellations take numbers of their own
+				continue
+			}
+			pl, err := s.planIssueTx(ctx, tx, projectID, &m.o, p, m.dates, &write)
+			if err != nil {
+				return nil, err
+			}
+			plans = append(plans, pl)
+			if pl.prepared != nil {
+				due = append(due, pl)
+			}
+		}
+		if len(due) > 0 {
+			if err := numberPlansTx(ctx, tx, projectID, due); err != nil {
+				return nil, err
+			}
+			if err := checkPlans(due); err != nil {
+				return nil, err
+			}
+			for _, pl := range due {
+				if err := recordPlanTx(ctx, tx, projectID, pl, &write); err != nil {
+					return nil, err
+				}
+			}
+		}
+		i := 0
+		for _, m := range members {
+			if !m.alone {
+				m.out, m.held = plans[i].out, plans[i].held
+				i++
+			}
+		}
+		return &write, nil
+	})
+}
+
+// issuePlan is an order of an issuing transaction: what it came to before
+// the numbers are taken, and its documents after.
+type issuePlan struct {
+	o       *orders.Locked
+	content event.OrderContent
+	now     time.Time
+	out     []Issued      // its documents: cancelled first, recorded before, or issued
+	evs     []event.Event // what its cancellations enqueue, with its save
+	held    *HeldError
+
+	// Set when its documents are due: computed up to their numbers.
+	p        project.Project
+	seller   billing.Seller
+	d        IssueDates
+	order    billing.Order
+	pattern  billing.NumberPattern
+	prepared *billing.Prepared
+	paid     billing.ReceivedPayment
+	isPaid   bool
+
+	// Set by numberPlansTx and checkPlans.
+	rangeKey string
+	first    int64
+	numbers  []string
+	docs     []billing.Invoice
+	checked  []checkedDocument
+}
+
+// planIssueTx decides what the order o of project p, locked in tx, comes
+// to: its documents recorded before (invoiced), its cancellation, a hold
+// (recorded in tx), or documents due (the plan's prepared). Writes that
+// need no numbers are queued to write, sent with the COMMIT.
+func (s *Service) planIssueTx(ctx context.Context, tx pgx.Tx, projectID string, o *orders.Locked, p project.Project, d IssueDates, write *pgx.Batch) (*issuePlan, error) {
+	pl := &issuePlan{o: o, now: time.Now().UTC(), p: p, d: d}
+	if err := json.Unmarshal(o.Content, &pl.content); err != nil {
+		return nil, fmt.Errorf("order content: %w", err)
+	}
+	content := &pl.content
 	var err error
-	seller := p.Seller()
-	seller.TestMode = o.TestMode // the order's mode, fixed when it was received; not the project's now
-	now := time.Now().UTC()
+	pl.seller = p.Seller()
+	pl.seller.TestMode = o.TestMode // the order's mode, fixed when it was received; not the project's now
+	seller := pl.seller
 
 	// Documents that no longer match the order are cancelled first.
-	var out []Issued
-	var evs []event.Event
 	if o.CorrectionPending {
-		if out, evs, err = s.cancelDocumentsTx(ctx, tx, projectID, o, content.PaymentRef, seller, d.IssueDate, now); err != nil {
-			return nil, nil, nil, err
+		if pl.out, pl.evs, err = s.cancelDocumentsTx(ctx, tx, projectID, o, content.PaymentRef, seller, d.IssueDate, pl.now); err != nil {
+			return nil, err
 		}
 	}
 	switch o.Status {
 	case "invoiced":
-		issued, err := issuedOf(ctx, tx, orderID)
-		return issued, nil, nil, err
+		pl.out, err = issuedOf(ctx, tx, o.ID)
+		return pl, err
 	case "cancelled":
-		var b pgx.Batch
 		if orders.MayBeHeld(o.Holds) {
-			orders.QueueReleaseHeld(&b, o.ID)
+			orders.QueueReleaseHeld(write, o.ID)
 		}
-		if err := queueSaveOrder(ctx, &b, projectID, o, content, o.Status, now, evs); err != nil {
-			return nil, nil, nil, err
-		}
-		return out, nil, &b, nil
+		return pl, queueSaveOrder(ctx, write, projectID, o, *content, o.Status, pl.now, pl.evs)
 	}
 	// hold holds the order by the task of h.Kind about subject: its own
 	// number (a cause of the order, details naming it) or a shared subject
 	// (a cause of the project or a product: one task for all its orders).
-	hold := func(h *HeldError, subject string, details map[string]any) ([]Issued, *HeldError, *pgx.Batch, error) {
+	hold := func(h *HeldError, subject string, details map[string]any) (*issuePlan, error) {
 		if details == nil {
 			details = map[string]any{"orderNo": o.OrderNo, "details": h.Details}
 		}
-		if len(evs) > 0 {
-			if err := saveOrderTx(ctx, tx, projectID, o, content, o.Status, now, evs); err != nil {
-				return nil, nil, nil, err
+		if len(pl.evs) > 0 {
+			if err := saveOrderTx(ctx, tx, projectID, o, *content, o.Status, pl.now, pl.evs); err != nil {
+				return nil, err
 			}
 		}
 		var err error
 		h.TaskID, err = orders.HoldTx(ctx, tx, projectID, o, h.Kind, subject, details)
-		return nil, h, nil, err
+		pl.out, pl.held = nil, h
+		return pl, err
 	}
 
 	// The project's own settings first, before anything is computed: a
@@ -187,19 +307,19 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		return hold(h, project.SharedSubject, map[string]any{"cause": kind, "missing": missing, "details": h.Details})
 	}
 
-	defaults, unrecognised, err := productSettings(ctx, tx, content)
+	defaults, unrecognised, err := productSettings(ctx, tx, *content)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	order := orders.BillingOrder(content, defaults)
-	if orders.ProviderTransfer(content) {
+	order := orders.BillingOrder(*content, defaults)
+	if orders.ProviderTransfer(*content) {
 		// The invoice asks for payment to the provider's virtual IBAN with
 		// its reference; the invoicer created the payment order before.
-		if order.Transfer, err = transferOfTx(ctx, tx, orderID); err != nil {
-			return nil, nil, nil, err
+		if order.Transfer, err = transferOfTx(ctx, tx, o.ID); err != nil {
+			return nil, err
 		}
 		if order.Transfer == nil {
-			return nil, nil, nil, fmt.Errorf("order %s has no bank-transfer order at the payment provider yet", o.OrderNo)
+			return nil, fmt.Errorf("order %s has no bank-transfer order at the payment provider yet", o.OrderNo)
 		}
 	}
 
@@ -224,76 +344,142 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 		return hold(&HeldError{Kind: orders.HoldNotInvoiceable, Details: err.Error()}, o.OrderNo, nil)
 	}
 
-	pattern, err := billing.PatternFor(seller)
-	if err != nil {
-		return nil, nil, nil, err
+	if pl.pattern, err = billing.PatternFor(seller); err != nil {
+		return nil, err
 	}
 	// What the buyer paid before issue: the invoice says so (BT-113) instead
 	// of asking again. A correction carries the payment of the invoice it
 	// replaces over. Both are read before the numbers are taken (the order
-	// is locked already): the range's row lock is held from takeNumbers to
-	// the commit, so nothing that does not need the numbers runs after it.
-	paid, isPaid, err := appliedPaymentTx(ctx, tx, o, content.PaymentGateway)
-	if err != nil {
-		return nil, nil, nil, err
+	// is locked already): the range's row lock is held from numberPlansTx
+	// to the commit, so nothing that does not need the numbers runs after it.
+	if pl.paid, pl.isPaid, err = appliedPaymentTx(ctx, tx, o, content.PaymentGateway); err != nil {
+		return nil, err
 	}
-	if isPaid {
-		order.Payments = []billing.ReceivedPayment{paid}
+	if pl.isPaid {
+		order.Payments = []billing.ReceivedPayment{pl.paid}
 		// An order invoiced again after its invoice was cancelled is a
 		// correction: the new invoice names where the payment comes from.
 		// A first invoice (never invoiced before) skips the look-up.
 		if o.InvoicedAt != nil {
 			if order.CarriedFrom, err = lastCancelledInvoiceTx(ctx, tx, o.ID); err != nil {
-				return nil, nil, nil, err
+				return nil, err
 			}
 		}
 	}
 	// The documents' lines, taxes and totals need no number: computed
 	// before the numbers are taken. What needs them (the number itself, the
-	// CII XML and its validation) follows takeNumbers.
-	prepared, err := billing.Prepare(order, seller)
-	if err != nil {
-		return nil, nil, nil, err
+	// CII XML and its validation) follows numberPlansTx.
+	if pl.prepared, err = billing.Prepare(order, seller); err != nil {
+		return nil, err
 	}
-	year := d.IssueDate.Year()
-	rangeKey, first, numbers, err := takeNumbers(ctx, tx, projectID, pattern, year, prepared.Documents())
-	if err != nil {
-		return nil, nil, nil, err
+	pl.order = order
+	return pl, nil
+}
+
+// numberPlansTx takes the numbers of the due plans' documents, one
+// statement per number range, in the ranges' order (two transactions lock
+// the rows of the ranges they share in one order); each plan's numbers are
+// consecutive. It completes each plan's documents with their numbers.
+func numberPlansTx(ctx context.Context, tx pgx.Tx, projectID string, plans []*issuePlan) error {
+	byRange := map[string][]*issuePlan{}
+	for _, pl := range plans {
+		pl.rangeKey = pl.pattern.RangeKey(pl.d.IssueDate.Year())
+		byRange[pl.rangeKey] = append(byRange[pl.rangeKey], pl)
 	}
-	supply := d.IssueDate
-	if o.SuppliedAt != nil {
-		supply = *o.SuppliedAt
-	}
-	docs, err := prepared.Number(billing.Context{IssueDate: d.IssueDate, SupplyDate: supply, PaymentDate: d.PaymentDate, Numbers: numbers})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	// What the documents, the release of the order's holds and its new
-	// status write goes in one round trip at the end (write).
-	var write pgx.Batch
-	for i, inv := range docs {
-		doc, ev, err := queueDocument(&write, projectID, o.ID, o.OrderNo, content.PaymentRef, inv, rangeKey, first+int64(i), "", now)
-		if err != nil {
-			return nil, nil, nil, err
+	for _, key := range slices.Sorted(maps.Keys(byRange)) {
+		n := 0
+		for _, pl := range byRange[key] {
+			n += pl.prepared.Documents()
 		}
-		evs = append(evs, ev)
-		out = append(out, doc)
+		first, err := reserveNumbers(ctx, tx, projectID, key, n)
+		if err != nil {
+			return err
+		}
+		for _, pl := range byRange[key] {
+			pl.first = first
+			if pl.numbers, err = formatNumbers(pl.pattern, pl.d.IssueDate.Year(), first, pl.prepared.Documents()); err != nil {
+				return err
+			}
+			first += int64(len(pl.numbers))
+			supply := pl.d.IssueDate
+			if pl.o.SuppliedAt != nil {
+				supply = *pl.o.SuppliedAt
+			}
+			if pl.docs, err = pl.prepared.Number(billing.Context{IssueDate: pl.d.IssueDate, SupplyDate: supply,
+				PaymentDate: pl.d.PaymentDate, Numbers: pl.numbers}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkPlans renders and checks every document of plans (checkDocument),
+// on up to GOMAXPROCS goroutines: the range's lock waits for it. It returns
+// the first error in the plans' order.
+func checkPlans(plans []*issuePlan) error {
+	type job struct {
+		pl *issuePlan
+		i  int
+	}
+	var jobs []job
+	for _, pl := range plans {
+		pl.checked = make([]checkedDocument, len(pl.docs))
+		for i := range pl.docs {
+			jobs = append(jobs, job{pl, i})
+		}
+	}
+	errs := make([]error, len(jobs))
+	check := func(k int) {
+		j := jobs[k]
+		j.pl.checked[j.i], errs[k] = checkDocument(j.pl.docs[j.i])
+	}
+	if len(jobs) == 1 {
+		check(0)
+	} else {
+		var g errgroup.Group
+		g.SetLimit(runtime.GOMAXPROCS(0))
+		for k := range jobs {
+			g.Go(func() error { check(k); return nil })
+		}
+		_ = g.Wait()
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordPlanTx records the numbered and checked documents of pl, opens the
+// review tasks they need and saves the order as invoiced; what it writes
+// goes to write, sent with the COMMIT.
+func recordPlanTx(ctx context.Context, tx pgx.Tx, projectID string, pl *issuePlan, write *pgx.Batch) error {
+	o, order, docs, now := pl.o, pl.order, pl.docs, pl.now
+	for i, inv := range docs {
+		doc, ev, err := queueChecked(write, projectID, o.ID, o.OrderNo, pl.content.PaymentRef, inv, pl.checked[i], pl.rangeKey, pl.first+int64(i), "", now)
+		if err != nil {
+			return err
+		}
+		pl.evs = append(pl.evs, ev)
+		pl.out = append(pl.out, doc)
 	}
 
 	// A provider payment that is not the amount payable is issued anyway
 	// (the invoice shows the sale and what was received: the rest as due,
 	// a surplus never as a negative amount due) and goes to clarification.
-	if isPaid {
+	if pl.isPaid {
 		var due, applied int64
 		for _, inv := range docs {
 			due += int64(inv.Totals.DueCents)
 			applied += int64(inv.Totals.PaidCents)
 		}
-		if due != 0 || applied != int64(paid.Cents) {
+		if due != 0 || applied != int64(pl.paid.Cents) {
 			if err := orders.OpenTask(ctx, tx, projectID, orders.TaskPaymentAmountMismatch, o.OrderNo, map[string]any{
-				"orderNo": o.OrderNo, "paidCents": int64(paid.Cents), "dueCents": due, "surplusCents": int64(paid.Cents) - applied,
+				"orderNo": o.OrderNo, "paidCents": int64(pl.paid.Cents), "dueCents": due, "surplusCents": int64(pl.paid.Cents) - applied,
 			}); err != nil {
-				return nil, nil, nil, err
+				return err
 			}
 		}
 	}
@@ -301,12 +487,12 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	// accounting: the invoice is issued, and the accountant is told (spec:
 	// service_period rule 4; the financial year is the calendar year, its
 	// method the one in force in the invoice's year).
-	if sp := order.ServicePeriod; sp != nil && p.AccountingIn(d.IssueDate.Year()) == project.Accrual && sp.Start.Year() < d.IssueDate.Year() {
+	if sp := order.ServicePeriod; sp != nil && pl.p.AccountingIn(pl.d.IssueDate.Year()) == project.Accrual && sp.Start.Year() < pl.d.IssueDate.Year() {
 		if err := orders.OpenTask(ctx, tx, projectID, TaskPriorYearRevenue, o.OrderNo, map[string]any{
-			"orderNo": o.OrderNo, "numbers": numbers, "servicePeriodStart": sp.Start.Format(time.DateOnly),
+			"orderNo": o.OrderNo, "numbers": pl.numbers, "servicePeriodStart": sp.Start.Format(time.DateOnly),
 			"financialYear": sp.Start.Year(), "details": "assign the revenue to the prior financial year",
 		}); err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 	}
 	// A VAT ID that decides the treatment of a supply abroad and needs a
@@ -324,7 +510,7 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 				details["shippingCountry"] = sa.CountryCode
 			}
 			if err := orders.OpenTask(ctx, tx, projectID, TaskVATIDReview, o.OrderNo, details); err != nil {
-				return nil, nil, nil, err
+				return err
 			}
 		}
 	}
@@ -332,34 +518,48 @@ func (s *Service) issueLockedTx(ctx context.Context, tx pgx.Tx, projectID string
 	// a shared one once it holds no order any more. An order that no task
 	// holds (o.Holds, kept by every hold) has nothing to release.
 	if orders.MayBeHeld(o.Holds) {
-		orders.QueueReleaseHeld(&write, o.ID)
-		orders.QueueResolveTasks(&write, projectID, orders.HoldKinds, o.OrderNo, "released: invoiced as "+strings.Join(numbers, ", "))
+		orders.QueueReleaseHeld(write, o.ID)
+		orders.QueueResolveTasks(write, projectID, orders.HoldKinds, o.OrderNo, "released: invoiced as "+strings.Join(pl.numbers, ", "))
 	}
 	// The order is invoiced: its invoice-relevant content is frozen until a
 	// correction.
-	if err := queueSaveOrder(ctx, &write, projectID, o, content, "invoiced", now, evs); err != nil {
-		return nil, nil, nil, err
-	}
-	return out, nil, &write, nil
+	return queueSaveOrder(ctx, write, projectID, o, pl.content, "invoiced", now, pl.evs)
 }
 
 // takeNumbers takes n consecutive numbers of pattern's range for year from
 // the project's row-locked counter (gapless; a rollback gives them back).
 func takeNumbers(ctx context.Context, tx pgx.Tx, projectID string, pattern billing.NumberPattern, year, n int) (rangeKey string, first int64, numbers []string, err error) {
 	rangeKey = pattern.RangeKey(year)
+	if first, err = reserveNumbers(ctx, tx, projectID, rangeKey, n); err != nil {
+		return "", 0, nil, err
+	}
+	numbers, err = formatNumbers(pattern, year, first, n)
+	return rangeKey, first, numbers, err
+}
+
+// reserveNumbers takes n consecutive sequence numbers of the range from the
+// project's counter and returns the first; the counter's row stays locked
+// until the transaction ends.
+func reserveNumbers(ctx context.Context, tx pgx.Tx, projectID, rangeKey string, n int) (first int64, err error) {
 	err = tx.QueryRow(ctx, `INSERT INTO number_ranges (project_id, range_key, next_seq) VALUES ($1, $2, $3 + 1)
 		ON CONFLICT (project_id, range_key) DO UPDATE SET next_seq = number_ranges.next_seq + $3
 		RETURNING next_seq - $3`, projectID, rangeKey, n).Scan(&first)
 	if err != nil {
-		return "", 0, nil, fmt.Errorf("number range %s: %w", rangeKey, err)
+		return 0, fmt.Errorf("number range %s: %w", rangeKey, err)
 	}
-	numbers = make([]string, n)
+	return first, nil
+}
+
+// formatNumbers writes the n numbers of pattern for year from first on.
+func formatNumbers(pattern billing.NumberPattern, year int, first int64, n int) ([]string, error) {
+	numbers := make([]string, n)
 	for i := range numbers {
+		var err error
 		if numbers[i], err = pattern.Format(year, int(first)+i); err != nil {
-			return "", 0, nil, err
+			return nil, err
 		}
 	}
-	return rangeKey, first, numbers, nil
+	return numbers, nil
 }
 
 // recordDocumentTx renders inv as CII XML, checks it by every EN 16931 /
@@ -370,41 +570,58 @@ func takeNumbers(ctx context.Context, tx pgx.Tx, projectID string, pattern billi
 // document and its invoice.created event.
 func recordDocumentTx(ctx context.Context, tx pgx.Tx, projectID, orderID, orderNo, paymentRef string, inv billing.Invoice,
 	rangeKey string, seq int64, cancels string, now time.Time) (Issued, event.Event, error) {
+	chk, err := checkDocument(inv)
+	if err != nil {
+		return Issued{}, event.Event{}, err
+	}
 	var b pgx.Batch
-	doc, ev, err := queueDocument(&b, projectID, orderID, orderNo, paymentRef, inv, rangeKey, seq, cancels, now)
+	doc, ev, err := queueChecked(&b, projectID, orderID, orderNo, paymentRef, inv, chk, rangeKey, seq, cancels, now)
 	if err != nil {
 		return Issued{}, event.Event{}, err
 	}
 	return doc, ev, tx.SendBatch(ctx, &b).Close()
 }
 
-// queueDocument is recordDocumentTx with the insert added to b (sent by
-// the caller, in its transaction).
-func queueDocument(b *pgx.Batch, projectID, orderID, orderNo, paymentRef string, inv billing.Invoice,
-	rangeKey string, seq int64, cancels string, now time.Time) (Issued, event.Event, error) {
+// checkedDocument is a document rendered as CII XML that keeps every rule,
+// with the value it was rendered from as JSON.
+type checkedDocument struct {
+	xml, document []byte
+}
+
+// checkDocument renders inv as CII XML and checks it. The XML is what is
+// archived: its check covers the structure and every rule (the same rules
+// einvoice.Check applies to the value). A document that breaks a rule
+// returns an *invalidDocument: the error rolls the transaction back, so its
+// number is given back and the range keeps no gap. A small-amount invoice
+// (§ 33 UStDV) is no e-invoice: its XML is only the source of its PDF,
+// never archived or served, and its buyer need not be named; its
+// computation's invariants hold all the same.
+func checkDocument(inv billing.Invoice) (checkedDocument, error) {
 	xml, err := render.CII(inv)
 	if err != nil {
-		return Issued{}, event.Event{}, err
+		return checkedDocument{}, err
 	}
 	document, err := json.Marshal(inv)
 	if err != nil {
-		return Issued{}, event.Event{}, err
+		return checkedDocument{}, err
 	}
-	// The XML is what is archived: its check covers the structure and every
-	// rule (the same rules einvoice.Check applies to the value). A document
-	// that breaks a rule is not recorded: the error rolls the transaction
-	// back, so its number is given back and the range keeps no gap.
-	// A small-amount invoice (§ 33 UStDV) is no e-invoice: its XML is only
-	// the source of its PDF, never archived or served, and its buyer need
-	// not be named; its computation's invariants hold all the same.
 	findings := []einvoice.Finding(nil)
 	if inv.Format != billing.FormatSmallAmount {
 		findings = einvoice.CheckXML(xml)
 	}
 	if !einvoice.Valid(findings) {
-		return Issued{}, event.Event{}, &invalidDocument{number: inv.Number, kind: string(inv.Kind),
+		return checkedDocument{}, &invalidDocument{number: inv.Number, kind: string(inv.Kind),
 			rules: einvoice.RuleIDs(errorsOnly(findings)), findings: findingTexts(findings)}
 	}
+	return checkedDocument{xml: xml, document: document}, nil
+}
+
+// queueChecked adds the insert of the checked document inv (chk) to b, sent
+// by the caller in its transaction, and returns the document and its
+// invoice.created event.
+func queueChecked(b *pgx.Batch, projectID, orderID, orderNo, paymentRef string, inv billing.Invoice, chk checkedDocument,
+	rangeKey string, seq int64, cancels string, now time.Time) (Issued, event.Event, error) {
+	xml, document := chk.xml, chk.document
 	doc := Issued{ID: uuid.NewString(), Number: inv.Number, Status: "created"}
 	kind := string(inv.Kind)
 	if inv.Kind == billing.KindCancellation {

@@ -34,7 +34,7 @@ func newMetrics() *metrics {
 // RegisterMetrics registers the invoicer's metrics on reg.
 func (iv *Invoicer) RegisterMetrics(reg prometheus.Registerer) error {
 	m := iv.svc.deps.metrics
-	cs := []prometheus.Collector{m.failed, m.retried, m.refused, m.waiting, m.repairing}
+	cs := []prometheus.Collector{m.failed, m.retried, m.refused, m.waiting, m.repairing, iv.svc.issues.sizes, iv.svc.issues.fallbacks}
 	cs = append(append(cs, iv.svc.marks.Collectors()...), iv.svc.sent.Collectors()...)
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

@@ -24,6 +24,8 @@ type Service struct {
 	// concurrent documents together (store.Group): each one statement that
 	// depends on no other.
 	marks, sent *store.Group
+	// issues groups the issuing of a project's orders (issue_groups.go).
+	issues *issueGroups
 }
 
 // groupStatements and groupTimeout bound a pipeline of marks or sent
@@ -35,7 +37,7 @@ const (
 
 // New returns the invoicing side over pool.
 func New(pool *pgxpool.Pool) *Service {
-	return &Service{pool: pool, deps: newDependencies(),
+	return &Service{pool: pool, deps: newDependencies(), issues: newIssueGroups(),
 		marks: store.NewGroup(pool, "archived_mark", groupStatements, groupTimeout),
 		sent:  store.NewGroup(pool, "mail_sent", groupStatements, groupTimeout)}
 }

@@ -21,7 +21,8 @@ import (
 //     split the batches and share less (docs/performance.md, round 8).
 //
 // Take and Write are the user's: Take splits the waiting items (oldest
-// first) into the next batch and the rest, Write writes a batch and answers
+// first) into the next batch (a slice of its own) and the rest (kept at
+// the front of pending: the slots after it are cleared), Write writes a batch and answers
 // each of its items. Both run in the runner's goroutine, Take under the
 // batcher's lock. The zero value with Take and Write set is ready.
 type Batcher[T any] struct {
