@@ -27,7 +27,7 @@ import (
 // alone by its caller, so one order's fault stays its own.
 type issueGroups struct {
 	mu        sync.Mutex
-	byProject map[string]*store.Batcher[*issueCall]
+	byProject map[string]*store.Batcher[*issueCall] // each project that issued in this process: a few words each
 
 	sizes     prometheus.Histogram // orders per group of several
 	fallbacks prometheus.Counter   // groups that failed, their orders issued alone
