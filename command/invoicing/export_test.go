@@ -128,3 +128,15 @@ func (s *Service) SaveOrderAt(ctx context.Context, projectID, orderID string, ve
 // IssueGroupFallbacks is how many issuing transactions of several orders
 // failed, each of their orders then issued alone.
 func (s *Service) IssueGroupFallbacks() float64 { return testutil.ToFloat64(s.issues.fallbacks) }
+
+// IssuesWaiting is how many of the project's issue calls wait for a group.
+func (s *Service) IssuesWaiting(projectID string) int { return s.issues.waiting(projectID) }
+
+// KeepIssueGroupsTogether gives the projects' issue groups made from now on
+// no second runner beside a stalled one, so that the calls queued behind a
+// transaction that waits all go in the next group.
+func (s *Service) KeepIssueGroupsTogether() {
+	s.issues.mu.Lock()
+	defer s.issues.mu.Unlock()
+	s.issues.stall = time.Hour
+}

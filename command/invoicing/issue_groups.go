@@ -29,12 +29,13 @@ type issueGroups struct {
 	mu        sync.Mutex
 	byProject map[string]*store.Batcher[*issueCall] // each project that issued in this process: a few words each
 
+	stall     time.Duration        // the batchers' Stall: issueGroupStall
 	sizes     prometheus.Histogram // orders per group of several
 	fallbacks prometheus.Counter   // groups that failed, their orders issued alone
 }
 
 func newIssueGroups() *issueGroups {
-	return &issueGroups{
+	return &issueGroups{stall: issueGroupStall,
 		sizes: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "o2i_invoicer_issue_group_orders",
 			Help: "Orders per issuing transaction of several orders of one project.", Buckets: []float64{2, 4, 8, 16}}),
 		fallbacks: prometheus.NewCounter(prometheus.CounterOpts{Name: "o2i_invoicer_issue_group_fallbacks_total",
@@ -61,13 +62,12 @@ const groupLockTimeout = "500ms"
 // none of the others.
 const issueGroupStall = 200 * time.Millisecond
 
-// issueCall is one caller's order in the project's queue.
+// issueCall is one caller's order in its project's queue.
 type issueCall struct {
-	ctx       context.Context // the caller's: the group's trace (not its end)
-	projectID string
-	orderID   string
-	dates     IssueDates
-	done      chan issueAnswer // buffered: the group never waits for a caller that gave up
+	ctx     context.Context // the caller's: the group's trace (not its end)
+	orderID string
+	dates   IssueDates
+	done    chan issueAnswer // buffered: the group never waits for a caller that gave up
 }
 
 // issueAnswer is what a group did with a call's order.
@@ -80,7 +80,7 @@ type issueAnswer struct {
 // issueGrouped issues the order in the next issuing transaction of its
 // project.
 func (s *Service) issueGrouped(ctx context.Context, projectID, orderID string, d IssueDates) ([]Issued, error) {
-	c := &issueCall{ctx: ctx, projectID: projectID, orderID: orderID, dates: d, done: make(chan issueAnswer, 1)}
+	c := &issueCall{ctx: ctx, orderID: orderID, dates: d, done: make(chan issueAnswer, 1)}
 	s.issues.of(projectID, s.issueGroup).Add(c)
 	select {
 	case a := <-c.done:
@@ -95,7 +95,7 @@ func (s *Service) issueGrouped(ctx context.Context, projectID, orderID string, d
 }
 
 // of returns the project's batcher, writing its groups with write.
-func (g *issueGroups) of(projectID string, write func([]*issueCall)) *store.Batcher[*issueCall] {
+func (g *issueGroups) of(projectID string, write func(projectID string, calls []*issueCall)) *store.Batcher[*issueCall] {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b, ok := g.byProject[projectID]
@@ -103,10 +103,22 @@ func (g *issueGroups) of(projectID string, write func([]*issueCall)) *store.Batc
 		if g.byProject == nil {
 			g.byProject = map[string]*store.Batcher[*issueCall]{}
 		}
-		b = &store.Batcher[*issueCall]{Stall: issueGroupStall, Take: takeIssueGroup, Write: write}
+		b = &store.Batcher[*issueCall]{Stall: g.stall, Take: takeIssueGroup,
+			Write: func(calls []*issueCall) { write(projectID, calls) }}
 		g.byProject[projectID] = b
 	}
 	return b
+}
+
+// waiting is how many of the project's calls wait for a group.
+func (g *issueGroups) waiting(projectID string) int {
+	g.mu.Lock()
+	b := g.byProject[projectID]
+	g.mu.Unlock()
+	if b == nil {
+		return 0
+	}
+	return b.Pending()
 }
 
 // takeIssueGroup takes the oldest calls waiting, at most issueGroupMax.
@@ -118,7 +130,7 @@ func takeIssueGroup(pending []*issueCall) (batch, rest []*issueCall) {
 // issueGroup issues one group of a project's calls and answers each: a
 // single call as IssueInvoices alone; several in one transaction, each
 // answered alone when that transaction fails.
-func (s *Service) issueGroup(calls []*issueCall) {
+func (s *Service) issueGroup(projectID string, calls []*issueCall) {
 	answers := make([]issueAnswer, len(calls))
 	defer func() {
 		if p := recover(); p != nil {
@@ -132,7 +144,6 @@ func (s *Service) issueGroup(calls []*issueCall) {
 	}()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(calls[0].ctx), issueGroupTimeout)
 	defer cancel()
-	projectID := calls[0].projectID
 	if len(calls) == 1 {
 		c := calls[0]
 		answers[0].issued, answers[0].err = s.issueAlone(ctx, projectID, c.orderID, c.dates)
@@ -142,7 +153,6 @@ func (s *Service) issueGroup(calls []*issueCall) {
 	for i, c := range calls {
 		members[i] = &groupMember{orderID: c.orderID, dates: c.dates}
 	}
-	byCall := append([]*groupMember(nil), members...) // issueTx sorts members
 	s.issues.sizes.Observe(float64(len(calls)))
 	if err := s.issueTx(ctx, projectID, members); err != nil {
 		s.issues.fallbacks.Inc()
@@ -151,7 +161,7 @@ func (s *Service) issueGroup(calls []*issueCall) {
 		}
 		return
 	}
-	for i, m := range byCall {
+	for i, m := range members {
 		switch {
 		case m.alone:
 			answers[i] = issueAnswer{alone: true}

@@ -137,7 +137,8 @@ type groupMember struct {
 	o      orders.Locked
 	locked bool // the transaction read the order, locked
 	alone  bool // left for a transaction of its own (a correction, or the same order twice)
-	out    []Issued
+	plan   *issuePlan
+	out    []Issued // the plan's, once the transaction committed
 	held   *HeldError
 }
 
@@ -156,6 +157,7 @@ type groupMember struct {
 // Any error rolls back all of it: no number is taken. A member left alone
 // is not touched; the caller issues it on its own.
 func (s *Service) issueTx(ctx context.Context, projectID string, members []*groupMember) error {
+	members = slices.Clone(members) // sorted for the locks; the caller's order stays
 	slices.SortStableFunc(members, func(a, b *groupMember) int { return strings.Compare(a.orderID, b.orderID) })
 	var p project.Project
 	first := store.TxBatch()
@@ -177,9 +179,8 @@ func (s *Service) issueTx(ctx context.Context, projectID string, members []*grou
 	if len(members) > 1 {
 		first.Queue(`SET LOCAL lock_timeout TO DEFAULT`)
 	}
-	return store.WithTxBatch(ctx, s.pool, first, func(tx pgx.Tx) (*pgx.Batch, error) {
+	err := store.WithTxBatch(ctx, s.pool, first, func(tx pgx.Tx) (*pgx.Batch, error) {
 		var write pgx.Batch
-		plans := make([]*issuePlan, 0, len(members))
 		var due []*issuePlan
 		for _, m := range members {
 			if m.alone {
@@ -190,13 +191,12 @@ func (s *Service) issueTx(ctx context.Context, projectID string, members []*grou
 				m.alone = true // its cancellations take numbers of their own
 				continue
 			}
-			pl, err := s.planIssueTx(ctx, tx, projectID, &m.o, p, m.dates, &write)
-			if err != nil {
+			var err error
+			if m.plan, err = s.planIssueTx(ctx, tx, projectID, &m.o, p, m.dates, &write); err != nil {
 				return nil, err
 			}
-			plans = append(plans, pl)
-			if pl.prepared != nil {
-				due = append(due, pl)
+			if m.plan.prepared != nil {
+				due = append(due, m.plan)
 			}
 		}
 		if len(due) > 0 {
@@ -212,15 +212,17 @@ func (s *Service) issueTx(ctx context.Context, projectID string, members []*grou
 				}
 			}
 		}
-		i := 0
-		for _, m := range members {
-			if !m.alone {
-				m.out, m.held = plans[i].out, plans[i].held
-				i++
-			}
-		}
 		return &write, nil
 	})
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if m.plan != nil {
+			m.out, m.held = m.plan.out, m.plan.held
+		}
+	}
+	return nil
 }
 
 // issuePlan is an order of an issuing transaction: what it came to before

@@ -53,6 +53,13 @@ func (b *Batcher[T]) Add(it T) {
 	}
 }
 
+// Pending is how many items wait for a batch (not the ones being written).
+func (b *Batcher[T]) Pending() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.pending)
+}
+
 // run writes batches in its slot until nothing waits, or until another
 // runner that is not stalled can take the rest.
 func (b *Batcher[T]) run(slot int) {
