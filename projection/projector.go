@@ -18,6 +18,7 @@ import (
 
 	"github.com/o2i-service/o2i/internal/consume"
 	"github.com/o2i-service/o2i/internal/event"
+	"github.com/o2i-service/o2i/internal/store"
 	"github.com/o2i-service/o2i/internal/tracing"
 )
 
@@ -212,9 +213,13 @@ type deadLetter struct {
 
 func (p *Projector) apply(ctx context.Context, msgs []kafka.Message, extra *deadLetter) error {
 	var b pgx.Batch
+	// The batch's lookups by arrays of keys keep their generic plans
+	// (store.GenericPlans).
 	if !p.shadow {
 		// A rebuild swaps the tables under the exclusive form of this lock.
-		b.Queue(`SELECT pg_advisory_xact_lock_shared($1)`, int64(lockKey))
+		b.Queue(`SELECT pg_advisory_xact_lock_shared($1), `+store.GenericPlans, int64(lockKey))
+	} else {
+		b.Queue(`SELECT ` + store.GenericPlans)
 	}
 	touched := map[orderRef]bool{}
 	orders := map[orderRef]orderState{}

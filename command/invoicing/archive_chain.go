@@ -317,15 +317,28 @@ func (g *chainGroup) poll(pool *pgxpool.Pool) {
 	}
 }
 
-// recordedManifests returns the manifests recorded for the invoices.
+// recordedManifests returns the manifests recorded for the invoices, with
+// the statement's generic plan (store.GenericPlans: one pipeline, one
+// implicit transaction).
 func recordedManifests(ctx context.Context, pool *pgxpool.Pool, ids []string) (map[string]chainedManifest, error) {
 	ctx, cancel := context.WithTimeout(ctx, chainTimeout)
 	defer cancel()
-	rows, err := store.Query(ctx, pool, recordedManifestsSQL, ids)
+	conn, err := store.Acquire(ctx, pool)
 	if err != nil {
 		return nil, err
 	}
-	return collectManifests(rows)
+	defer conn.Release()
+	var chained map[string]chainedManifest
+	b := &pgx.Batch{}
+	b.Queue(`SELECT ` + store.GenericPlans)
+	b.Queue(recordedManifestsSQL, ids).Query(func(rows pgx.Rows) (err error) {
+		chained, err = collectManifests(rows)
+		return err
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	return chained, nil
 }
 
 // recordedManifestsSQL reads the recorded manifests of invoices ($1) for
@@ -414,7 +427,9 @@ func chainTx(ctx context.Context, pool *pgxpool.Pool, batch []*chainRequest) (ma
 	var recorded map[string]chainedManifest
 	var cands []chainCandidate
 	b := store.TxBatch()
-	b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0))`, first.ProjectID, first.NumberRange)
+	// The lookups by arrays of invoices keep their generic plans.
+	b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('archive-chain:' || $1 || ':' || $2, 0)), `+store.GenericPlans,
+		first.ProjectID, first.NumberRange)
 	queueAnchors(b, batch)
 	b.Queue(`SELECT chain_seq, sha256 FROM archive_manifests WHERE project_id = $1 AND range_key = $2
 		ORDER BY chain_seq DESC LIMIT 1`, first.ProjectID, first.NumberRange).QueryRow(func(row pgx.Row) error {
