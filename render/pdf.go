@@ -15,6 +15,8 @@ import (
 	"github.com/johnfercher/maroto/v2/pkg/consts/pagesize"
 	"github.com/johnfercher/maroto/v2/pkg/core"
 	"github.com/johnfercher/maroto/v2/pkg/props"
+
+	"github.com/o2i-service/o2i/internal/einvoice"
 )
 
 // The fonts are embedded into every PDF (PDF/A forbids relying on the
@@ -37,17 +39,29 @@ const fontFamily = "LiberationSans"
 // as CII writes it (empty, not XML, another root, a missing mandatory
 // element, an amount that is not a decimal), never returning a partial PDF.
 // It is safe for concurrent use.
-func PDF(xml []byte) ([]byte, error) { return renderPDF(xml, false) }
+func PDF(xml []byte) ([]byte, error) { return renderPDF(xml, nil, false) }
+
+// PDFOf is PDF laid out from read, the document einvoice read from xml
+// (einvoice.CheckAndReadCII), without reading the XML again; xml is still
+// the file the PDF embeds.
+func PDFOf(xml []byte, read *einvoice.Document) ([]byte, error) { return renderPDF(xml, read, false) }
 
 // SmallAmountPDF renders a small-amount invoice (Kleinbetragsrechnung, § 33
 // UStDV: up to 250 euros gross) from the CII that CII writes of it: the
 // same layout, titled as such, with the buyer as far as known, and a PDF/A-3
 // without an embedded XML, since a small-amount invoice is no e-invoice
 // (the XML is not archived or served either).
-func SmallAmountPDF(xml []byte) ([]byte, error) { return renderPDF(xml, true) }
+func SmallAmountPDF(xml []byte) ([]byte, error) { return renderPDF(xml, nil, true) }
 
-func renderPDF(xml []byte, smallAmount bool) ([]byte, error) {
-	v, err := readView(xml, smallAmount)
+// renderPDF renders xml, laid out from read when set, else from xml read.
+func renderPDF(xml []byte, read *einvoice.Document, smallAmount bool) ([]byte, error) {
+	var v *view
+	var err error
+	if read != nil {
+		v, err = viewOf(read, smallAmount)
+	} else {
+		v, err = readView(xml, smallAmount)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("render: PDF: %w", err)
 	}

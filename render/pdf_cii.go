@@ -87,6 +87,12 @@ func readView(data []byte, smallAmount bool) (*view, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNotCII, err)
 	}
+	return viewOf(d, smallAmount)
+}
+
+// viewOf formats every field of the PDF from d, a CII document as einvoice
+// read it.
+func viewOf(d *einvoice.Document, smallAmount bool) (*view, error) {
 	r := &reader{}
 	v := &view{
 		Number: r.required("BT-1 invoice number", d.Number),

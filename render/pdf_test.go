@@ -22,6 +22,7 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
 
 	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/internal/einvoice"
 	"github.com/o2i-service/o2i/internal/einvoice/referee"
 	"github.com/o2i-service/o2i/render"
 )
@@ -298,6 +299,33 @@ func TestPDFSameXMLSameDocument(t *testing.T) {
 				t.Errorf("%s: XMP differs (-first +second):\n%s", p.name, diff)
 			}
 			t.Errorf("%s: the second rendering differs (%d and %d bytes)", p.name, len(p.pdf), len(again))
+		}
+	}
+}
+
+// TestPDFOfTheCheckedDocumentIsThePDFOfItsXML: the document that the
+// XML's check read (einvoice.CheckAndReadCII) is the one ReadCII reads, and
+// the PDF laid out from it (PDFOf) is byte for byte the PDF of the XML.
+func TestPDFOfTheCheckedDocumentIsThePDFOfItsXML(t *testing.T) {
+	t.Parallel()
+	for _, p := range allPDFs(t) {
+		read, findings := einvoice.CheckAndReadCII(p.doc.XML)
+		if !einvoice.Valid(findings) {
+			t.Fatalf("%s: %v", p.name, findings)
+		}
+		want, _, err := einvoice.ReadCII(p.doc.XML)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, read); diff != "" {
+			t.Errorf("%s: the checked document differs from the one read (-read +checked):\n%s", p.name, diff)
+		}
+		pdf, err := render.PDFOf(p.doc.XML, read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(pdf, p.pdf) {
+			t.Errorf("%s: the PDF of the checked document differs from the PDF of its XML (%d and %d bytes)", p.name, len(pdf), len(p.pdf))
 		}
 	}
 }

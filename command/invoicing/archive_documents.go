@@ -235,7 +235,7 @@ func (s *Service) storeDocumentBatch(ctx context.Context, arc *archive.Archive, 
 		if m.position != i || m.part.offset != off {
 			return archive.Stored{}, fmt.Errorf("document batch %s: part %d is recorded at position %d, offset %d", part.batchKey, i, m.position, m.part.offset)
 		}
-		pdf, err := documentPDF(m.format, m.xml)
+		pdf, err := documentPDF(m.format, m.xml, nil)
 		if err != nil {
 			return archive.Stored{}, fmt.Errorf("document batch %s: render invoice %s: %w", part.batchKey, m.invoiceID, err)
 		}

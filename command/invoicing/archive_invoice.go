@@ -17,6 +17,7 @@ import (
 	"github.com/o2i-service/o2i/command/orders"
 	"github.com/o2i-service/o2i/internal/apperr"
 	"github.com/o2i-service/o2i/internal/billing"
+	"github.com/o2i-service/o2i/internal/einvoice"
 	"github.com/o2i-service/o2i/internal/event"
 	"github.com/o2i-service/o2i/internal/outbox"
 	"github.com/o2i-service/o2i/internal/store"
@@ -58,8 +59,12 @@ func (s *Service) ArchiveIssued(ctx context.Context, a *archive.Archive, project
 
 // archivable is a recorded document as archiving needs it.
 type archivable struct {
-	inv      event.Invoice
-	xml      []byte
+	inv event.Invoice
+	xml []byte
+	// read is xml as the issuing call's check read it, for the PDF's
+	// layout; nil: the PDF reads xml (a document read back from the
+	// database).
+	read     *einvoice.Document
 	rangeKey string
 	issue    time.Time       // the issue date, midnight UTC
 	manifest chainedManifest // the manifest an earlier attempt chained (body nil: none)
@@ -197,7 +202,7 @@ func (s *Service) storeObjects(ctx context.Context, arc *archive.Archive, d *arc
 		}
 		pdfSt = st
 	default:
-		pdf, err := documentPDF(inv.Format, d.xml)
+		pdf, err := documentPDF(inv.Format, d.xml, d.read)
 		if err != nil {
 			return chainedManifest{}, fmt.Errorf("render PDF: %w", err)
 		}
@@ -445,10 +450,15 @@ func retainUntil(st archive.Stored) *time.Time {
 func xmlEmbeddedOnly(format string) bool { return format == string(billing.FormatZUGFeRD) }
 
 // documentPDF renders the PDF of a document of format from its XML: a
-// small-amount invoice without the XML embedded (render.SmallAmountPDF).
-func documentPDF(format string, xml []byte) ([]byte, error) {
-	if format == string(billing.FormatSmallAmount) {
+// small-amount invoice without the XML embedded (render.SmallAmountPDF);
+// read, when set, is the XML as einvoice read it, laid out without reading
+// it again.
+func documentPDF(format string, xml []byte, read *einvoice.Document) ([]byte, error) {
+	switch {
+	case format == string(billing.FormatSmallAmount):
 		return render.SmallAmountPDF(xml)
+	case read != nil:
+		return render.PDFOf(xml, read)
 	}
 	return render.PDF(xml)
 }

@@ -588,6 +588,9 @@ func recordDocumentTx(ctx context.Context, tx pgx.Tx, projectID, orderID, orderN
 // with the value it was rendered from as JSON.
 type checkedDocument struct {
 	xml, document []byte
+	// read is the XML as its check read it: its PDF is laid out from it
+	// (nil for a small-amount invoice, whose XML is not checked).
+	read *einvoice.Document
 }
 
 // checkDocument renders inv as CII XML and checks it. The XML is what is
@@ -608,14 +611,15 @@ func checkDocument(inv billing.Invoice) (checkedDocument, error) {
 		return checkedDocument{}, err
 	}
 	findings := []einvoice.Finding(nil)
+	var read *einvoice.Document
 	if inv.Format != billing.FormatSmallAmount {
-		findings = einvoice.CheckXML(xml)
+		read, findings = einvoice.CheckAndReadCII(xml)
 	}
 	if !einvoice.Valid(findings) {
 		return checkedDocument{}, &invalidDocument{number: inv.Number, kind: string(inv.Kind),
 			rules: einvoice.RuleIDs(errorsOnly(findings)), findings: findingTexts(findings)}
 	}
-	return checkedDocument{xml: xml, document: document}, nil
+	return checkedDocument{xml: xml, document: document, read: read}, nil
 }
 
 // queueChecked adds the insert of the checked document inv (chk) to b, sent
@@ -649,7 +653,7 @@ func queueChecked(b *pgx.Batch, projectID, orderID, orderNo, paymentRef string, 
 	ev, err := event.New(event.InvoiceCreated, projectID, "invoice", doc.ID, orderNo, 1, now, data)
 	// As the database gives it back: the issue date without time, times in µs.
 	data.CreatedAt = now.Truncate(time.Microsecond)
-	doc.recorded = &archivable{inv: data, xml: xml, rangeKey: rangeKey, first: true,
+	doc.recorded = &archivable{inv: data, xml: xml, read: chk.read, rangeKey: rangeKey, first: true,
 		issue: time.Date(inv.IssueDate.Year(), inv.IssueDate.Month(), inv.IssueDate.Day(), 0, 0, 0, 0, time.UTC)}
 	return doc, ev, err
 }

@@ -72,11 +72,19 @@ func Check(inv billing.Invoice) []Finding {
 // CheckXML validates CII XML: its structure against the profile schema and
 // every implemented business rule.
 func CheckXML(data []byte) []Finding {
+	_, fs := CheckAndReadCII(data)
+	return fs
+}
+
+// CheckAndReadCII is CheckXML that also returns the document as ReadCII
+// reads it, from the same parse (nil when the XML cannot be read).
+func CheckAndReadCII(data []byte) (*Document, []Finding) {
 	d, fs := parseCII(data)
 	if d == nil {
-		return fs
+		return nil, fs
 	}
-	return append(fs, checkDoc(d)...)
+	read := d.document()
+	return read, append(fs, checkDoc(d)...)
 }
 
 // Valid reports whether fs holds no finding at level Error.
