@@ -268,7 +268,11 @@ func (a *Archive) PutBatch(ctx context.Context, key string, parts [][]byte, name
 	if len(parts) != len(names) {
 		return nil, fmt.Errorf("archive: put %s: %d parts, %d names", key, len(parts), len(names))
 	}
-	var data []byte
+	size := 0
+	for _, p := range parts {
+		size += len(p)
+	}
+	data := make([]byte, 0, size)
 	for _, p := range parts {
 		data = append(data, p...)
 	}
@@ -277,11 +281,13 @@ func (a *Archive) PutBatch(ctx context.Context, key string, parts [][]byte, name
 		return nil, err
 	}
 	out := make([]Stored, len(parts))
-	var off int64
+	off := 0
 	for i, p := range parts {
-		out[i] = st.Part(SHA256(p), int64(len(p)), off)
-		off += int64(len(p))
-		a.recent.addAs(names[i], p, out[i])
+		out[i] = st.Part(SHA256(p), int64(len(p)), int64(off))
+		// The part's bytes in data, which is this call's own and only
+		// read from now on: kept without another copy.
+		a.recent.keep(names[i], data[off:off+len(p):off+len(p)], out[i])
+		off += len(p)
 	}
 	return out, nil
 }

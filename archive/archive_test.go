@@ -176,3 +176,53 @@ func TestGetOfAnObjectJustCreatedNeedsNoRead(t *testing.T) {
 		t.Errorf("Get after RemoveKey: %v, want ErrNotFound", err)
 	}
 }
+
+// TestPutBatchKeepsEachPartAsWritten: a batch is one object of its parts in
+// order, each part's anchor verifies against the store, and the parts kept
+// for Kept are the bytes written, whatever the caller does with its slices
+// afterwards.
+func TestPutBatchKeepsEachPartAsWritten(t *testing.T) {
+	t.Parallel()
+	c := testenv.S3(t)
+	ctx := context.Background()
+	bucket := "test-batch-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
+	a := archive.NewTest(c, bucket)
+	if err := a.EnsureTestBucket(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"%PDF-1.7 first", "%PDF-1.7 the second, longer", "%PDF-1.7 3"}
+	parts := make([][]byte, len(want))
+	for i, s := range want {
+		parts[i] = []byte(s)
+	}
+	names := []string{"a.pdf", "b.pdf", "c.pdf"}
+	sts, err := a.PutBatch(ctx, "batch-1", parts, names, archive.DocumentBatchContentType, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		for j := range p {
+			p[j] = 'x' // the caller reuses its buffers
+		}
+	}
+	whole, _, err := a.Get(ctx, "batch-1")
+	if err != nil || string(whole) != strings.Join(want, "") {
+		t.Fatalf("the batch object: %q %v", whole, err)
+	}
+	for i, name := range names {
+		kept, ok := a.Kept(name)
+		if !ok || string(kept) != want[i] {
+			t.Errorf("Kept(%s) = %q %v, want %q", name, kept, ok, want[i])
+		}
+		if len(kept) > 0 {
+			kept[0] = 'y' // a reader's copy is its own
+		}
+		if again, _ := a.Kept(name); string(again) != want[i] {
+			t.Errorf("Kept(%s) after a reader wrote to its copy: %q", name, again)
+		}
+		got, err := a.Verified(ctx, sts[i])
+		if err != nil || string(got) != want[i] {
+			t.Errorf("part %d from the store: %q %v", i, got, err)
+		}
+	}
+}

@@ -38,15 +38,21 @@ func newRecentObjects() *recentObjects {
 }
 
 // add keeps a copy of data, created as st.
-func (r *recentObjects) add(data []byte, st Stored) { r.addAs(st.Key, data, st) }
-
-// addAs keeps a copy of data under key, created as st (a part of the
-// object st names, kept under the document's own key).
-func (r *recentObjects) addAs(key string, data []byte, st Stored) {
+func (r *recentObjects) add(data []byte, st Stored) {
 	if r == nil || len(data) > recentMaxBytes/4 {
 		return
 	}
-	o := recentObject{data: append([]byte(nil), data...), st: st, at: r.now()}
+	r.keep(st.Key, append([]byte(nil), data...), st)
+}
+
+// keep keeps data under key, created as st (or as a part of the object st
+// names, kept under the document's own key), without a copy: data must be
+// bytes no one writes to again.
+func (r *recentObjects) keep(key string, data []byte, st Stored) {
+	if r == nil || len(data) > recentMaxBytes/4 {
+		return
+	}
+	o := recentObject{data: data, st: st, at: r.now()}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.m[key]; ok {
