@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	gomail "github.com/wneessen/go-mail"
 	"github.com/wneessen/go-mail/smtp"
 )
 
@@ -28,18 +27,11 @@ var errConnClosed = errors.New("connection closed by the relay")
 // relay that offers PIPELINING (RFC 2920) as well gets the check, MAIL,
 // RCPT and the chunk in one write: one round trip a message instead of
 // four. delivered: the relay accepted the message, whatever fails after.
-func (c *Conn) transmit(sc *smtp.Client, msg *gomail.Msg, kept bool) (delivered bool, err error) {
+func (c *Conn) transmit(sc *smtp.Client, msg *Composed, kept bool) (delivered bool, err error) {
 	if err := sc.UpdateDeadline(c.s.phase()); err != nil {
 		return false, err
 	}
-	from, err := msg.GetSender(false)
-	if err != nil {
-		return false, fmt.Errorf("sender: %w", err)
-	}
-	rcpts, err := msg.GetRecipients()
-	if err != nil {
-		return false, fmt.Errorf("recipients: %w", err)
-	}
+	from, rcpts := msg.Sender(), msg.Recipients()
 	buf := messageBuffers.Get().(*bytes.Buffer)
 	defer putMessageBuffer(buf)
 	buf.Reset()

@@ -3,11 +3,11 @@
 // caller's choosing (the same on every resend), bounded in time; a Conn keeps
 // a worker's connection open between messages. It knows nothing of
 // invoices; command composes the messages and keeps the delivery records.
-// It imports go-mail only.
+// It imports go-mail only (its SMTP client; the message is composed with
+// the standard library, see compose.go).
 package mail
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -26,7 +26,7 @@ import (
 // Attachment is one file of a message.
 type Attachment struct {
 	Name        string // file name shown to the recipient
-	ContentType string // for example application/pdf
+	ContentType string // a media type without parameters, for example application/pdf; empty: by the name's extension
 	Data        []byte
 }
 
@@ -54,7 +54,8 @@ type Sender struct {
 	user     string
 	pass     string
 	from     string
-	domain   string // of the sender's address: the right side of the Message-IDs
+	fromAddr *netmail.Address // from, parsed
+	domain   string           // of the sender's address: the right side of the Message-IDs
 	// Timeout bounds one Send as a whole: go-mail gives each of its phases
 	// (see sessionPhases) a deadline of a quarter of it, so that no Send
 	// outlasts it.
@@ -105,14 +106,12 @@ func NewSender(rawURL, from string) (*Sender, error) {
 	if strings.TrimSpace(from) == "" {
 		return nil, errors.New("sender address missing")
 	}
-	if err := gomail.NewMsg().From(from); err != nil {
+	if s.fromAddr, err = netmail.ParseAddress(from); err != nil {
 		return nil, fmt.Errorf("sender address %q: %w", from, err)
 	}
 	s.domain = "localhost"
-	if a, err := netmail.ParseAddress(from); err == nil {
-		if at := strings.LastIndexByte(a.Address, '@'); at >= 0 && at < len(a.Address)-1 {
-			s.domain = a.Address[at+1:]
-		}
+	if at := strings.LastIndexByte(s.fromAddr.Address, '@'); at >= 0 && at < len(s.fromAddr.Address)-1 {
+		s.domain = s.fromAddr.Address[at+1:]
 	}
 	return s, nil
 }
@@ -135,48 +134,6 @@ func (s *Sender) NewMessageID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return "o2i." + hex.EncodeToString(b[:]) + "@" + s.domain
-}
-
-// Compose renders m as the bytes of an RFC 5322 message (MIME multipart when
-// it has attachments), as the relay receives it.
-func (s *Sender) Compose(m Message) (*gomail.Msg, error) {
-	msg := gomail.NewMsg(gomail.WithCharset(gomail.CharsetUTF8))
-	if err := msg.From(s.from); err != nil {
-		return nil, fmt.Errorf("from: %w", err)
-	}
-	if m.FromName != "" {
-		a, err := netmail.ParseAddress(s.from)
-		if err != nil {
-			return nil, fmt.Errorf("from: %w", err)
-		}
-		// net/mail quotes the name, or encodes it (RFC 2047) when not ASCII.
-		msg.FromMailAddress(&netmail.Address{Name: m.FromName, Address: a.Address})
-	}
-	if err := msg.To(m.To); err != nil {
-		return nil, &PermanentError{fmt.Errorf("recipient %q: %w", m.To, err)}
-	}
-	if m.ReplyTo != "" {
-		if err := msg.ReplyTo(m.ReplyTo); err != nil {
-			return nil, &PermanentError{fmt.Errorf("reply-to %q: %w", m.ReplyTo, err)}
-		}
-	}
-	msg.Subject(m.Subject)
-	msg.SetDate()
-	if m.MessageID != "" {
-		if !validMessageID(m.MessageID) {
-			return nil, &PermanentError{fmt.Errorf("message id %q: not local@domain", m.MessageID)}
-		}
-		msg.SetMessageIDWithValue(m.MessageID)
-	} else {
-		msg.SetMessageID()
-	}
-	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
-	for _, a := range m.Attachments {
-		// A ReadSeeker is read as it is written out; AttachReader would
-		// copy the whole file into a buffer first.
-		msg.AttachReadSeeker(a.Name, bytes.NewReader(a.Data), gomail.WithFileContentType(gomail.ContentType(a.ContentType)))
-	}
-	return msg, nil
 }
 
 // validMessageID reports whether id can stand between the angle brackets of
