@@ -233,6 +233,7 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 	busy0, procs0 := machineBusy(), processTimes()
 	serviceTrips0, _ := metricSum(benchMetricsAddr, "o2i_db_round_trips_total")
 	var profiled sync.WaitGroup
+	var serviceProfiled func()
 	// At least 20 invoices/s: a machine shared with other loads drains slowly.
 	limit := max(3*time.Minute, time.Duration(cfg.backlog/20)*time.Second)
 	deadline := started.Add(limit)
@@ -252,6 +253,11 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 		}
 		if archived > 0 && cfg.profile != "" {
 			cfg.profile = b.profileInvoicer(&profiled, cfg.profile)
+		}
+		if archived > 0 && serviceProfiled == nil {
+			// With -profile DIR, the service's (API, relay, projector) too:
+			// DIR/drain.cpu.pprof and DIR/drain.allocs.pprof.
+			serviceProfiled = b.prof.during(ctx, "drain", 16*time.Second)
 		}
 		if archived == cfg.backlog {
 			break
@@ -286,6 +292,9 @@ func (b *bench) invoices(ctx context.Context, cfg invoiceConfig) ([]result, erro
 		rate, last.Sub(first).Round(time.Millisecond), total.Round(time.Millisecond), first.Sub(started).Round(time.Millisecond),
 		100*busyShare, perItem(shares, cfg.backlog))
 	profiled.Wait()
+	if serviceProfiled != nil {
+		serviceProfiled()
+	}
 	log.Printf("invoices: drain: %s", groupCommits(invoicerMetricsAddr))
 	log.Printf("invoices: drain: %s", roundTrips(serviceTrips0, cfg.backlog))
 	// The invoicer's peak RSS since it started: the drain's.

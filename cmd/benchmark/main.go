@@ -79,7 +79,7 @@ func main() {
 		addr      = flag.String("addr", localAddr(18080), "address for the service under test")
 		readme    = flag.String("readme", "", "README to update with the figures")
 		ops       = flag.String("operations", "", "operations guide whose capacity section is computed from the roles stage's figures")
-		profile   = flag.String("profile", "", "directory for CPU and allocation profiles of the service under test during the measured POST and GET loads (writes.*.pprof, reads-N.*.pprof)")
+		profile   = flag.String("profile", "", "directory for CPU and allocation profiles of the service under test during the measured POST and GET loads and the invoices drain (writes.*.pprof, reads-N.*.pprof, drain.*.pprof)")
 		sc        soakConfig
 		inv       invoiceConfig
 		rc        roleConfig
