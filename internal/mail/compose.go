@@ -18,9 +18,10 @@ import (
 
 // The message is composed with the standard library's MIME packages, not
 // with go-mail's message writer: go-mail encodes every part into a fresh
-// buffer that grows from empty and is then copied out, three quarters of
-// the time of an invoice's e-mail. Here each part is written once, straight
-// into the send's pooled buffer. go-mail stays the SMTP client.
+// buffer that grows from empty and is then copied out (an invoice's e-mail
+// with a 41 KB PDF took it 117 to 124 µs and 199 KB; this 52 µs and 10 KB,
+// BenchmarkComposeAndWrite). Here each part is written once, straight into
+// the send's pooled buffer. go-mail stays the SMTP client.
 
 // Composed is a message ready to send: its envelope and its content.
 type Composed struct {
@@ -39,7 +40,8 @@ const maxHeaderLine = 76
 
 // Compose renders m as an RFC 5322 message (MIME multipart when it has
 // attachments), as the relay receives it. A recipient, Reply-To or
-// Message-ID that cannot be used is a *PermanentError.
+// Message-ID, or an attachment's content type, that cannot be used is a
+// *PermanentError.
 func (s *Sender) Compose(m Message) (*Composed, error) {
 	from := *s.fromAddr
 	if m.FromName != "" {
@@ -74,7 +76,8 @@ func (s *Sender) Compose(m Message) (*Composed, error) {
 	writeField(&h, "Message-ID", "<"+messageID+">")
 	writeField(&h, "MIME-Version", "1.0")
 	if len(m.Attachments) == 0 {
-		writeTextHeader(&h)
+		writeField(&h, "Content-Type", "text/plain; charset=UTF-8")
+		writeField(&h, "Content-Transfer-Encoding", "quoted-printable")
 	} else {
 		c.boundary = multipart.NewWriter(io.Discard).Boundary()
 		writeField(&h, "Content-Type", withParam("multipart/mixed", "boundary", c.boundary))
@@ -87,7 +90,7 @@ func (s *Sender) Compose(m Message) (*Composed, error) {
 			}
 		}
 		if mime.FormatMediaType(a.ContentType, nil) == "" {
-			return nil, fmt.Errorf("attachment %q: content type %q", a.Name, a.ContentType)
+			return nil, &PermanentError{fmt.Errorf("attachment %q: content type %q", a.Name, a.ContentType)}
 		}
 		c.attachments[i] = a
 	}
@@ -99,12 +102,6 @@ func (s *Sender) Compose(m Message) (*Composed, error) {
 // TO carry it.
 func envelopeAddress(a *netmail.Address) string {
 	return (&netmail.Address{Address: a.Address}).String()
-}
-
-// writeTextHeader writes the header fields of the plain text body.
-func writeTextHeader(h *strings.Builder) {
-	writeField(h, "Content-Type", "text/plain; charset=UTF-8")
-	writeField(h, "Content-Transfer-Encoding", "quoted-printable")
 }
 
 // writeField writes "name: value" and CRLF, folded before a space where the
@@ -132,7 +129,7 @@ func (c *Composed) Sender() string { return c.from }
 // Recipients are the envelope recipients, <address> each.
 func (c *Composed) Recipients() []string { return []string{c.to} }
 
-// size is about how many bytes WriteTo writes.
+// size is about how many bytes WriteMessage writes.
 func (c *Composed) size() int {
 	n := len(c.header) + len(c.text)*3 + 512
 	for _, a := range c.attachments {
@@ -141,16 +138,13 @@ func (c *Composed) size() int {
 	return n
 }
 
-// WriteTo writes the message: header, blank line, body, CRLF throughout.
-func (c *Composed) WriteTo(w io.Writer) (int64, error) {
+// WriteMessage writes the message to w: header, blank line, body, CRLF
+// throughout.
+func (c *Composed) WriteMessage(w io.Writer) error {
 	if b, ok := w.(*bytes.Buffer); ok {
 		b.Grow(c.size())
 	}
-	cw := &countingWriter{w: w}
-	if err := c.write(cw); err != nil {
-		return cw.n, err
-	}
-	return cw.n, nil
+	return c.write(w)
 }
 
 func (c *Composed) write(w io.Writer) error {
@@ -240,16 +234,4 @@ func writeBase64(w io.Writer, data []byte) error {
 		}
 	}
 	return nil
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }

@@ -46,7 +46,7 @@ func BenchmarkComposeAndWrite(b *testing.B) {
 					b.Fatal(err)
 				}
 				d := w.data(bw)
-				if _, err := msg.WriteTo(d); err != nil {
+				if err := msg.WriteMessage(d); err != nil {
 					b.Fatal(err)
 				}
 				if err := d.Close(); err != nil {

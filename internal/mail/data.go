@@ -35,7 +35,7 @@ func (c *Conn) transmit(sc *smtp.Client, msg *Composed, kept bool) (delivered bo
 	buf := messageBuffers.Get().(*bytes.Buffer)
 	defer putMessageBuffer(buf)
 	buf.Reset()
-	if _, err := msg.WriteTo(buf); err != nil {
+	if err := msg.WriteMessage(buf); err != nil {
 		return false, fmt.Errorf("message: %w", err)
 	}
 	chunking, _ := sc.Extension("CHUNKING")

@@ -54,7 +54,8 @@ func TestNewSender(t *testing.T) {
 }
 
 // TestCompose: the message carries the German text as UTF-8, the Reply-To
-// and each attachment with its type; an unusable recipient is permanent.
+// and each attachment with its type; an unusable recipient, Reply-To or
+// content type is permanent.
 func TestCompose(t *testing.T) {
 	t.Parallel()
 	s, err := NewSender("smtp://127.0.0.1:25", "Rechnungen <r@example.com>")
@@ -69,10 +70,16 @@ func TestCompose(t *testing.T) {
 			t.Errorf("message lacks %q:\n%s", want, b)
 		}
 	}
-	_, err = s.Compose(Message{To: "not an address", Subject: "x"})
-	var pe *PermanentError
-	if !errors.As(err, &pe) {
-		t.Errorf("bad recipient: %v, want a *PermanentError", err)
+	for name, m := range map[string]Message{
+		"bad recipient":    {To: "not an address", Subject: "x"},
+		"bad Reply-To":     {To: "kunde@example.com", ReplyTo: "not an address", Subject: "x"},
+		"bad content type": {To: "kunde@example.com", Subject: "x", Attachments: []Attachment{{Name: "a.pdf", ContentType: "application/pdf; x", Data: []byte("x")}}},
+	} {
+		_, err = s.Compose(m)
+		var pe *PermanentError
+		if !errors.As(err, &pe) {
+			t.Errorf("%s: %v, want a *PermanentError", name, err)
+		}
 	}
 }
 
@@ -129,7 +136,7 @@ func composed(t *testing.T, s *Sender, m Message) string {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if _, err := msg.WriteTo(&b); err != nil {
+	if err := msg.WriteMessage(&b); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
