@@ -13,7 +13,6 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/o2i-service/o2i/archive"
-	"github.com/o2i-service/o2i/internal/testenv"
 )
 
 func kinds(ps []archive.Problem) []string {
@@ -74,13 +73,8 @@ func TestCheckComparesWithTheRecord(t *testing.T) {
 // lock is refused as test bucket.
 func TestTestArchiveHasNoRetentionAndCanBeEmptied(t *testing.T) {
 	t.Parallel()
-	c := testenv.S3(t)
+	tb, c, bucket := newTestArchive(t)
 	ctx := context.Background()
-	bucket := "test-tb-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
-	tb := archive.NewTest(c, bucket)
-	if err := tb.EnsureTestBucket(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if v, err := c.GetBucketVersioning(ctx, bucket); err != nil || !v.Enabled() {
 		t.Errorf("test bucket versioning: %+v %v", v, err)
 	}

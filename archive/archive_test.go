@@ -27,6 +27,18 @@ func newArchive(t *testing.T) (*archive.Archive, *minio.Client, string) {
 	return a, c, bucket
 }
 
+// newTestArchive is newArchive for a test bucket (versioned, no lock).
+func newTestArchive(t *testing.T) (*archive.Archive, *minio.Client, string) {
+	t.Helper()
+	c := testenv.S3(t)
+	bucket := "test-tb-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
+	a := archive.NewTest(c, bucket)
+	if err := a.EnsureTestBucket(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return a, c, bucket
+}
+
 func TestRetainUntilEndOfYearPlusEight(t *testing.T) {
 	t.Parallel()
 	got := archive.RetainUntil(time.Date(2026, 11, 22, 15, 0, 0, 0, time.UTC), archive.RetentionYears)
@@ -147,13 +159,8 @@ func TestConcurrentPutsOfOneKeyWriteOnce(t *testing.T) {
 // behind its back and Get still has it); after RemoveKey it is gone.
 func TestGetOfAnObjectJustCreatedNeedsNoRead(t *testing.T) {
 	t.Parallel()
-	c := testenv.S3(t)
+	a, c, bucket := newTestArchive(t)
 	ctx := context.Background()
-	bucket := "test-recent-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
-	a := archive.NewTest(c, bucket)
-	if err := a.EnsureTestBucket(ctx); err != nil {
-		t.Fatal(err)
-	}
 	st, err := a.Put(ctx, "doc.pdf", []byte("%PDF-1.7 recent"), "application/pdf", time.Time{})
 	if err != nil {
 		t.Fatal(err)
@@ -183,13 +190,8 @@ func TestGetOfAnObjectJustCreatedNeedsNoRead(t *testing.T) {
 // afterwards.
 func TestPutBatchKeepsEachPartAsWritten(t *testing.T) {
 	t.Parallel()
-	c := testenv.S3(t)
+	a, _, _ := newTestArchive(t)
 	ctx := context.Background()
-	bucket := "test-batch-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
-	a := archive.NewTest(c, bucket)
-	if err := a.EnsureTestBucket(ctx); err != nil {
-		t.Fatal(err)
-	}
 	want := []string{"%PDF-1.7 first", "%PDF-1.7 the second, longer", "%PDF-1.7 3"}
 	parts := make([][]byte, len(want))
 	for i, s := range want {

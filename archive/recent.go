@@ -39,17 +39,19 @@ func newRecentObjects() *recentObjects {
 
 // add keeps a copy of data, created as st.
 func (r *recentObjects) add(data []byte, st Stored) {
-	if r == nil || len(data) > recentMaxBytes/4 {
-		return
+	if r.takes(len(data)) { // before the copy
+		r.keep(st.Key, append([]byte(nil), data...), st)
 	}
-	r.keep(st.Key, append([]byte(nil), data...), st)
 }
+
+// takes reports whether r keeps an object of size bytes.
+func (r *recentObjects) takes(size int) bool { return r != nil && size <= recentMaxBytes/4 }
 
 // keep keeps data under key, created as st (or as a part of the object st
 // names, kept under the document's own key), without a copy: data must be
 // bytes no one writes to again.
 func (r *recentObjects) keep(key string, data []byte, st Stored) {
-	if r == nil || len(data) > recentMaxBytes/4 {
+	if !r.takes(len(data)) {
 		return
 	}
 	o := recentObject{data: data, st: st, at: r.now()}

@@ -38,12 +38,18 @@ type Composed struct {
 // recommends 78 for any line).
 const maxHeaderLine = 76
 
+// The text body's type and encoding, as the message's own or its first part.
+const (
+	textType     = "text/plain; charset=UTF-8"
+	textEncoding = "quoted-printable"
+)
+
 // Compose renders m as an RFC 5322 message (MIME multipart when it has
 // attachments), as the relay receives it. A recipient, Reply-To or
 // Message-ID, or an attachment's content type, that cannot be used is a
 // *PermanentError.
 func (s *Sender) Compose(m Message) (*Composed, error) {
-	from := *s.fromAddr
+	from := *s.from
 	if m.FromName != "" {
 		// net/mail quotes the name, or encodes it (RFC 2047) when not ASCII.
 		from.Name = m.FromName
@@ -76,8 +82,8 @@ func (s *Sender) Compose(m Message) (*Composed, error) {
 	writeField(&h, "Message-ID", "<"+messageID+">")
 	writeField(&h, "MIME-Version", "1.0")
 	if len(m.Attachments) == 0 {
-		writeField(&h, "Content-Type", "text/plain; charset=UTF-8")
-		writeField(&h, "Content-Transfer-Encoding", "quoted-printable")
+		writeField(&h, "Content-Type", textType)
+		writeField(&h, "Content-Transfer-Encoding", textEncoding)
 	} else {
 		c.boundary = multipart.NewWriter(io.Discard).Boundary()
 		writeField(&h, "Content-Type", withParam("multipart/mixed", "boundary", c.boundary))
@@ -163,8 +169,8 @@ func (c *Composed) write(w io.Writer) error {
 		return err
 	}
 	part, err := mw.CreatePart(textproto.MIMEHeader{
-		"Content-Type":              {"text/plain; charset=UTF-8"},
-		"Content-Transfer-Encoding": {"quoted-printable"},
+		"Content-Type":              {textType},
+		"Content-Transfer-Encoding": {textEncoding},
 	})
 	if err != nil {
 		return err

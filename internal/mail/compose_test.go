@@ -80,8 +80,8 @@ func TestComposedMessageReadsBackAsWritten(t *testing.T) {
 	if _, err := msg.Header.Date(); err != nil {
 		t.Errorf("Date %q: %v", msg.Header.Get("Date"), err)
 	}
-	if c, ok := s.Compose(m); ok != nil || c.Sender() != "<rechnung@shop.example.com>" || len(c.Recipients()) != 1 || c.Recipients()[0] != "<kunde@example.com>" {
-		t.Errorf("envelope %v %v", c, ok)
+	if c, err := s.Compose(m); err != nil || c.Sender() != "<rechnung@shop.example.com>" || len(c.Recipients()) != 1 || c.Recipients()[0] != "<kunde@example.com>" {
+		t.Errorf("envelope %v %v", c, err)
 	}
 	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/mixed" {

@@ -53,8 +53,7 @@ type Sender struct {
 	implicit bool // smtps: TLS from the first byte; smtp: STARTTLS when the relay offers it
 	user     string
 	pass     string
-	from     string
-	fromAddr *netmail.Address // from, parsed
+	from     *netmail.Address // the sender's address, with its display name if it has one
 	domain   string           // of the sender's address: the right side of the Message-IDs
 	// Timeout bounds one Send as a whole: go-mail gives each of its phases
 	// (see sessionPhases) a deadline of a quarter of it, so that no Send
@@ -82,7 +81,7 @@ func NewSender(rawURL, from string) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("SMTP URL: %w", err)
 	}
-	s := &Sender{host: u.Hostname(), from: from, Timeout: DefaultTimeout}
+	s := &Sender{host: u.Hostname(), Timeout: DefaultTimeout}
 	switch u.Scheme {
 	case "smtp":
 		s.port = 587
@@ -106,12 +105,12 @@ func NewSender(rawURL, from string) (*Sender, error) {
 	if strings.TrimSpace(from) == "" {
 		return nil, errors.New("sender address missing")
 	}
-	if s.fromAddr, err = netmail.ParseAddress(from); err != nil {
+	if s.from, err = netmail.ParseAddress(from); err != nil {
 		return nil, fmt.Errorf("sender address %q: %w", from, err)
 	}
 	s.domain = "localhost"
-	if at := strings.LastIndexByte(s.fromAddr.Address, '@'); at >= 0 && at < len(s.fromAddr.Address)-1 {
-		s.domain = s.fromAddr.Address[at+1:]
+	if at := strings.LastIndexByte(s.from.Address, '@'); at >= 0 && at < len(s.from.Address)-1 {
+		s.domain = s.from.Address[at+1:]
 	}
 	return s, nil
 }
